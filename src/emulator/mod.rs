@@ -1,0 +1,1 @@
+//! In-memory HBase Thrift2 server (see issue 2).

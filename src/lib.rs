@@ -1,0 +1,22 @@
+//! Percolator transactions on HBase, run entirely by the client over HBase's Thrift2 gateway.
+//!
+//! Snapshot-isolated, cross-row, cross-table transactions on existing HBase tables, following
+//! Google's Percolator (OSDI 2010) with TiKV's refinements. HBase cell versions carry the
+//! timestamps and `checkAndMutate` is the single-row transaction; locks and write records live
+//! in extra column families beside the user's data. See `docs/` and `shared/DESIGN.md` for the
+//! protocol and its invariants.
+//!
+//! # Layout
+//! - [`thrift`]: wire layer, bindings generated from `thrift/hbase.thrift`.
+//! - `hbase`: typed HBase operations over pooled Thrift2 connections ([`HBaseClient`]).
+//! - [`emulator`]: an in-memory server speaking Thrift2 with HBase 2.x semantics.
+//! - `oracle`: the timestamp oracle server, its stores and its batching client.
+//! - `error`: the crate's one error type and its retry classification.
+
+pub mod emulator;
+mod error;
+pub mod hbase;
+pub mod oracle;
+pub mod thrift;
+
+pub use error::{Error, Peer, Result, RetryClass};

@@ -1,0 +1,1 @@
+//! Timestamp oracle (see issue 3).
