@@ -40,7 +40,9 @@ impl RowResult {
 
     /// The newest version of one column.
     pub fn latest(&self, family: &[u8], qualifier: &[u8]) -> Option<&Cell> {
-        self.versions(family, qualifier).next()
+        self.cells
+            .iter()
+            .find(|c| c.family == family && c.qualifier == qualifier)
     }
 
     /// The newest value of one column.
