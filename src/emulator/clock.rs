@@ -56,9 +56,6 @@ pub(crate) mod testing {
         pub fn at(ms: i64) -> Self {
             ManualClock(Arc::new(AtomicI64::new(ms)))
         }
-        pub fn set(&self, ms: i64) {
-            self.0.store(ms, Ordering::SeqCst);
-        }
         pub fn advance(&self, ms: i64) {
             self.0.fetch_add(ms, Ordering::SeqCst);
         }

@@ -54,16 +54,24 @@
 //! connections are never dropped; split keys are accepted and ignored.
 
 mod admin;
+#[cfg(test)]
+mod admin_tests;
 mod clock;
 mod conn;
 mod convert;
 mod data;
+#[cfg(test)]
+mod data_tests;
 mod dispatch;
 mod error;
 mod filter;
 mod handler;
+#[cfg(test)]
+mod scan_tests;
 mod scanner;
 mod server;
+#[cfg(test)]
+mod server_tests;
 mod store;
 #[cfg(test)]
 mod testutil;

@@ -1,0 +1,446 @@
+//! The server over real sockets: transports, protocols, hand-encoded requests that omit the
+//! arguments HBase leaves optional, protocol errors, limits and shutdown.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+
+use thrift::protocol::{
+    TBinaryInputProtocol, TBinaryOutputProtocol, TCompactInputProtocol, TCompactOutputProtocol,
+    TFieldIdentifier, TInputProtocol, TMessageIdentifier, TMessageType, TOutputProtocol,
+    TSerializable, TStructIdentifier, TType,
+};
+use thrift::transport::{
+    TBufferedReadTransport, TBufferedWriteTransport, TFramedReadTransport, TFramedWriteTransport,
+};
+use thrift::{ApplicationError, ApplicationErrorKind};
+
+use crate::emulator::testutil::{cv, table_desc, table_name, tget, tput, tscan};
+use crate::emulator::{start, start_local, EmulatorConfig, EmulatorHandle};
+use crate::thrift::hbase::{
+    TCompareOperator, THBaseServiceSyncClient, TIOError, TResult, TRowMutations,
+    TTHBaseServiceSyncClient, TTableDescriptor, TTableName, TThriftServerType,
+};
+
+type Client = Box<dyn TTHBaseServiceSyncClient>;
+
+fn client(emu: &EmulatorHandle, framed: bool, compact: bool) -> Client {
+    let s = TcpStream::connect(emu.local_addr()).unwrap();
+    let r = s.try_clone().unwrap();
+    macro_rules! build {
+        ($read:expr, $write:expr) => {
+            if compact {
+                Box::new(THBaseServiceSyncClient::new(
+                    TCompactInputProtocol::new($read),
+                    TCompactOutputProtocol::new($write),
+                )) as Client
+            } else {
+                Box::new(THBaseServiceSyncClient::new(
+                    TBinaryInputProtocol::new($read, true),
+                    TBinaryOutputProtocol::new($write, true),
+                )) as Client
+            }
+        };
+    }
+    if framed {
+        build!(TFramedReadTransport::new(r), TFramedWriteTransport::new(s))
+    } else {
+        build!(
+            TBufferedReadTransport::new(r),
+            TBufferedWriteTransport::new(s)
+        )
+    }
+}
+
+#[test]
+fn every_transport_and_protocol_combination_is_served() {
+    let emu = start_local().unwrap();
+    for (i, (framed, compact)) in [(false, false), (false, true), (true, false), (true, true)]
+        .into_iter()
+        .enumerate()
+    {
+        let mut c = client(&emu, framed, compact);
+        assert_eq!(c.get_thrift_server_type().unwrap(), TThriftServerType::TWO);
+        let table = format!("t{i}");
+        c.create_table(table_desc(&table, &[("f", 1)]), vec![])
+            .unwrap();
+        c.put(
+            table.clone().into_bytes(),
+            tput("r", vec![cv("f", "q", Some(5), "v")]),
+        )
+        .unwrap();
+        let r = c.get(table.clone().into_bytes(), tget(b"r")).unwrap();
+        assert_eq!(r.column_values[0].value, b"v");
+        assert_eq!(r.column_values[0].timestamp, Some(5));
+        let err = c.get(b"missing".to_vec(), tget(b"r")).unwrap_err();
+        let thrift::Error::User(e) = err else {
+            panic!("expected TIOError, got {err:?}")
+        };
+        let io = e.downcast_ref::<TIOError>().unwrap();
+        assert_eq!(io.can_retry, Some(false));
+        assert!(io
+            .message
+            .as_deref()
+            .unwrap()
+            .contains("TableNotFoundException"));
+    }
+    emu.shutdown();
+}
+
+/// A raw binary-protocol call: `args` writes the argument fields.
+fn send(s: &mut TcpStream, name: &str, args: impl FnOnce(&mut dyn TOutputProtocol)) {
+    let mut buf = Vec::new();
+    {
+        let mut o = TBinaryOutputProtocol::new(&mut buf, true);
+        o.write_message_begin(&TMessageIdentifier::new(name, TMessageType::Call, 1))
+            .unwrap();
+        o.write_struct_begin(&TStructIdentifier::new("args"))
+            .unwrap();
+        args(&mut o);
+        o.write_field_stop().unwrap();
+        o.write_struct_end().unwrap();
+        o.write_message_end().unwrap();
+    }
+    s.write_all(&buf).unwrap();
+}
+
+fn field(
+    o: &mut dyn TOutputProtocol,
+    id: i16,
+    ty: TType,
+    write: impl FnOnce(&mut dyn TOutputProtocol),
+) {
+    o.write_field_begin(&TFieldIdentifier::new("f", ty, id))
+        .unwrap();
+    write(o);
+    o.write_field_end().unwrap();
+}
+
+fn bytes(o: &mut dyn TOutputProtocol, id: i16, v: &[u8]) {
+    field(o, id, TType::String, |o| o.write_bytes(v).unwrap());
+}
+
+fn strukt(o: &mut dyn TOutputProtocol, id: i16, v: &impl TSerializable) {
+    field(o, id, TType::Struct, |o| {
+        v.write_to_out_protocol(o).unwrap()
+    });
+}
+
+#[derive(Debug)]
+enum Failure {
+    App(ApplicationError),
+    // Read only through Debug, when a test fails.
+    #[allow(dead_code)]
+    Io(TIOError),
+}
+
+/// Reads one reply; `success` decodes field 0 if the method returns a value.
+fn receive<T>(
+    s: &mut TcpStream,
+    success: impl FnOnce(&mut dyn TInputProtocol) -> T,
+) -> Result<Option<T>, Failure> {
+    let mut i = TBinaryInputProtocol::new(s, true);
+    let ident = i.read_message_begin().unwrap();
+    if ident.message_type == TMessageType::Exception {
+        return Err(Failure::App(
+            thrift::Error::read_application_error_from_in_protocol(&mut i).unwrap(),
+        ));
+    }
+    i.read_struct_begin().unwrap();
+    let mut out = None;
+    let mut success = Some(success);
+    loop {
+        let f = i.read_field_begin().unwrap();
+        match (f.field_type, f.id) {
+            (TType::Stop, _) => break,
+            (_, Some(0)) => out = Some((success.take().unwrap())(&mut i)),
+            (_, Some(1)) => {
+                return Err(Failure::Io(
+                    TIOError::read_from_in_protocol(&mut i).unwrap(),
+                ))
+            }
+            (t, _) => i.skip(t).unwrap(),
+        }
+        i.read_field_end().unwrap();
+    }
+    i.read_struct_end().unwrap();
+    Ok(out)
+}
+
+fn read_bool(i: &mut dyn TInputProtocol) -> bool {
+    i.read_bool().unwrap()
+}
+
+fn read_list<T>(
+    i: &mut dyn TInputProtocol,
+    read: impl Fn(&mut dyn TInputProtocol) -> thrift::Result<T>,
+) -> Vec<T> {
+    let l = i.read_list_begin().unwrap();
+    let out = (0..l.size).map(|_| read(i).unwrap()).collect();
+    i.read_list_end().unwrap();
+    out
+}
+
+fn read_results(i: &mut dyn TInputProtocol) -> Vec<TResult> {
+    read_list(i, TResult::read_from_in_protocol)
+}
+
+fn app_error_kind(r: Result<impl std::fmt::Debug, Failure>) -> ApplicationErrorKind {
+    match r {
+        Err(Failure::App(e)) => e.kind,
+        other => panic!("expected an application exception, got {other:?}"),
+    }
+}
+
+fn setup() -> (EmulatorHandle, TcpStream) {
+    let emu = start_local().unwrap();
+    let mut s = TcpStream::connect(emu.local_addr()).unwrap();
+    // createTable without splitKeys.
+    send(&mut s, "createTable", |o| {
+        strukt(o, 1, &table_desc("t", &[("f", 1)]))
+    });
+    receive(&mut s, |_| ()).unwrap();
+    (emu, s)
+}
+
+#[test]
+fn check_and_put_and_delete_accept_an_omitted_value_as_must_not_exist() {
+    let (_emu, mut s) = setup();
+    let put = |s: &mut TcpStream| {
+        send(s, "checkAndPut", |o| {
+            bytes(o, 1, b"t");
+            bytes(o, 2, b"r");
+            bytes(o, 3, b"f");
+            bytes(o, 4, b"q");
+            strukt(o, 6, &tput("r", vec![cv("f", "q", None, "v")]));
+        });
+        receive(s, read_bool).unwrap().unwrap()
+    };
+    assert!(put(&mut s));
+    assert!(!put(&mut s));
+    send(&mut s, "checkAndDelete", |o| {
+        bytes(o, 1, b"t");
+        bytes(o, 2, b"r");
+        bytes(o, 3, b"f");
+        bytes(o, 4, b"other");
+        strukt(o, 6, &crate::emulator::testutil::tdelete("r", None, None));
+    });
+    assert!(receive(&mut s, read_bool).unwrap().unwrap());
+}
+
+#[test]
+fn check_and_mutate_with_an_omitted_value_is_an_internal_error() {
+    let (_emu, mut s) = setup();
+    let rm = TRowMutations {
+        row: b"r".to_vec(),
+        mutations: vec![],
+    };
+    send(&mut s, "checkAndMutate", |o| {
+        bytes(o, 1, b"t");
+        bytes(o, 2, b"r");
+        bytes(o, 3, b"f");
+        bytes(o, 4, b"q");
+        field(o, 5, TType::I32, |o| {
+            o.write_i32(TCompareOperator::EQUAL.0).unwrap()
+        });
+        strukt(o, 7, &rm);
+    });
+    assert_eq!(
+        app_error_kind(receive(&mut s, read_bool)),
+        ApplicationErrorKind::InternalError
+    );
+    // The connection is still good, and an empty value works.
+    send(&mut s, "checkAndMutate", |o| {
+        bytes(o, 1, b"t");
+        bytes(o, 2, b"r");
+        bytes(o, 3, b"f");
+        bytes(o, 4, b"q");
+        field(o, 5, TType::I32, |o| {
+            o.write_i32(TCompareOperator::EQUAL.0).unwrap()
+        });
+        bytes(o, 6, b"");
+        strukt(o, 7, &rm);
+    });
+    assert!(receive(&mut s, read_bool).unwrap().unwrap());
+}
+
+#[test]
+fn scanner_calls_default_num_rows_to_one() {
+    let (_emu, mut s) = setup();
+    for row in ["a", "b", "c"] {
+        send(&mut s, "put", |o| {
+            bytes(o, 1, b"t");
+            strukt(o, 2, &tput(row, vec![cv("f", "q", None, "v")]));
+        });
+        receive(&mut s, |_| ()).unwrap();
+    }
+    send(&mut s, "getScannerResults", |o| {
+        bytes(o, 1, b"t");
+        strukt(o, 2, &tscan());
+    });
+    assert_eq!(receive(&mut s, read_results).unwrap().unwrap().len(), 1);
+    send(&mut s, "openScanner", |o| {
+        bytes(o, 1, b"t");
+        strukt(o, 2, &tscan());
+    });
+    let id = receive(&mut s, |i| i.read_i32().unwrap()).unwrap().unwrap();
+    // Scanner ids are valid on every connection.
+    let mut other = TcpStream::connect(s.peer_addr().unwrap()).unwrap();
+    send(&mut other, "getScannerRows", |o| {
+        field(o, 1, TType::I32, |o| o.write_i32(id).unwrap())
+    });
+    let rows = receive(&mut other, read_results).unwrap().unwrap();
+    assert_eq!(rows[0].row.as_deref(), Some(&b"a"[..]));
+    send(&mut other, "getScannerRows", |o| {
+        field(o, 1, TType::I32, |o| o.write_i32(id + 100).unwrap())
+    });
+    let mut i = TBinaryInputProtocol::new(&mut other, true);
+    i.read_message_begin().unwrap();
+    i.read_struct_begin().unwrap();
+    let f = i.read_field_begin().unwrap();
+    assert_eq!(f.id, Some(2), "invalid ids answer TIllegalArgument");
+}
+
+#[test]
+fn admin_calls_with_omitted_optional_arguments() {
+    let (_emu, mut s) = setup();
+    send(&mut s, "getTableNamesByPattern", |_| {});
+    let names = receive(&mut s, |i| read_list(i, TTableName::read_from_in_protocol));
+    assert_eq!(
+        names.unwrap().unwrap(),
+        vec![table_name("t")]
+            .into_iter()
+            .map(|mut t| {
+                t.ns = Some(b"default".to_vec());
+                t
+            })
+            .collect::<Vec<_>>()
+    );
+    send(&mut s, "getTableDescriptorsByPattern", |o| {
+        field(o, 1, TType::String, |o| o.write_string("nomatch").unwrap())
+    });
+    let found = receive(&mut s, |i| {
+        read_list(i, TTableDescriptor::read_from_in_protocol)
+    });
+    assert!(found.unwrap().unwrap().is_empty());
+    send(&mut s, "getRegionLocation", |o| {
+        bytes(o, 1, b"t");
+        bytes(o, 2, b"r");
+    });
+    assert!(receive(&mut s, |i| {
+        crate::thrift::hbase::THRegionLocation::read_from_in_protocol(i).unwrap()
+    })
+    .unwrap()
+    .is_some());
+    send(&mut s, "disableTable", |o| strukt(o, 1, &table_name("t")));
+    receive(&mut s, |_| ()).unwrap();
+    send(&mut s, "truncateTable", |o| strukt(o, 1, &table_name("t")));
+    receive(&mut s, |_| ()).unwrap();
+    send(&mut s, "isTableEnabled", |o| strukt(o, 1, &table_name("t")));
+    assert!(receive(&mut s, read_bool).unwrap().unwrap());
+}
+
+#[test]
+fn missing_required_arguments_and_unknown_methods_fail_only_that_call() {
+    let (_emu, mut s) = setup();
+    send(&mut s, "get", |o| bytes(o, 1, b"t"));
+    assert_eq!(
+        app_error_kind(receive(&mut s, |_| ())),
+        ApplicationErrorKind::ProtocolError
+    );
+    send(&mut s, "checkAndPut", |o| bytes(o, 1, b"t"));
+    assert_eq!(
+        app_error_kind(receive(&mut s, |_| ())),
+        ApplicationErrorKind::ProtocolError
+    );
+    send(&mut s, "noSuchMethod", |o| bytes(o, 1, b"t"));
+    assert_eq!(
+        app_error_kind(receive(&mut s, |_| ())),
+        ApplicationErrorKind::UnknownMethod
+    );
+    send(&mut s, "get", |o| {
+        bytes(o, 1, b"t");
+        strukt(o, 2, &tget(b""));
+    });
+    assert_eq!(
+        app_error_kind(receive(&mut s, |_| ())),
+        ApplicationErrorKind::InternalError
+    );
+    send(&mut s, "getThriftServerType", |_| {});
+    assert_eq!(receive(&mut s, |i| i.read_i32().unwrap()).unwrap(), Some(2));
+}
+
+fn closed_by_server(s: &mut TcpStream) -> bool {
+    let mut buf = [0u8; 64];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) | Err(_) => return true,
+            Ok(_) => continue,
+        }
+    }
+}
+
+#[test]
+fn oversized_or_garbage_input_closes_only_that_connection() {
+    let config = EmulatorConfig {
+        max_frame_bytes: 1024,
+        ..EmulatorConfig::default()
+    };
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let emu = start(listener, config).unwrap();
+    let mut healthy = client(&emu, false, false);
+    healthy
+        .create_table(table_desc("t", &[("f", 1)]), vec![])
+        .unwrap();
+
+    // An unframed binary call whose table argument claims 2 GiB.
+    let mut s = TcpStream::connect(emu.local_addr()).unwrap();
+    let mut msg = vec![0x80, 0x01, 0x00, 0x01];
+    msg.extend_from_slice(&3u32.to_be_bytes());
+    msg.extend_from_slice(b"get");
+    msg.extend_from_slice(&1u32.to_be_bytes());
+    msg.extend_from_slice(&[11, 0, 1]);
+    msg.extend_from_slice(&0x7fff_fff0u32.to_be_bytes());
+    s.write_all(&msg).unwrap();
+    assert!(closed_by_server(&mut s));
+
+    // A frame larger than the limit.
+    let mut s = TcpStream::connect(emu.local_addr()).unwrap();
+    s.write_all(&4096u32.to_be_bytes()).unwrap();
+    assert!(closed_by_server(&mut s));
+
+    // An unframed request that goes on past the limit.
+    let mut s = TcpStream::connect(emu.local_addr()).unwrap();
+    send(&mut s, "put", |o| {
+        bytes(o, 1, b"t");
+        strukt(
+            o,
+            2,
+            &tput("r", vec![cv("f", "q", None, &"x".repeat(2000))]),
+        );
+    });
+    assert!(closed_by_server(&mut s));
+
+    // Not Thrift at all.
+    let mut s = TcpStream::connect(emu.local_addr()).unwrap();
+    s.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
+    assert!(closed_by_server(&mut s));
+
+    // Nothing was stored, and the other connection still works.
+    let r = healthy.get(b"t".to_vec(), tget(b"r")).unwrap();
+    assert!(r.column_values.is_empty());
+    emu.shutdown();
+}
+
+#[test]
+fn shutdown_closes_live_connections_and_frees_the_port() {
+    let emu = start_local().unwrap();
+    let addr = emu.local_addr();
+    let mut idle = TcpStream::connect(addr).unwrap();
+    let mut c = client(&emu, true, true);
+    assert_eq!(c.get_thrift_server_type().unwrap(), TThriftServerType::TWO);
+    emu.shutdown();
+    assert!(closed_by_server(&mut idle));
+    assert!(c.get_thrift_server_type().is_err());
+    // The listener is gone: binding the same port works again.
+    std::net::TcpListener::bind(addr).unwrap();
+}
