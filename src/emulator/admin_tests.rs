@@ -1,8 +1,11 @@
 //! Table, family and namespace administration through the gateway's admin methods.
 
+use crate::emulator::admin::family_schema;
 use crate::emulator::error::ServerError;
+use crate::emulator::store::{bare_descriptor, TTL_FOREVER};
 use crate::emulator::testutil::*;
 use crate::thrift::hbase::TNamespaceDescriptor;
+use crate::thrift::hbase::{TBloomFilterType, TKeepDeletedCells};
 
 fn err(r: Result<impl std::fmt::Debug, ServerError>) -> String {
     r.unwrap_err().to_string()
@@ -182,4 +185,58 @@ fn one_region_per_table() {
     assert_eq!(loc.region_info.start_key.as_deref(), Some(&b""[..]));
     assert_eq!(loc.server_name.port, Some(9090));
     assert!(err(e.h.region_location(b"missing")).contains("TableNotFoundException"));
+}
+
+#[test]
+fn defaults_are_filled_in_like_hbase_2() {
+    let f = family_schema(&bare_descriptor(b"f")).unwrap();
+    assert_eq!(
+        (f.max_versions, f.min_versions, f.ttl_seconds),
+        (1, 0, TTL_FOREVER)
+    );
+    let d = f.descriptor;
+    assert_eq!(d.max_versions, Some(1));
+    assert_eq!(d.block_size, Some(65536));
+    assert_eq!(d.bloomn_filter_type, Some(TBloomFilterType::ROW));
+    assert_eq!(d.block_cache_enabled, Some(true));
+    assert_eq!(d.in_memory, Some(false));
+    assert_eq!(d.time_to_live, Some(i32::MAX));
+    assert_eq!(d.keep_deleted_cells, Some(TKeepDeletedCells::FALSE));
+}
+
+#[test]
+fn family_settings_are_validated() {
+    let mut d = bare_descriptor(b"f");
+    d.max_versions = Some(0);
+    assert!(matches!(family_schema(&d), Err(ServerError::Internal(_))));
+    d.max_versions = Some(2);
+    d.min_versions = Some(3);
+    assert!(matches!(family_schema(&d), Err(ServerError::Io { .. })));
+    d.min_versions = None;
+    d.time_to_live = Some(0);
+    assert!(family_schema(&d).is_err());
+    d.time_to_live = None;
+    d.keep_deleted_cells = Some(TKeepDeletedCells::TRUE);
+    assert!(family_schema(&d)
+        .unwrap_err()
+        .to_string()
+        .contains("not supported"));
+    for bad in [&b""[..], b".x", b"a:b", b"a/b"] {
+        assert!(family_schema(&bare_descriptor(bad)).is_err(), "{bad:?}");
+    }
+}
+
+#[test]
+fn versions_can_come_from_attributes() {
+    let mut d = bare_descriptor(b"f");
+    d.attributes = Some(
+        [
+            (b"VERSIONS".to_vec(), b"5".to_vec()),
+            (b"TTL".to_vec(), b"60".to_vec()),
+        ]
+        .into_iter()
+        .collect(),
+    );
+    let f = family_schema(&d).unwrap();
+    assert_eq!((f.max_versions, f.ttl_seconds), (5, 60));
 }

@@ -56,6 +56,8 @@
 mod admin;
 #[cfg(test)]
 mod admin_tests;
+#[cfg(test)]
+mod cas_tests;
 mod clock;
 mod conn;
 mod convert;

@@ -1,139 +1,20 @@
-//! Routes one request message to its method.
-//!
-//! Most methods go through the generated `TTHBaseServiceProcessFunctions::process_*`. The
-//! Rust generator treats every argument as required, but HBase's IDL leaves some without a
-//! requiredness keyword and real clients omit them, so those methods are decoded here by hand:
-//! checkAndPut/checkAndDelete/checkAndMutate (`value`), createTable (`splitKeys`),
-//! getScannerRows/getScannerResults (`numRows`, default 1), getRegionLocation (`reload`),
-//! getTableDescriptorsByPattern/getTableNamesByPattern (`regex`, `includeSysTables`) and
-//! truncateTable (`preserveSplits`).
-//!
-//! A missing required argument gets TApplicationException PROTOCOL_ERROR and the connection
-//! carries on (the message was read to its end); an unknown method gets UNKNOWN_METHOD; input
-//! that cannot be decoded ends the connection.
+//! The methods whose arguments HBase's IDL leaves optional, decoded by hand so that requests
+//! omitting them are served as a real gateway serves them (see the parent module), and the
+//! reply writer they share.
 
 use thrift::protocol::{
     field_id, TFieldIdentifier, TInputProtocol, TListIdentifier, TMessageIdentifier, TMessageType,
     TOutputProtocol, TSerializable, TStructIdentifier, TType,
 };
-use thrift::{ApplicationError, ApplicationErrorKind, ProtocolError, ProtocolErrorKind};
+use thrift::{ApplicationError, ProtocolError, ProtocolErrorKind};
 
 use crate::emulator::error::{Declared, ServerResult};
 use crate::emulator::handler::Handler;
-use crate::emulator::wire::MessageInput;
 use crate::thrift::hbase::{
-    TCompareOperator, TDelete, TPut, TRowMutations, TScan, TTHBaseServiceProcessFunctions as P,
-    TTableDescriptor, TTableName,
+    TCompareOperator, TDelete, TPut, TRowMutations, TScan, TTableDescriptor, TTableName,
 };
 
-/// Where the input stream stands after a message.
-#[derive(Debug, PartialEq, Eq)]
-pub enum After {
-    /// At the start of the next message.
-    Continue,
-    /// Somewhere inside the failed message: an unframed connection must close, a framed one
-    /// resumes at the next frame.
-    Desynced,
-}
-
-/// Reads one request from `input` and writes its reply to `output`.
-pub fn serve<I: MessageInput>(
-    h: &Handler,
-    input: &mut I,
-    output: &mut dyn TOutputProtocol,
-) -> thrift::Result<After> {
-    let ident = input.read_message_begin()?;
-    if !matches!(
-        ident.message_type,
-        TMessageType::Call | TMessageType::OneWay
-    ) {
-        return Err(thrift::Error::Protocol(ProtocolError::new(
-            ProtocolErrorKind::InvalidData,
-            format!("expected a call, got {:?}", ident.message_type),
-        )));
-    }
-    let seq = ident.sequence_number;
-    let i: &mut dyn TInputProtocol = &mut *input;
-    let o = output;
-    let result = match ident.name.as_str() {
-        "checkAndPut" => check_and_put(h, seq, i, o),
-        "checkAndDelete" => check_and_delete(h, seq, i, o),
-        "checkAndMutate" => check_and_mutate(h, seq, i, o),
-        "createTable" => create_table(h, seq, i, o),
-        "getScannerRows" => get_scanner_rows(h, seq, i, o),
-        "getScannerResults" => get_scanner_results(h, seq, i, o),
-        "getRegionLocation" => get_region_location(h, seq, i, o),
-        "getTableDescriptorsByPattern" => by_pattern(h, seq, i, o, true),
-        "getTableNamesByPattern" => by_pattern(h, seq, i, o, false),
-        "truncateTable" => truncate_table(h, seq, i, o),
-        "exists" => P::process_exists(h, seq, i, o),
-        "existsAll" => P::process_exists_all(h, seq, i, o),
-        "get" => P::process_get(h, seq, i, o),
-        "getMultiple" => P::process_get_multiple(h, seq, i, o),
-        "put" => P::process_put(h, seq, i, o),
-        "putMultiple" => P::process_put_multiple(h, seq, i, o),
-        "deleteSingle" => P::process_delete_single(h, seq, i, o),
-        "deleteMultiple" => P::process_delete_multiple(h, seq, i, o),
-        "increment" => P::process_increment(h, seq, i, o),
-        "append" => P::process_append(h, seq, i, o),
-        "openScanner" => P::process_open_scanner(h, seq, i, o),
-        "closeScanner" => P::process_close_scanner(h, seq, i, o),
-        "mutateRow" => P::process_mutate_row(h, seq, i, o),
-        "getAllRegionLocations" => P::process_get_all_region_locations(h, seq, i, o),
-        "getTableDescriptor" => P::process_get_table_descriptor(h, seq, i, o),
-        "getTableDescriptors" => P::process_get_table_descriptors(h, seq, i, o),
-        "tableExists" => P::process_table_exists(h, seq, i, o),
-        "getTableDescriptorsByNamespace" => {
-            P::process_get_table_descriptors_by_namespace(h, seq, i, o)
-        }
-        "getTableNamesByNamespace" => P::process_get_table_names_by_namespace(h, seq, i, o),
-        "deleteTable" => P::process_delete_table(h, seq, i, o),
-        "enableTable" => P::process_enable_table(h, seq, i, o),
-        "disableTable" => P::process_disable_table(h, seq, i, o),
-        "isTableEnabled" => P::process_is_table_enabled(h, seq, i, o),
-        "isTableDisabled" => P::process_is_table_disabled(h, seq, i, o),
-        "isTableAvailable" => P::process_is_table_available(h, seq, i, o),
-        "addColumnFamily" => P::process_add_column_family(h, seq, i, o),
-        "deleteColumnFamily" => P::process_delete_column_family(h, seq, i, o),
-        "modifyColumnFamily" => P::process_modify_column_family(h, seq, i, o),
-        "modifyTable" => P::process_modify_table(h, seq, i, o),
-        "createNamespace" => P::process_create_namespace(h, seq, i, o),
-        "modifyNamespace" => P::process_modify_namespace(h, seq, i, o),
-        "deleteNamespace" => P::process_delete_namespace(h, seq, i, o),
-        "getNamespaceDescriptor" => P::process_get_namespace_descriptor(h, seq, i, o),
-        "listNamespaceDescriptors" => P::process_list_namespace_descriptors(h, seq, i, o),
-        "listNamespaces" => P::process_list_namespaces(h, seq, i, o),
-        "getThriftServerType" => P::process_get_thrift_server_type(h, seq, i, o),
-        "getClusterId" => P::process_get_cluster_id(h, seq, i, o),
-        other => {
-            // As Java's TBaseProcessor: skip the arguments, answer UNKNOWN_METHOD.
-            i.skip(TType::Struct)?;
-            i.read_message_end()?;
-            let e = ApplicationError::new(
-                ApplicationErrorKind::UnknownMethod,
-                format!("Invalid method name: '{other}'"),
-            );
-            write_exception(o, &ident.name, seq, &e)?;
-            return Ok(After::Continue);
-        }
-    };
-    match result {
-        Ok(()) => Ok(After::Continue),
-        Err(thrift::Error::Protocol(e)) => {
-            let in_sync = input.args_complete();
-            let reply = ApplicationError::new(ApplicationErrorKind::ProtocolError, e.message);
-            write_exception(o, &ident.name, seq, &reply)?;
-            Ok(if in_sync {
-                After::Continue
-            } else {
-                After::Desynced
-            })
-        }
-        Err(e) => Err(e),
-    }
-}
-
-fn write_exception(
+pub(super) fn write_exception(
     o: &mut dyn TOutputProtocol,
     name: &str,
     seq: i32,
@@ -248,6 +129,15 @@ struct CheckArgs {
     value: Option<Vec<u8>>,
 }
 
+/// The shared check arguments once the required ones are known to be present.
+struct CheckCall {
+    table: Vec<u8>,
+    row: Vec<u8>,
+    family: Vec<u8>,
+    qualifier: Vec<u8>,
+    value: Option<Vec<u8>>,
+}
+
 impl CheckArgs {
     fn read(
         &mut self,
@@ -271,21 +161,18 @@ impl CheckArgs {
         Ok(true)
     }
 
-    fn required(
-        self,
-        method: &str,
-    ) -> thrift::Result<(Vec<u8>, Vec<u8>, Vec<u8>, Vec<u8>, Option<Vec<u8>>)> {
-        Ok((
-            required(method, "table", self.table)?,
-            required(method, "row", self.row)?,
-            required(method, "family", self.family)?,
-            required(method, "qualifier", self.qualifier)?,
-            self.value,
-        ))
+    fn required(self, method: &str) -> thrift::Result<CheckCall> {
+        Ok(CheckCall {
+            table: required(method, "table", self.table)?,
+            row: required(method, "row", self.row)?,
+            family: required(method, "family", self.family)?,
+            qualifier: required(method, "qualifier", self.qualifier)?,
+            value: self.value,
+        })
     }
 }
 
-fn check_and_put(
+pub(super) fn check_and_put(
     h: &Handler,
     seq: i32,
     i: &mut dyn TInputProtocol,
@@ -300,15 +187,15 @@ fn check_and_put(
         }
         _ => args.read(i, id, ty, 5),
     })?;
-    let (table, row, family, qualifier, value) = args.required("checkAndPut")?;
+    let c = args.required("checkAndPut")?;
     let tput = required("checkAndPut", "tput", tput)?;
-    let result = h.check_and_put(&table, &row, family, qualifier, value, &tput);
+    let result = h.check_and_put(&c.table, &c.row, c.family, c.qualifier, c.value, &tput);
     reply(o, "checkAndPut", seq, result, Some(TType::Bool), |o, v| {
         o.write_bool(v)
     })
 }
 
-fn check_and_delete(
+pub(super) fn check_and_delete(
     h: &Handler,
     seq: i32,
     i: &mut dyn TInputProtocol,
@@ -323,9 +210,9 @@ fn check_and_delete(
         }
         _ => args.read(i, id, ty, 5),
     })?;
-    let (table, row, family, qualifier, value) = args.required("checkAndDelete")?;
+    let c = args.required("checkAndDelete")?;
     let tdelete = required("checkAndDelete", "tdelete", tdelete)?;
-    let result = h.check_and_delete(&table, &row, family, qualifier, value, &tdelete);
+    let result = h.check_and_delete(&c.table, &c.row, c.family, c.qualifier, c.value, &tdelete);
     reply(
         o,
         "checkAndDelete",
@@ -336,7 +223,7 @@ fn check_and_delete(
     )
 }
 
-fn check_and_mutate(
+pub(super) fn check_and_mutate(
     h: &Handler,
     seq: i32,
     i: &mut dyn TInputProtocol,
@@ -356,10 +243,18 @@ fn check_and_mutate(
         }
         _ => args.read(i, id, ty, 6),
     })?;
-    let (table, row, family, qualifier, value) = args.required("checkAndMutate")?;
+    let c = args.required("checkAndMutate")?;
     let op = required("checkAndMutate", "compareOperator", op)?;
     let mutations = required("checkAndMutate", "rowMutations", mutations)?;
-    let result = h.check_and_mutate(&table, &row, family, qualifier, op, value, &mutations);
+    let result = h.check_and_mutate(
+        &c.table,
+        &c.row,
+        c.family,
+        c.qualifier,
+        op,
+        c.value,
+        &mutations,
+    );
     reply(
         o,
         "checkAndMutate",
@@ -370,7 +265,7 @@ fn check_and_mutate(
     )
 }
 
-fn create_table(
+pub(super) fn create_table(
     h: &Handler,
     seq: i32,
     i: &mut dyn TInputProtocol,
@@ -390,7 +285,7 @@ fn create_table(
     reply(o, "createTable", seq, result, None, |_, ()| Ok(()))
 }
 
-fn truncate_table(
+pub(super) fn truncate_table(
     h: &Handler,
     seq: i32,
     i: &mut dyn TInputProtocol,
@@ -413,7 +308,7 @@ fn truncate_table(
     reply(o, "truncateTable", seq, result, None, |_, ()| Ok(()))
 }
 
-fn get_scanner_rows(
+pub(super) fn get_scanner_rows(
     h: &Handler,
     seq: i32,
     i: &mut dyn TInputProtocol,
@@ -440,7 +335,7 @@ fn get_scanner_rows(
     )
 }
 
-fn get_scanner_results(
+pub(super) fn get_scanner_results(
     h: &Handler,
     seq: i32,
     i: &mut dyn TInputProtocol,
@@ -469,7 +364,7 @@ fn get_scanner_results(
     )
 }
 
-fn get_region_location(
+pub(super) fn get_region_location(
     h: &Handler,
     seq: i32,
     i: &mut dyn TInputProtocol,
@@ -501,7 +396,7 @@ fn get_region_location(
     )
 }
 
-fn by_pattern(
+pub(super) fn by_pattern(
     h: &Handler,
     seq: i32,
     i: &mut dyn TInputProtocol,
