@@ -444,3 +444,46 @@ fn shutdown_closes_live_connections_and_frees_the_port() {
     // The listener is gone: binding the same port works again.
     std::net::TcpListener::bind(addr).unwrap();
 }
+
+/// Round-trip throughput over loopback, printed rather than asserted. Runs only with
+/// `EMU_BENCH=1` (e.g. `EMU_BENCH=1 cargo test --release --lib emulator::server_tests::bench
+/// -- --nocapture`).
+#[test]
+fn bench_round_trips() {
+    if std::env::var_os("EMU_BENCH").is_none() {
+        return;
+    }
+    let emu = start_local().unwrap();
+    client(&emu, false, false)
+        .create_table(table_desc("bench", &[("f", 1)]), vec![])
+        .unwrap();
+    const THREADS: usize = 4;
+    const OPS: usize = 5_000;
+    let started = std::time::Instant::now();
+    std::thread::scope(|scope| {
+        for t in 0..THREADS {
+            let emu = &emu;
+            scope.spawn(move || {
+                let mut c = client(emu, false, false);
+                for n in 0..OPS {
+                    let row = format!("r{t}-{}", n % 100);
+                    let value = n.to_string();
+                    c.put(
+                        b"bench".to_vec(),
+                        tput(&row, vec![cv("f", "q", None, &value)]),
+                    )
+                    .unwrap();
+                    let r = c.get(b"bench".to_vec(), tget(row.as_bytes())).unwrap();
+                    assert_eq!(r.column_values[0].value, value.as_bytes());
+                }
+            });
+        }
+    });
+    let elapsed = started.elapsed();
+    let calls = (THREADS * OPS * 2) as f64;
+    println!(
+        "emulator: {calls} calls (put+get, {THREADS} connections) in {elapsed:?}: {:.0} calls/s",
+        calls / elapsed.as_secs_f64()
+    );
+    emu.shutdown();
+}
