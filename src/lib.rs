@@ -23,4 +23,5 @@ pub mod thrift;
 pub mod txn;
 
 pub use error::{Error, Peer, Result, RetryClass};
+pub use hbase::{AsyncHBaseClient, HBaseClient, HBaseConfig};
 pub use txn::{AsyncClient, CellKey, Client, Transaction, TxnOptions};
