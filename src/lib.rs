@@ -20,3 +20,4 @@ pub mod oracle;
 pub mod thrift;
 
 pub use error::{Error, Peer, Result, RetryClass};
+pub use oracle::{LocalTimestamps, OracleClient, OracleHandle, OracleServer, TimestampSource};
