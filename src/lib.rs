@@ -24,5 +24,5 @@ pub mod txn;
 
 pub use error::{Error, Peer, Result, RetryClass};
 pub use hbase::{AsyncHBaseClient, HBaseClient, HBaseConfig};
-pub use txn::{AsyncClient, CellKey, Client, Transaction, TxnOptions};
 pub use oracle::{LocalTimestamps, OracleClient, OracleHandle, OracleServer, TimestampSource};
+pub use txn::{AsyncClient, CellKey, Client, Transaction, TxnOptions};

@@ -91,8 +91,7 @@ fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "info".into()),
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
         )
         .init();
     let outcome = match cli.command {
@@ -106,17 +105,20 @@ fn main() -> ExitCode {
             connections,
             threads,
             json,
-        }) => bench(BenchConfig {
-            addrs: addr.as_deref().map(split_addrs),
-            concurrency,
-            duration: Duration::from_secs_f64(seconds),
-            client: ClientConfig {
-                connections,
-                ..ClientConfig::default()
+        }) => bench(
+            BenchConfig {
+                addrs: addr.as_deref().map(split_addrs),
+                concurrency,
+                duration: Duration::from_secs_f64(seconds),
+                client: ClientConfig {
+                    connections,
+                    ..ClientConfig::default()
+                },
+                threads,
+                ..BenchConfig::default()
             },
-            threads,
-            ..BenchConfig::default()
-        }, json),
+            json,
+        ),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
@@ -129,7 +131,11 @@ fn main() -> ExitCode {
 }
 
 fn split_addrs(list: &str) -> Vec<String> {
-    list.split(',').map(str::trim).filter(|a| !a.is_empty()).map(String::from).collect()
+    list.split(',')
+        .map(str::trim)
+        .filter(|a| !a.is_empty())
+        .map(String::from)
+        .collect()
 }
 
 fn serve(args: ServeArgs) -> Result<()> {
@@ -170,8 +176,7 @@ fn serve(args: ServeArgs) -> Result<()> {
 
 /// Resolves on SIGTERM or ctrl-c.
 async fn shutdown_signal() {
-    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-    {
+    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
         Ok(s) => s,
         Err(e) => {
             tracing::warn!(error = %e, "cannot watch SIGTERM; only ctrl-c stops the server");

@@ -181,8 +181,16 @@ mod tests {
             assert!(first + (1 << 16) - 1 <= top);
             served += 1 << 16;
         }
-        assert_eq!(served, 2 * LOGICAL_PER_MS, "both milliseconds of the window were used");
-        assert_eq!(a.allocate(1, T0 + 50), None, "the clock moving on grants nothing");
+        assert_eq!(
+            served,
+            2 * LOGICAL_PER_MS,
+            "both milliseconds of the window were used"
+        );
+        assert_eq!(
+            a.allocate(1, T0 + 50),
+            None,
+            "the clock moving on grants nothing"
+        );
         a.raise_top(last_of_ms(T0 + 100));
         assert_eq!(a.allocate(1, T0 + 50), Some(compose(T0 + 50, 0)));
     }

@@ -282,13 +282,17 @@ mod tests {
             .map(|_| {
                 let source = Arc::clone(&source);
                 std::thread::spawn(move || {
-                    let got: Vec<u64> = (0..1000).map(|_| source.get_timestamp().unwrap()).collect();
+                    let got: Vec<u64> =
+                        (0..1000).map(|_| source.get_timestamp().unwrap()).collect();
                     assert!(got.windows(2).all(|w| w[0] < w[1]));
                     got
                 })
             })
             .collect();
-        let mut all: Vec<u64> = threads.into_iter().flat_map(|t| t.join().unwrap()).collect();
+        let mut all: Vec<u64> = threads
+            .into_iter()
+            .flat_map(|t| t.join().unwrap())
+            .collect();
         all.sort_unstable();
         assert_eq!(all, (42..42 + 4000).collect::<Vec<_>>());
     }
@@ -305,7 +309,9 @@ mod tests {
             .local_addr()
             .unwrap()
             .to_string();
-        let err = OracleClient::connect(&[addr], ClientConfig::default()).err().unwrap();
+        let err = OracleClient::connect(&[addr], ClientConfig::default())
+            .err()
+            .unwrap();
         assert!(matches!(err, Error::OracleUnavailable { .. }), "{err}");
     }
 }
