@@ -13,6 +13,7 @@
 //! - `oracle`: the timestamp oracle server, its stores and its batching client.
 //! - [`txn`]: the Percolator protocol (pure actions, resolver, two-phase commit) and the
 //!   transaction API ([`Client`], [`Transaction`]).
+//! - [`workload`]: the bank demo and the benchmark behind the `percolator` binary.
 //! - `error`: the crate's one error type and its retry classification.
 
 pub mod emulator;
@@ -21,6 +22,7 @@ pub mod hbase;
 pub mod oracle;
 pub mod thrift;
 pub mod txn;
+pub mod workload;
 
 pub use error::{Error, Peer, Result, RetryClass};
 pub use hbase::{AsyncHBaseClient, HBaseClient, HBaseConfig};
