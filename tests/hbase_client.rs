@@ -34,11 +34,24 @@ fn every_transport_and_protocol_combination_works() {
             create(&c, &table);
             assert_eq!(c.admin().server_type().unwrap(), ServerType::Two);
             c.put(&table, &Put::new("r").add("f", "q", "v")).unwrap();
-            assert_eq!(c.get(&table, &Get::new("r")).unwrap().value(b"f", b"q"), Some(&b"v"[..]));
+            assert_eq!(
+                c.get(&table, &Get::new("r")).unwrap().value(b"f", b"q"),
+                Some(&b"v"[..])
+            );
             let put = Put::new("r2").add("f", "q", "w");
-            assert!(c.check_and_put(&table, b"r2", b"f", b"q", None, &put).unwrap());
-            let rows: Vec<_> = c.scan(&table, &Scan::new().caching(1)).unwrap().map(|r| r.unwrap().row).collect();
-            assert_eq!(rows, vec![b"r".to_vec(), b"r2".to_vec()], "{transport:?}/{protocol:?}");
+            assert!(c
+                .check_and_put(&table, b"r2", b"f", b"q", None, &put)
+                .unwrap());
+            let rows: Vec<_> = c
+                .scan(&table, &Scan::new().caching(1))
+                .unwrap()
+                .map(|r| r.unwrap().row)
+                .collect();
+            assert_eq!(
+                rows,
+                vec![b"r".to_vec(), b"r2".to_vec()],
+                "{transport:?}/{protocol:?}"
+            );
         }
     }
 }
@@ -52,12 +65,22 @@ fn pool_reconnects_after_the_gateway_restarts() {
     create(&c, "before");
     first.shutdown();
 
-    let second = emulator::start(TcpListener::bind(addr).unwrap(), EmulatorConfig::default()).unwrap();
+    let second =
+        emulator::start(TcpListener::bind(addr).unwrap(), EmulatorConfig::default()).unwrap();
     let before = c.rpc_count();
-    assert!(!c.admin().table_exists("before").unwrap(), "a new, empty emulator answered");
-    assert_eq!(c.rpc_count() - before, 2, "one call on the dead connection, one replay");
+    assert!(
+        !c.admin().table_exists("before").unwrap(),
+        "a new, empty emulator answered"
+    );
+    assert_eq!(
+        c.rpc_count() - before,
+        2,
+        "one call on the dead connection, one replay"
+    );
     create(&c, "after");
-    let counter = c.increment("after", &Increment::new("r").add("f", "n", 1)).unwrap();
+    let counter = c
+        .increment("after", &Increment::new("r").add("f", "n", 1))
+        .unwrap();
     assert!(counter.value(b"f", b"n").is_some());
     second.shutdown();
 }
@@ -74,7 +97,9 @@ fn stale_pooled_connections_are_replaced_without_an_extra_rpc() {
     std::thread::sleep(max_idle * 3);
 
     let before = c.rpc_count();
-    let counter = c.increment("t", &Increment::new("r").add("f", "n", 1)).expect("a fresh connection, not the dead one");
+    let counter = c
+        .increment("t", &Increment::new("r").add("f", "n", 1))
+        .expect("a fresh connection, not the dead one");
     assert_eq!(counter.value(b"f", b"n"), Some(&1i64.to_be_bytes()[..]));
     assert_eq!(c.rpc_count() - before, 1);
     assert_eq!(proxy.accepted(), 2);
@@ -89,19 +114,28 @@ fn a_dropped_connection_replays_idempotent_calls_once() {
     c.put("t", &Put::new("r").add("f", "q", "v")).unwrap();
     proxy.sever_all();
     let before = c.rpc_count();
-    assert_eq!(c.get("t", &Get::new("r")).unwrap().value(b"f", b"q"), Some(&b"v"[..]));
+    assert_eq!(
+        c.get("t", &Get::new("r")).unwrap().value(b"f", b"q"),
+        Some(&b"v"[..])
+    );
     assert_eq!(c.rpc_count() - before, 2);
 
     proxy.lose_next_reply();
     let before = c.rpc_count();
-    c.put("t", &Put::new("r").add_at("f", "q", 7, "again")).expect("puts are replayed too");
+    c.put("t", &Put::new("r").add_at("f", "q", 7, "again"))
+        .expect("puts are replayed too");
     assert_eq!(c.rpc_count() - before, 2);
 }
 
 fn assert_outcome_unknown(err: Error, method: &str, table: &str, row: &[u8]) {
     assert_eq!(err.retry_class(), RetryClass::Undetermined);
     match err {
-        Error::OutcomeUnknown { method: m, table: t, row: r, source } => {
+        Error::OutcomeUnknown {
+            method: m,
+            table: t,
+            row: r,
+            source,
+        } => {
             assert_eq!((m, t.as_str(), r.as_slice()), (method, table, row));
             assert!(matches!(*source, Error::Transport { .. }), "{source:?}");
         }
@@ -115,26 +149,51 @@ fn lost_replies_of_non_idempotent_calls_are_outcome_unknown() {
     let proxy = Proxy::start(gw.addr());
     let c = client_for(&proxy.addr(), |cfg| cfg);
     create(&c, "t");
-    let value = |row: &str, q: &str| c.get("t", &Get::new(row)).unwrap().value(b"f", q.as_bytes()).map(<[u8]>::to_vec);
+    let value = |row: &str, q: &str| {
+        c.get("t", &Get::new(row))
+            .unwrap()
+            .value(b"f", q.as_bytes())
+            .map(<[u8]>::to_vec)
+    };
 
     proxy.lose_next_reply();
     let put = Put::new("a").add("f", "q", "1");
-    let err = c.check_and_put("t", b"a", b"f", b"q", None, &put).unwrap_err();
+    let err = c
+        .check_and_put("t", b"a", b"f", b"q", None, &put)
+        .unwrap_err();
     assert_outcome_unknown(err, "checkAndPut", "t", b"a");
-    assert_eq!(value("a", "q"), Some(b"1".to_vec()), "the gateway applied it; only the reply was lost");
+    assert_eq!(
+        value("a", "q"),
+        Some(b"1".to_vec()),
+        "the gateway applied it; only the reply was lost"
+    );
 
     proxy.lose_next_reply();
-    let cam = CheckAndMutate::new("a", "f", "q", CompareOp::Equal, "1").put(Put::new("a").add("f", "q", "2"));
-    assert_outcome_unknown(c.check_and_mutate("t", &cam).unwrap_err(), "checkAndMutate", "t", b"a");
+    let cam = CheckAndMutate::new("a", "f", "q", CompareOp::Equal, "1")
+        .put(Put::new("a").add("f", "q", "2"));
+    assert_outcome_unknown(
+        c.check_and_mutate("t", &cam).unwrap_err(),
+        "checkAndMutate",
+        "t",
+        b"a",
+    );
     assert_eq!(value("a", "q"), Some(b"2".to_vec()));
 
     proxy.lose_next_reply();
-    let err = c.increment("t", &Increment::new("n").add("f", "c", 1)).unwrap_err();
+    let err = c
+        .increment("t", &Increment::new("n").add("f", "c", 1))
+        .unwrap_err();
     assert_outcome_unknown(err, "increment", "t", b"n");
-    assert_eq!(value("n", "c"), Some(1i64.to_be_bytes().to_vec()), "applied exactly once: never replayed");
+    assert_eq!(
+        value("n", "c"),
+        Some(1i64.to_be_bytes().to_vec()),
+        "applied exactly once: never replayed"
+    );
 
     proxy.lose_next_reply();
-    let err = c.append("t", &Append::new("s").add("f", "c", "x")).unwrap_err();
+    let err = c
+        .append("t", &Append::new("s").add("f", "c", "x"))
+        .unwrap_err();
     assert_outcome_unknown(err, "append", "t", b"s");
     assert_eq!(value("s", "c"), Some(b"x".to_vec()));
 }
@@ -145,7 +204,9 @@ fn a_lost_scanner_page_fails_instead_of_skipping_rows() {
     let proxy = Proxy::start(gw.addr());
     let c = client_for(&proxy.addr(), |cfg| cfg);
     create(&c, "t");
-    let puts: Vec<Put> = (0..6).map(|i| Put::new(format!("r{i}")).add("f", "q", "v")).collect();
+    let puts: Vec<Put> = (0..6)
+        .map(|i| Put::new(format!("r{i}")).add("f", "q", "v"))
+        .collect();
     c.put_many("t", &puts).unwrap();
 
     let mut scanner = c.scan("t", &Scan::new().caching(2)).unwrap();
@@ -159,10 +220,15 @@ fn a_lost_scanner_page_fails_instead_of_skipping_rows() {
 
 #[test]
 fn an_unreachable_gateway_is_a_transport_error() {
-    let addr = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let addr = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
     let err = HBaseClient::connect(HBaseConfig::new(addr.to_string())).unwrap_err();
     match err {
-        Error::Transport { addr: a, source, .. } => {
+        Error::Transport {
+            addr: a, source, ..
+        } => {
             assert_eq!(a, addr.to_string());
             assert_eq!(source.kind(), std::io::ErrorKind::ConnectionRefused);
         }
@@ -191,7 +257,10 @@ fn async_calls_do_not_block_a_current_thread_runtime() {
     let c = client_for(&proxy.addr(), |cfg| cfg.pool_size(4));
     create(&c, "t");
     c.put("t", &Put::new("r").add("f", "q", "v")).unwrap();
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     let async_client = c.asynchronous();
     runtime.block_on(async {
         let mut gets = tokio::task::JoinSet::new();
@@ -213,7 +282,10 @@ fn async_calls_do_not_block_a_current_thread_runtime() {
             tokio::spawn(async move { a.get("t", &Get::new("r")).await })
         };
         tokio::time::sleep(Duration::from_millis(50)).await;
-        assert!(!stalled.is_finished(), "the get cannot finish while its reply is held");
+        assert!(
+            !stalled.is_finished(),
+            "the get cannot finish while its reply is held"
+        );
         proxy.resume();
         let got = stalled.await.unwrap().unwrap();
         assert_eq!(got.value(b"f", b"q"), Some(&b"v"[..]));

@@ -120,7 +120,10 @@ impl Drop for TestTable {
     fn drop(&mut self) {
         let admin = self.client.admin();
         // Cleanup must not mask the test's own failure, so problems are only reported.
-        if let Err(e) = admin.disable_table(&self.name).and_then(|()| admin.delete_table(&self.name)) {
+        if let Err(e) = admin
+            .disable_table(&self.name)
+            .and_then(|()| admin.delete_table(&self.name))
+        {
             eprintln!("cleanup of table {} failed: {e}", self.name);
         }
     }

@@ -110,12 +110,14 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
         let _ = client.set_nodelay(true);
         let _ = server.set_nodelay(true);
         let clones = (client.try_clone(), server.try_clone());
-        let (Ok(client2), Ok(server2)) = clones else { continue };
-        shared
-            .sockets
-            .lock()
-            .unwrap()
-            .extend([client.try_clone(), server.try_clone()].into_iter().flatten());
+        let (Ok(client2), Ok(server2)) = clones else {
+            continue;
+        };
+        shared.sockets.lock().unwrap().extend(
+            [client.try_clone(), server.try_clone()]
+                .into_iter()
+                .flatten(),
+        );
         let requests = thread::spawn(move || pump_requests(client, server));
         let replies = {
             let shared = shared.clone();

@@ -15,7 +15,9 @@ pub fn missing_table_is_table_not_found(gw: &Gateway) {
         c.admin().table_descriptor(&name).unwrap_err(),
     ] {
         match &err {
-            Error::TableNotFound { table, .. } => assert!(table.ends_with(&name), "{table} vs {name}"),
+            Error::TableNotFound { table, .. } => {
+                assert!(table.ends_with(&name), "{table} vs {name}")
+            }
             other => panic!("expected TableNotFound, got {other:?}"),
         }
         assert_eq!(err.retry_class(), RetryClass::Fatal);
@@ -26,7 +28,8 @@ pub fn missing_family_is_family_not_found(gw: &Gateway) {
     let t = gw.table_f(1);
     let c = gw.client();
     for err in [
-        c.put(t.name(), &Put::new("r").add("nope", "q", "v")).unwrap_err(),
+        c.put(t.name(), &Put::new("r").add("nope", "q", "v"))
+            .unwrap_err(),
         c.get(t.name(), &Get::new("r").family("nope")).unwrap_err(),
     ] {
         match &err {

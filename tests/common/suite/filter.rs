@@ -10,7 +10,10 @@ use crate::common::{Gateway, TestTable};
 fn fruit(gw: &Gateway) -> TestTable {
     let t = gw.table(vec![FamilyDescriptor::new("f"), FamilyDescriptor::new("g")]);
     let puts = [
-        Put::new("apple").add("f", "a", "1").add("f", "b", "x").add("g", "c", "2"),
+        Put::new("apple")
+            .add("f", "a", "1")
+            .add("f", "b", "x")
+            .add("g", "c", "2"),
         Put::new("apricot").add("f", "a", "2"),
         Put::new("banana").add("f", "a", "1").add("f", "bb", "y"),
     ];
@@ -31,21 +34,35 @@ fn columns(results: &[RowResult]) -> Vec<String> {
         .iter()
         .flat_map(|r| {
             let row = String::from_utf8_lossy(&r.row).into_owned();
-            r.cells.iter().map(move |c| format!("{row}/{}", super::column_name(c)))
+            r.cells
+                .iter()
+                .map(move |c| format!("{row}/{}", super::column_name(c)))
         })
         .collect()
 }
 
 pub fn row_filters(gw: &Gateway) {
     let t = fruit(gw);
-    assert_eq!(rows(&filtered(gw, t.name(), "PrefixFilter('ap')")), vec!["apple", "apricot"]);
+    assert_eq!(
+        rows(&filtered(gw, t.name(), "PrefixFilter('ap')")),
+        vec!["apple", "apricot"]
+    );
 
     let key_only = filtered(gw, t.name(), "KeyOnlyFilter()");
     assert_eq!(columns(&key_only).len(), 6, "every cell is still there");
-    assert!(key_only.iter().flat_map(|r| &r.cells).all(|c| c.value.is_empty()), "without values");
+    assert!(
+        key_only
+            .iter()
+            .flat_map(|r| &r.cells)
+            .all(|c| c.value.is_empty()),
+        "without values"
+    );
 
     let first = filtered(gw, t.name(), "FirstKeyOnlyFilter()");
-    assert_eq!(columns(&first), vec!["apple/f:a", "apricot/f:a", "banana/f:a"]);
+    assert_eq!(
+        columns(&first),
+        vec!["apple/f:a", "apricot/f:a", "banana/f:a"]
+    );
 }
 
 pub fn cell_filters(gw: &Gateway) {
@@ -58,24 +75,43 @@ pub fn cell_filters(gw: &Gateway) {
         columns(&filtered(gw, t.name(), "QualifierFilter(=,'binary:a')")),
         vec!["apple/f:a", "apricot/f:a", "banana/f:a"]
     );
-    assert_eq!(columns(&filtered(gw, t.name(), "FamilyFilter(=,'binary:g')")), vec!["apple/g:c"]);
+    assert_eq!(
+        columns(&filtered(gw, t.name(), "FamilyFilter(=,'binary:g')")),
+        vec!["apple/g:c"]
+    );
 }
 
 pub fn value_filters(gw: &Gateway) {
     let t = fruit(gw);
-    let matching = filtered(gw, t.name(), "SingleColumnValueFilter('f','a',=,'binary:1')");
+    let matching = filtered(
+        gw,
+        t.name(),
+        "SingleColumnValueFilter('f','a',=,'binary:1')",
+    );
     assert_eq!(rows(&matching), vec!["apple", "banana"]);
-    assert_eq!(matching[0].cells.len(), 3, "the whole row comes back, not just the tested cell");
+    assert_eq!(
+        matching[0].cells.len(),
+        3,
+        "the whole row comes back, not just the tested cell"
+    );
 }
 
 pub fn and_or_combinations(gw: &Gateway) {
     let t = fruit(gw);
     assert_eq!(
-        columns(&filtered(gw, t.name(), "PrefixFilter('ap') AND QualifierFilter(=,'binary:a')")),
+        columns(&filtered(
+            gw,
+            t.name(),
+            "PrefixFilter('ap') AND QualifierFilter(=,'binary:a')"
+        )),
         vec!["apple/f:a", "apricot/f:a"]
     );
     assert_eq!(
-        rows(&filtered(gw, t.name(), "PrefixFilter('ban') OR PrefixFilter('apr')")),
+        rows(&filtered(
+            gw,
+            t.name(),
+            "PrefixFilter('ban') OR PrefixFilter('apr')"
+        )),
         vec!["apricot", "banana"]
     );
     assert_eq!(
@@ -90,7 +126,13 @@ pub fn and_or_combinations(gw: &Gateway) {
 
 pub fn get_with_filter(gw: &Gateway) {
     let t = fruit(gw);
-    let got = gw.client().get(t.name(), &Get::new("apple").filter("ColumnPrefixFilter('b')")).unwrap();
+    let got = gw
+        .client()
+        .get(
+            t.name(),
+            &Get::new("apple").filter("ColumnPrefixFilter('b')"),
+        )
+        .unwrap();
     assert_eq!(cells(&got), vec![("f:b".to_owned(), "x".to_owned())]);
 }
 
@@ -101,7 +143,13 @@ pub fn bad_filter_is_rejected(gw: &Gateway) {
         .scan(t.name(), &Scan::new().filter("PrefixFilter('ap'"))
         .and_then(|s| s.collect::<percolator::Result<Vec<_>>>())
         .unwrap_err();
-    assert!(matches!(err, Error::Rejected { .. }), "a syntax error is INTERNAL_ERROR: {err:?}");
-    let err = gw.client().get(t.name(), &Get::new("apple").filter("NoSuchFilter()")).unwrap_err();
+    assert!(
+        matches!(err, Error::Rejected { .. }),
+        "a syntax error is INTERNAL_ERROR: {err:?}"
+    );
+    let err = gw
+        .client()
+        .get(t.name(), &Get::new("apple").filter("NoSuchFilter()"))
+        .unwrap_err();
     assert!(matches!(err, Error::Rejected { .. }), "{err:?}");
 }

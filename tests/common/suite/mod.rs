@@ -92,7 +92,16 @@ pub fn versions(result: &RowResult, family: &str, qualifier: &str) -> Vec<(i64, 
 
 /// `(family:qualifier, value)` of every cell, in the order returned.
 pub fn cells(result: &RowResult) -> Vec<(String, String)> {
-    result.cells.iter().map(|c: &Cell| (column_name(c), String::from_utf8_lossy(&c.value).into_owned())).collect()
+    result
+        .cells
+        .iter()
+        .map(|c: &Cell| {
+            (
+                column_name(c),
+                String::from_utf8_lossy(&c.value).into_owned(),
+            )
+        })
+        .collect()
 }
 
 pub fn column_name(cell: &Cell) -> String {
@@ -104,7 +113,10 @@ pub fn column_name(cell: &Cell) -> String {
 }
 
 pub fn rows(results: &[RowResult]) -> Vec<String> {
-    results.iter().map(|r| String::from_utf8_lossy(&r.row).into_owned()).collect()
+    results
+        .iter()
+        .map(|r| String::from_utf8_lossy(&r.row).into_owned())
+        .collect()
 }
 
 pub fn v(s: &str) -> Vec<u8> {
