@@ -72,7 +72,10 @@ fn wait_until_ready(addr: &str) {
         .read_timeout(Duration::from_secs(20))
         .pool_size(1);
     loop {
-        let ready = HBaseClient::connect(config.clone()).and_then(|c| c.admin().list_namespaces());
+        let ready = match HBaseClient::connect(config.clone()) {
+            Ok(client) => client.admin().list_namespaces(),
+            Err(e) => Err(e),
+        };
         match ready {
             Ok(namespaces) if namespaces.iter().any(|n| n == "default") => return,
             Ok(_) => {}

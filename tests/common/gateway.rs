@@ -120,10 +120,11 @@ impl Drop for TestTable {
     fn drop(&mut self) {
         let admin = self.client.admin();
         // Cleanup must not mask the test's own failure, so problems are only reported.
-        if let Err(e) = admin
-            .disable_table(&self.name)
-            .and_then(|()| admin.delete_table(&self.name))
-        {
+        let dropped = match admin.disable_table(&self.name) {
+            Ok(()) => admin.delete_table(&self.name),
+            Err(e) => Err(e),
+        };
+        if let Err(e) = dropped {
             eprintln!("cleanup of table {} failed: {e}", self.name);
         }
     }
