@@ -54,6 +54,10 @@ enum Command {
         hbase: Option<String>,
         #[arg(long)]
         oracle: Option<String>,
+        /// Take timestamps from an in-process counter instead of the oracle (diagnostic: shows
+        /// what the oracle round trip costs).
+        #[arg(long)]
+        local_timestamps: bool,
     },
 }
 
@@ -92,7 +96,20 @@ fn main() -> ExitCode {
             json,
             hbase,
             oracle,
-        } => run_bench(seconds, threads, rows, workloads, json, hbase, oracle),
+            local_timestamps,
+        } => {
+            let workloads = match workloads {
+                Some(list) => list.split(',').map(|s| s.trim().to_string()).collect(),
+                None => bench::WORKLOADS.iter().map(|s| s.to_string()).collect(),
+            };
+            let config = bench::BenchConfig {
+                duration: Duration::from_secs_f64(seconds),
+                threads: threads.max(1),
+                rows: rows.max(2),
+                workloads,
+            };
+            run_bench(&config, json, hbase, oracle, local_timestamps)
+        }
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,
@@ -105,28 +122,20 @@ fn main() -> ExitCode {
 }
 
 fn run_bench(
-    seconds: f64,
-    threads: usize,
-    rows: usize,
-    workloads: Option<String>,
+    config: &bench::BenchConfig,
     json: bool,
     hbase: Option<String>,
     oracle: Option<String>,
+    local_timestamps: bool,
 ) -> percolator::Result<bool> {
-    let stack = Stack::start(hbase.as_deref(), oracle.as_deref())?;
-    let config = bench::BenchConfig {
-        duration: Duration::from_secs_f64(seconds),
-        threads: threads.max(1),
-        rows: rows.max(2),
-        workloads: match workloads {
-            Some(list) => list.split(',').map(|s| s.trim().to_string()).collect(),
-            None => bench::WORKLOADS.iter().map(|s| s.to_string()).collect(),
-        },
-    };
+    let mut stack = Stack::start(hbase.as_deref(), oracle.as_deref())?;
+    if local_timestamps {
+        stack.use_local_timestamps();
+    }
     if !json {
         println!("{:<14} {:>10} {:>9} {:>9} {:>9}", "workload", "ops/s", "p50 us", "p99 us", "rpcs/op");
     }
-    let report = bench::run(&stack, &config, |name, r| {
+    let report = bench::run(&stack, config, |name, r| {
         if !json {
             println!(
                 "{name:<14} {:>10.0} {:>9.0} {:>9.0} {:>9.2}",

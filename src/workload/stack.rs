@@ -50,6 +50,14 @@ impl Stack {
         })
     }
 
+    /// Replaces the oracle with an in-process counter (`LocalTimestamps`): isolates the cost of
+    /// the oracle round trip in benchmarks. Not for production: it is not shared between
+    /// processes.
+    pub fn use_local_timestamps(&mut self) {
+        self.tso = Arc::new(crate::oracle::LocalTimestamps::new());
+        self.oracle_addr = "in-process counter".into();
+    }
+
     pub fn is_embedded(&self) -> bool {
         self.emulator.is_some()
     }

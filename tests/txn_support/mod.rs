@@ -160,17 +160,22 @@ impl Env {
 mod oracle_fixture {
     use std::sync::Arc;
 
-    use percolator::oracle::{LocalTimestamps, TimestampSource};
+    use percolator::oracle::{ClientConfig, MemoryStore, OracleClient, OracleHandle, OracleServer, TimestampSource};
 
-    /// The timestamp source the transaction tests use.
+    /// A timestamp oracle server on 127.0.0.1 and a batching client of it.
     pub struct Oracle {
         source: Arc<dyn TimestampSource>,
+        _server: OracleHandle,
     }
 
     impl Oracle {
         pub fn start() -> Oracle {
+            let server = OracleServer::start_local(MemoryStore::new()).expect("start the oracle");
+            let client = OracleClient::connect(&[server.local_addr().to_string()], ClientConfig::default())
+                .expect("connect to the oracle");
             Oracle {
-                source: Arc::new(LocalTimestamps::new()),
+                source: Arc::new(client),
+                _server: server,
             }
         }
 
