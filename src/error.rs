@@ -103,14 +103,15 @@ pub enum Error {
     },
 
     /// A lock is held by a live transaction and did not clear within the wait budget.
-    #[error("{table} row {row:?} column {column:?} is locked by transaction {lock_ts} (primary {primary_table} {primary_row:?})")]
+    #[error("{table} row {row:?} column {column:?} is locked by live transaction {lock_ts}")]
     KeyLocked {
         table: String,
         row: Vec<u8>,
         column: Vec<u8>,
         lock_ts: u64,
-        primary_table: String,
-        primary_row: Vec<u8>,
+        /// The holder's primary cell (boxed to keep `Error` small); `None` when the holder was
+        /// gone by the time we looked.
+        primary: Option<Box<crate::txn::CellKey>>,
     },
 
     /// Our transaction was rolled back by another client (it found us dead or stale).

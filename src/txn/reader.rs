@@ -144,14 +144,13 @@ impl Session {
     pub fn wait_for_lock(&self, key: &CellKey, started: Instant, waits: &mut u32) -> Result<()> {
         let opts = &self.inner.opts;
         if started.elapsed() >= opts.max_lock_wait {
-            let (primary_table, primary_row, lock_ts) = self.describe_lock(key);
+            let holder = self.describe_lock(key);
             return Err(Error::KeyLocked {
                 table: key.table.clone(),
                 row: key.row.clone(),
                 column: key.column(),
-                lock_ts,
-                primary_table,
-                primary_row,
+                lock_ts: holder.as_ref().map_or(0, |l| l.start_ts),
+                primary: holder.map(|l| Box::new(l.primary)),
             });
         }
         Stats::bump(&self.inner.stats.lock_waits);
@@ -160,8 +159,8 @@ impl Session {
         Ok(())
     }
 
-    /// For the error message only: who holds the lock now (best effort).
-    fn describe_lock(&self, key: &CellKey) -> (String, Vec<u8>, u64) {
+    /// For the error only: who holds the lock now (best effort).
+    fn describe_lock(&self, key: &CellKey) -> Option<crate::txn::codec::Lock> {
         let schema = &self.inner.opts.schema;
         let q = schema.qualifier(key);
         let get = Get::new(key.row.clone()).column(schema.lock_family.clone(), q.clone());
@@ -170,8 +169,8 @@ impl Session {
             .ok()
             .and_then(|rows| decode_lock_state(rows[0].value(&schema.lock_family, &q)).ok());
         match state {
-            Some(LockState::Locked(l)) => (l.primary.table, l.primary.row, l.start_ts),
-            _ => (String::new(), Vec::new(), 0),
+            Some(LockState::Locked(l)) => Some(l),
+            _ => None,
         }
     }
 

@@ -8,6 +8,9 @@ use crate::txn::key::CellKey;
 use crate::txn::reader::ScannedRow;
 use crate::txn::session::{Session, Stats};
 
+/// A row's columns during a scan merge: (family, qualifier) -> value.
+type RowColumns = BTreeMap<(Vec<u8>, Vec<u8>), Vec<u8>>;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
     Active,
@@ -108,9 +111,9 @@ impl Transaction {
             table,
             start,
             stop,
-            usize::MAX.min(limit + self.writes.len()),
+            limit.saturating_add(self.writes.len()),
         )?;
-        let mut rows: BTreeMap<Vec<u8>, BTreeMap<(Vec<u8>, Vec<u8>), Vec<u8>>> = stored
+        let mut rows: BTreeMap<Vec<u8>, RowColumns> = stored
             .into_iter()
             .map(|r| {
                 let cols = r.columns.into_iter().map(|(f, q, v)| ((f, q), v)).collect();

@@ -200,8 +200,7 @@ impl Session {
                             row: m.key.row.clone(),
                             column: m.key.column(),
                             lock_ts: other.start_ts,
-                            primary_table: other.primary.table.clone(),
-                            primary_row: other.primary.row.clone(),
+                            primary: Some(Box::new(other.primary.clone())),
                         });
                     }
                     absent = false;
@@ -261,16 +260,13 @@ impl Session {
             })
             .collect();
         let session = self.clone();
-        let results = self.inner.executor.map(jobs, move |(key, lock, bytes)| {
+        self.inner.executor.map(jobs, move |(key, lock, bytes)| {
             let cam = actions::rollback(&session.inner.opts.schema, &key, &lock, &bytes);
-            session.cas(&key.table, &cam).map_err(|e| (key, e))
-        });
-        for r in results {
-            if let Err((key, e)) = r {
+            if let Err(e) = session.cas(&key.table, &cam) {
                 // Left for lazy cleanup by whoever meets the lock.
                 tracing::debug!(%key, error = %e, "rollback of own lock failed");
             }
-        }
+        });
     }
 
     /// Stops heartbeats of the primary and returns its current lock and bytes.
