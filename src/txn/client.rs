@@ -8,7 +8,8 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use crate::error::{Error, Result, RetryClass};
-use crate::oracle::TimestampSource;
+use crate::hbase::{HBaseClient, HBaseConfig};
+use crate::oracle::{ClientConfig as OracleConfig, OracleClient, TimestampSource};
 use crate::txn::access::HBaseAccess;
 use crate::txn::executor::Executor;
 use crate::txn::keeper;
@@ -56,6 +57,15 @@ impl Client {
             keeper::start(&inner).map_err(|e| Error::io("starting the keeper thread", e))?;
         *inner.keeper.lock() = Some(handle);
         Ok(Client { inner })
+    }
+
+    /// Connects to an HBase Thrift2 gateway and a timestamp oracle (a fail-over list of
+    /// addresses), creating the liveness table if it is missing.
+    pub fn connect(hbase: HBaseConfig, oracle_addrs: &[String], options: TxnOptions) -> Result<Client> {
+        let hbase = HBaseClient::connect(hbase)?;
+        crate::txn::setup::create_liveness_table(&hbase, &options.liveness)?;
+        let tso = OracleClient::connect(oracle_addrs, OracleConfig::default())?;
+        Client::new(Arc::new(hbase), Arc::new(tso), options)
     }
 
     /// This client's liveness id, stored in every lock it takes.
