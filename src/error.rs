@@ -103,14 +103,15 @@ pub enum Error {
     },
 
     /// A lock is held by a live transaction and did not clear within the wait budget.
-    #[error("{table} row {row:?} column {column:?} is locked by transaction {lock_ts} (primary {primary_table} {primary_row:?})")]
+    #[error("{table} row {row:?} column {column:?} is locked by live transaction {lock_ts}")]
     KeyLocked {
         table: String,
         row: Vec<u8>,
         column: Vec<u8>,
         lock_ts: u64,
-        primary_table: String,
-        primary_row: Vec<u8>,
+        /// The holder's primary cell (boxed to keep `Error` small); `None` when the holder was
+        /// gone by the time we looked.
+        primary: Option<Box<crate::txn::CellKey>>,
     },
 
     /// Our transaction was rolled back by another client (it found us dead or stale).
@@ -155,6 +156,11 @@ pub enum Error {
         limit: usize,
     },
 
+    /// The client died at an injected crash point (tests and the demo): the transaction's
+    /// outcome is whatever the other clients' resolution makes of its locks.
+    #[error("client crashed at {seam} during transaction {start_ts}")]
+    ClientCrashed { start_ts: u64, seam: &'static str },
+
     #[error("client is shut down")]
     Shutdown,
 
@@ -183,9 +189,9 @@ impl Error {
             | Error::WriteConflict { .. }
             | Error::KeyLocked { .. }
             | Error::RolledBack { .. } => RetryClass::Retry,
-            Error::OutcomeUnknown { .. } | Error::CommitUndetermined { .. } => {
-                RetryClass::Undetermined
-            }
+            Error::OutcomeUnknown { .. }
+            | Error::CommitUndetermined { .. }
+            | Error::ClientCrashed { .. } => RetryClass::Undetermined,
             Error::TableNotFound { .. }
             | Error::FamilyNotFound { .. }
             | Error::IllegalArgument { .. }

@@ -1,1 +1,56 @@
-//! Timestamp oracle (see issue 3).
+//! The timestamp oracle: a standalone server (`percolator-oracle`), its window stores, and the
+//! batching client transactions use.
+//!
+//! # Timestamps
+//! `physical_ms << 18 | logical`, strictly increasing and never repeated, also across restarts,
+//! kill -9, a wall clock stepping backwards (the last physical value is kept) and logical
+//! overflow (the next millisecond is taken, never a wrap). The server persists the top of an
+//! allocation window (default 3 s of physical time ahead) before serving from it and never
+//! serves above the persisted top; a restarted server starts strictly above it. A background
+//! task extends the window while at least half of it is left, so requests never wait on
+//! storage in steady state. See [`store`] for the stores and how a newer oracle fences an
+//! older one.
+//!
+//! # Wire protocol (version 1)
+//! TCP, all integers big-endian. The client speaks first.
+//!
+//! Handshake, 8 bytes each way:
+//! - client: magic `"PTSO"`, `u16` version (1), `u16` reserved (0).
+//! - server: magic `"PTSO"`, `u16` version it speaks, `u16` status: 0 ok, 1 version not
+//!   supported, 2 too many connections. On a non-zero status the server closes the connection.
+//!   A client hello with the wrong magic is not answered; the connection is closed.
+//!
+//! Then requests, which may be pipelined; replies come in request order:
+//! - `0x01 u32 count`: `count` (1..=65536) timestamps. Reply `0x01 u64 first`: the timestamps
+//!   are `first .. first + count`, contiguous.
+//! - `0x02`: counters. Reply `0x02 u16 len` then `len / 8` `u64` fields, in the order of
+//!   [`StatsSnapshot::to_fields`]; readers ignore fields they do not know.
+//! - any request may instead be answered `0xEE u16 code u16 len` and `len` bytes of UTF-8
+//!   message. Codes: 1 bad request (the connection is then closed), 2 unavailable (no window
+//!   yet: retry), 3 fenced (this server stopped for good: fail over), 4 shutting down (fail
+//!   over). After codes 3 and 4 the server closes the connection.
+//!
+//! Limits: messages (`len`) are at most 1024 bytes; an unknown request tag or a count outside
+//! 1..=65536 closes the connection with a bad-request reply; the hello must arrive within the
+//! handshake timeout, a started request must complete within the frame timeout, and an idle
+//! connection is closed after the idle timeout; connections beyond the server's limit get
+//! status 2. Each of these is logged with its reason and the peer; other connections are not
+//! affected.
+//!
+//! # Client
+//! [`OracleClient`] batches concurrent askers per connection (see [`client`](self::client)),
+//! reconnects, and fails over along its address list. [`TimestampSource`] is the synchronous
+//! interface the transaction layer uses; [`LocalTimestamps`] implements it without a server.
+
+pub mod alloc;
+pub mod bench;
+mod client;
+pub mod protocol;
+mod server;
+mod stats;
+pub mod store;
+
+pub use client::{fetch_stats, ClientConfig, LocalTimestamps, OracleClient, TimestampSource};
+pub use server::{run, Oracle, OracleHandle, OracleServer, ServerConfig};
+pub use stats::{StatsSnapshot, BATCH_BUCKETS};
+pub use store::{Claim, FileStore, MemoryStore, StoreSpec, WindowStore};

@@ -1,0 +1,317 @@
+//! Timestamp sources: the batching [`OracleClient`] and the in-process [`LocalTimestamps`].
+//!
+//! The client keeps `connections` lanes, each a connection with at most one request in flight
+//! (the paper's pending-RPC batching): whoever asks while a request is in flight joins the
+//! lane's next batch, and that batch goes out as one request for all of them. Askers are
+//! spread over the lanes round-robin. The lanes run on the client's own single-threaded
+//! runtime, so the synchronous API works from any thread and the asynchronous one from any
+//! runtime.
+
+mod batch;
+mod conn;
+mod worker;
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::watch;
+
+use self::batch::{block_on, Lane};
+use self::conn::Connection;
+use super::alloc::{compose, Clock, SystemClock};
+use super::protocol::MAX_COUNT;
+use super::stats::StatsSnapshot;
+use crate::{Error, Peer, Result};
+
+/// Where transactions get their timestamps. Synchronous: the transaction layer is thread based.
+pub trait TimestampSource: Send + Sync {
+    /// A timestamp greater than every one this source returned before it was called.
+    fn get_timestamp(&self) -> Result<u64>;
+}
+
+#[derive(Clone, Debug)]
+pub struct ClientConfig {
+    /// Connections (lanes) per server; each has one request in flight at a time.
+    pub connections: usize,
+    pub connect_timeout: Duration,
+    /// How long one batch may take, fail-overs and reconnects included, before its askers get
+    /// `OracleUnavailable`.
+    pub request_timeout: Duration,
+}
+
+impl Default for ClientConfig {
+    fn default() -> Self {
+        ClientConfig {
+            connections: 2,
+            connect_timeout: Duration::from_secs(1),
+            request_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+pub(crate) struct Shared {
+    addrs: Vec<String>,
+    config: ClientConfig,
+    lanes: Vec<Lane>,
+    next_lane: AtomicUsize,
+    /// Index into `addrs` of the server the lanes use; moves on failures.
+    preferred: AtomicUsize,
+}
+
+/// A batching, failing-over client of `percolator-oracle`. Cheap to share (`Arc`) between
+/// threads and tasks; dropping it fails whatever is still pending with `Error::Shutdown`.
+pub struct OracleClient {
+    shared: Arc<Shared>,
+    runtime: tokio::runtime::Handle,
+    stop: watch::Sender<bool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl OracleClient {
+    /// Connects to the first reachable address of `addrs` (a fail-over list, preferred first).
+    pub fn connect(addrs: &[String], config: ClientConfig) -> Result<OracleClient> {
+        if addrs.is_empty() || config.connections == 0 {
+            return Err(Error::IllegalArgument {
+                message: "an oracle client needs at least one address and one connection".into(),
+            });
+        }
+        let shared = Arc::new(Shared {
+            addrs: addrs.to_vec(),
+            lanes: (0..config.connections).map(|_| Lane::new()).collect(),
+            config,
+            next_lane: AtomicUsize::new(0),
+            preferred: AtomicUsize::new(0),
+        });
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| Error::io("building the oracle client runtime", e))?;
+        let handle = runtime.handle().clone();
+        let (stop, stop_rx) = watch::channel(false);
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let lanes_shared = Arc::clone(&shared);
+        let thread = std::thread::Builder::new()
+            .name("oracle-client".into())
+            .spawn(move || {
+                runtime.block_on(async move {
+                    let first = match probe(&lanes_shared).await {
+                        Ok(conn) => {
+                            let _ = ready_tx.send(Ok(()));
+                            conn
+                        }
+                        Err(e) => {
+                            let _ = ready_tx.send(Err(e));
+                            return;
+                        }
+                    };
+                    let mut lanes = tokio::task::JoinSet::new();
+                    let mut first = Some(first);
+                    for index in 0..lanes_shared.lanes.len() {
+                        lanes.spawn(worker::run_lane(
+                            Arc::clone(&lanes_shared),
+                            index,
+                            first.take(),
+                            stop_rx.clone(),
+                        ));
+                    }
+                    while lanes.join_next().await.is_some() {}
+                })
+            })
+            .map_err(|e| Error::io("spawning the oracle client thread", e))?;
+        match ready_rx.recv() {
+            Ok(Ok(())) => Ok(OracleClient {
+                shared,
+                runtime: handle,
+                stop,
+                thread: Some(thread),
+            }),
+            Ok(Err(e)) => {
+                let _ = thread.join();
+                Err(e)
+            }
+            Err(_) => Err(Error::OracleUnavailable {
+                addrs: addrs.to_vec(),
+                reason: "client thread died while connecting".into(),
+            }),
+        }
+    }
+
+    pub async fn get_timestamp_async(&self) -> Result<u64> {
+        let (batch, slot) = self.lane().join(1)?;
+        batch.wait_one(slot).await
+    }
+
+    /// `n` (1..=65536) strictly increasing timestamps, from one batch.
+    pub async fn get_timestamps_async(&self, n: u32) -> Result<Vec<u64>> {
+        if n == 0 || n > MAX_COUNT {
+            return Err(Error::IllegalArgument {
+                message: format!("asked for {n} timestamps; allowed 1..={MAX_COUNT}"),
+            });
+        }
+        let (batch, slot) = self.lane().join(n)?;
+        batch.wait(slot, n).await
+    }
+
+    pub fn get_timestamps(&self, n: u32) -> Result<Vec<u64>> {
+        block_on(self.get_timestamps_async(n))
+    }
+
+    /// The counters of the server the client currently prefers.
+    pub fn server_stats(&self) -> Result<StatsSnapshot> {
+        let at = self.shared.preferred.load(Ordering::Relaxed) % self.shared.addrs.len();
+        let addr = self.shared.addrs[at].clone();
+        let timeout = self.shared.config.request_timeout;
+        let task = self
+            .runtime
+            .spawn(async move { fetch_stats(&addr, timeout).await });
+        block_on(task).map_err(|_| Error::Shutdown)?
+    }
+
+    fn lane(&self) -> &Lane {
+        let n = self.shared.next_lane.fetch_add(1, Ordering::Relaxed);
+        &self.shared.lanes[n % self.shared.lanes.len()]
+    }
+}
+
+impl TimestampSource for OracleClient {
+    fn get_timestamp(&self) -> Result<u64> {
+        block_on(self.get_timestamp_async())
+    }
+}
+
+impl Drop for OracleClient {
+    fn drop(&mut self) {
+        let _ = self.stop.send(true);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// Opens one connection to the first address that answers, and makes it the preferred one.
+async fn probe(shared: &Shared) -> Result<Connection> {
+    let mut reasons = Vec::new();
+    for (i, addr) in shared.addrs.iter().enumerate() {
+        match Connection::open(addr, shared.config.connect_timeout).await {
+            Ok(conn) => {
+                shared.preferred.store(i, Ordering::Relaxed);
+                return Ok(conn);
+            }
+            Err(e) => reasons.push(format!("{addr}: {e}")),
+        }
+    }
+    Err(Error::OracleUnavailable {
+        addrs: shared.addrs.clone(),
+        reason: reasons.join("; "),
+    })
+}
+
+/// Asks the oracle at `addr` for its counters over a fresh connection.
+pub async fn fetch_stats(addr: &str, timeout: Duration) -> Result<StatsSnapshot> {
+    let exchange = async {
+        let mut conn = Connection::open(addr, timeout).await?;
+        conn.stats().await
+    };
+    let result = tokio::time::timeout(timeout, exchange)
+        .await
+        .unwrap_or(Err(conn::ConnError::Timeout("waiting for stats")));
+    result.map_err(|e| match e {
+        conn::ConnError::Io(source) => Error::Transport {
+            peer: Peer::Oracle,
+            addr: addr.to_string(),
+            source,
+        },
+        other => Error::Protocol {
+            peer: Peer::Oracle,
+            message: format!("{addr}: {other}"),
+        },
+    })
+}
+
+/// Timestamps from an in-process counter seeded from the clock: for unit tests and
+/// single-process tools that need no oracle. Unique and increasing within this process only.
+#[derive(Debug)]
+pub struct LocalTimestamps {
+    last: AtomicU64,
+}
+
+impl LocalTimestamps {
+    pub fn new() -> Self {
+        Self::starting_after(compose(SystemClock.now_ms(), 0))
+    }
+
+    /// The first timestamp handed out will be `ts + 1`.
+    pub fn starting_after(ts: u64) -> Self {
+        LocalTimestamps {
+            last: AtomicU64::new(ts),
+        }
+    }
+
+    pub async fn get_timestamp_async(&self) -> Result<u64> {
+        self.get_timestamp()
+    }
+}
+
+impl Default for LocalTimestamps {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl TimestampSource for LocalTimestamps {
+    fn get_timestamp(&self) -> Result<u64> {
+        let prev = self.last.fetch_add(1, Ordering::SeqCst);
+        if prev == u64::MAX {
+            return Err(Error::OracleStore {
+                message: "local timestamp counter exhausted".into(),
+            });
+        }
+        Ok(prev + 1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn local_timestamps_increase_across_threads() {
+        let source = Arc::new(LocalTimestamps::starting_after(41));
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                let source = Arc::clone(&source);
+                std::thread::spawn(move || {
+                    let got: Vec<u64> =
+                        (0..1000).map(|_| source.get_timestamp().unwrap()).collect();
+                    assert!(got.windows(2).all(|w| w[0] < w[1]));
+                    got
+                })
+            })
+            .collect();
+        let mut all: Vec<u64> = threads
+            .into_iter()
+            .flat_map(|t| t.join().unwrap())
+            .collect();
+        all.sort_unstable();
+        assert_eq!(all, (42..42 + 4000).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn connect_needs_an_address_and_reports_unreachable_ones() {
+        assert!(matches!(
+            OracleClient::connect(&[], ClientConfig::default()),
+            Err(Error::IllegalArgument { .. })
+        ));
+        // A port that was just free: nothing listens there.
+        let addr = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .to_string();
+        let err = OracleClient::connect(&[addr], ClientConfig::default())
+            .err()
+            .unwrap();
+        assert!(matches!(err, Error::OracleUnavailable { .. }), "{err}");
+    }
+}

@@ -1,0 +1,363 @@
+//! The oracle server: [`run`] serves a bound listener until a shutdown future resolves (or the
+//! store fences it); [`OracleServer::start`] runs one in-process on its own thread.
+
+mod conn;
+mod core;
+mod window;
+
+use std::fmt;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use self::core::Core;
+use self::window::Keeper;
+use super::alloc::{Clock, SystemClock};
+use super::protocol::{self, HelloStatus};
+use super::store::{Claim, WindowStore};
+use crate::{Error, Result};
+
+/// Server tuning. The defaults suit production; tests shorten the timeouts.
+#[derive(Clone)]
+pub struct ServerConfig {
+    /// How far ahead of the clock each extension moves the persisted top.
+    pub window: Duration,
+    /// Extend when less than this much window is left.
+    pub extend_below: Duration,
+    pub max_connections: usize,
+    /// A new connection must send its hello within this.
+    pub handshake_timeout: Duration,
+    /// A request that has started arriving must complete within this.
+    pub frame_timeout: Duration,
+    /// A connection with nothing to say is closed after this (also catches half-open peers).
+    pub idle_timeout: Duration,
+    /// How long a request may wait for a window before it is answered `Unavailable`.
+    pub request_wait: Duration,
+    /// Period of the stats log line.
+    pub stats_interval: Duration,
+    /// On shutdown, how long connections get to finish what they are doing.
+    pub shutdown_grace: Duration,
+    /// Runtime threads for [`OracleServer::start`].
+    pub worker_threads: usize,
+    pub clock: Arc<dyn Clock>,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            window: Duration::from_secs(3),
+            extend_below: Duration::from_millis(1500),
+            max_connections: 1024,
+            handshake_timeout: Duration::from_secs(5),
+            frame_timeout: Duration::from_secs(5),
+            idle_timeout: Duration::from_secs(600),
+            request_wait: Duration::from_secs(2),
+            stats_interval: Duration::from_secs(10),
+            shutdown_grace: Duration::from_secs(5),
+            worker_threads: 1,
+            clock: Arc::new(SystemClock),
+        }
+    }
+}
+
+impl fmt::Debug for ServerConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ServerConfig")
+            .field("window", &self.window)
+            .field("extend_below", &self.extend_below)
+            .field("max_connections", &self.max_connections)
+            .field("handshake_timeout", &self.handshake_timeout)
+            .field("frame_timeout", &self.frame_timeout)
+            .field("idle_timeout", &self.idle_timeout)
+            .field("request_wait", &self.request_wait)
+            .field("worker_threads", &self.worker_threads)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Serves `listener` from `store` until `shutdown` resolves. Returns `Err(OracleFenced)` if
+/// another oracle claimed the store (this one then stopped serving), or the claim's error.
+pub async fn run<S: WindowStore>(
+    listener: TcpListener,
+    store: S,
+    config: ServerConfig,
+    shutdown: impl Future<Output = ()>,
+) -> Result<()> {
+    Oracle::open(store, config)
+        .await?
+        .serve(listener, shutdown)
+        .await
+}
+
+/// An oracle that has claimed its store and is ready to serve.
+pub struct Oracle<S> {
+    core: Arc<Core>,
+    store: Arc<Mutex<S>>,
+    config: Arc<ServerConfig>,
+    claim: Claim,
+}
+
+impl<S: WindowStore> Oracle<S> {
+    /// Claims the store: from here on, no older oracle on it can extend its window.
+    pub async fn open(store: S, config: ServerConfig) -> Result<Self> {
+        let store = Arc::new(Mutex::new(store));
+        let claiming = Arc::clone(&store);
+        let (claim, lease) = tokio::task::spawn_blocking(move || {
+            let mut s = claiming.lock();
+            s.claim().map(|c| (c, s.lease()))
+        })
+        .await
+        .map_err(|e| Error::OracleStore {
+            message: format!("claim task failed: {e}"),
+        })??;
+        let core = Core::new(claim.top, lease.is_some(), Arc::clone(&config.clock))?;
+        tracing::info!(store = %store.lock().describe(), persisted_top = claim.top, "claimed the window store");
+        Ok(Oracle {
+            core: Arc::new(core),
+            store,
+            config: Arc::new(config),
+            claim,
+        })
+    }
+
+    pub async fn serve(
+        self,
+        listener: TcpListener,
+        shutdown: impl Future<Output = ()>,
+    ) -> Result<()> {
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let mut keeper = tokio::spawn(
+            Keeper {
+                core: Arc::clone(&self.core),
+                store: Arc::clone(&self.store),
+                config: Arc::clone(&self.config),
+                initial_wait: self.claim.wait,
+                stop: stop_rx.clone(),
+            }
+            .run(),
+        );
+        let reporter = tokio::spawn(report_stats(
+            Arc::clone(&self.core),
+            self.config.stats_interval,
+            stop_rx.clone(),
+        ));
+        if let Ok(addr) = listener.local_addr() {
+            tracing::info!(%addr, "timestamp oracle listening");
+        }
+        let mut connections = JoinSet::new();
+        let mut keeper_result = None;
+        tokio::pin!(shutdown);
+        loop {
+            tokio::select! {
+                _ = &mut shutdown => break,
+                result = &mut keeper => {
+                    keeper_result = Some(flatten(result));
+                    break;
+                }
+                accepted = listener.accept() => match accepted {
+                    Ok((stream, peer)) => {
+                        if connections.len() >= self.config.max_connections {
+                            self.core.stats.connection_rejected();
+                            tracing::warn!(%peer, limit = self.config.max_connections, "too many connections: refusing");
+                            // Best effort, never blocks: the peer learns why before the close.
+                            let _ = stream.try_write(&protocol::server_hello(HelloStatus::TooManyConnections));
+                            continue;
+                        }
+                        if let Err(e) = stream.set_nodelay(true) {
+                            tracing::warn!(%peer, error = %e, "cannot set TCP_NODELAY");
+                        }
+                        connections.spawn(conn::serve_connection(
+                            stream,
+                            peer,
+                            Arc::clone(&self.core),
+                            Arc::clone(&self.config),
+                            stop_rx.clone(),
+                        ));
+                    }
+                    Err(e) => {
+                        // Typically out of file descriptors: back off instead of spinning.
+                        tracing::warn!(error = %e, "accept failed");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                },
+                Some(_) = connections.join_next(), if !connections.is_empty() => {}
+            }
+        }
+        drop(listener);
+        self.core.stop();
+        let _ = stop_tx.send(true);
+        let drained = tokio::time::timeout(self.config.shutdown_grace, async {
+            while connections.join_next().await.is_some() {}
+        })
+        .await;
+        if drained.is_err() {
+            tracing::warn!(
+                left = connections.len(),
+                "connections did not finish in time: aborting them"
+            );
+            connections.shutdown().await;
+        }
+        let keeper_result = match keeper_result {
+            Some(r) => r,
+            None => flatten(keeper.await),
+        };
+        let _ = reporter.await;
+        tracing::info!(stats = ?self.core.stats.snapshot(), "timestamp oracle stopped");
+        keeper_result
+    }
+}
+
+fn flatten(joined: std::result::Result<Result<()>, tokio::task::JoinError>) -> Result<()> {
+    joined.map_err(|e| Error::OracleStore {
+        message: format!("window keeper failed: {e}"),
+    })?
+}
+
+async fn report_stats(core: Arc<Core>, every: Duration, mut stop: watch::Receiver<bool>) {
+    let mut last_requests = u64::MAX;
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(every) => {}
+            _ = stop.wait_for(|s| *s) => return,
+        }
+        let s = core.stats.snapshot();
+        if s.requests == last_requests {
+            continue;
+        }
+        last_requests = s.requests;
+        tracing::info!(
+            requests = s.requests,
+            timestamps = s.timestamps,
+            mean_batch = format!("{:.1}", s.mean_batch()),
+            window_top = s.window_top,
+            window_extensions = s.window_extensions,
+            connections = s.connections_open,
+            rejected = s.connections_rejected,
+            bad_requests = s.bad_requests,
+            fenced = core.is_fenced(),
+            "oracle stats"
+        );
+    }
+}
+
+/// Runs oracles in-process, each on its own thread and runtime.
+pub struct OracleServer;
+
+impl OracleServer {
+    /// An oracle on an ephemeral loopback port with default settings.
+    pub fn start_local<S: WindowStore>(store: S) -> Result<OracleHandle> {
+        Self::start("127.0.0.1:0", store, ServerConfig::default())
+    }
+
+    /// Binds `addr`, claims `store` and starts serving; returns once it accepts connections.
+    pub fn start<S: WindowStore>(
+        addr: &str,
+        store: S,
+        config: ServerConfig,
+    ) -> Result<OracleHandle> {
+        let addr = addr.to_string();
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<SocketAddr>>();
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(config.worker_threads.max(1))
+            .thread_name("percolator-oracle")
+            .enable_all()
+            .build()
+            .map_err(|e| Error::io("building the oracle runtime", e))?;
+        let thread = std::thread::Builder::new()
+            .name("percolator-oracle".into())
+            .spawn(move || {
+                runtime.block_on(async move {
+                    let started = async {
+                        let listener = TcpListener::bind(&addr)
+                            .await
+                            .map_err(|e| Error::io(format!("binding {addr}"), e))?;
+                        let local = listener
+                            .local_addr()
+                            .map_err(|e| Error::io("reading the bound address", e))?;
+                        Ok::<_, Error>((listener, local, Oracle::open(store, config).await?))
+                    };
+                    match started.await {
+                        Ok((listener, local, oracle)) => {
+                            let _ = ready_tx.send(Ok(local));
+                            oracle
+                                .serve(listener, async {
+                                    let _ = stop_rx.await;
+                                })
+                                .await
+                        }
+                        Err(e) => {
+                            let _ = ready_tx.send(Err(e));
+                            Ok(())
+                        }
+                    }
+                })
+            })
+            .map_err(|e| Error::io("spawning the oracle thread", e))?;
+        match ready_rx.recv() {
+            Ok(Ok(local_addr)) => Ok(OracleHandle {
+                local_addr,
+                stop: Some(stop_tx),
+                thread: Some(thread),
+            }),
+            Ok(Err(e)) => {
+                let _ = thread.join();
+                Err(e)
+            }
+            Err(_) => Err(Error::OracleStore {
+                message: "oracle thread died while starting".into(),
+            }),
+        }
+    }
+}
+
+/// A running in-process oracle. Dropping it shuts it down.
+pub struct OracleHandle {
+    local_addr: SocketAddr,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<Result<()>>>,
+}
+
+impl OracleHandle {
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// True once the server stopped by itself (fenced).
+    pub fn is_finished(&self) -> bool {
+        self.thread.as_ref().map_or(true, |t| t.is_finished())
+    }
+
+    /// Stops serving, drains connections, releases the store; returns how the server ended
+    /// (`Err(OracleFenced)` if it had been fenced).
+    pub fn shutdown(mut self) -> Result<()> {
+        self.stop_and_join()
+    }
+
+    fn stop_and_join(&mut self) -> Result<()> {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        match self.thread.take().map(|t| t.join()) {
+            None => Ok(()),
+            Some(Ok(result)) => result,
+            Some(Err(_)) => Err(Error::OracleStore {
+                message: "oracle thread panicked".into(),
+            }),
+        }
+    }
+}
+
+impl Drop for OracleHandle {
+    fn drop(&mut self) {
+        if let Err(e) = self.stop_and_join() {
+            tracing::warn!(error = %e, "in-process oracle ended with an error");
+        }
+    }
+}

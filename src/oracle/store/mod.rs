@@ -1,0 +1,180 @@
+//! Where the oracle persists the top of its allocation window, and how it keeps other oracle
+//! processes from serving at the same time.
+//!
+//! A store holds one record: the window top (the highest timestamp any incarnation may have
+//! served) and, for shared stores, which process owns it. An oracle [`claim`]s the store at
+//! start, then [`advance`]s the top before serving from the new window. Exclusivity comes in two
+//! flavours:
+//! - exclusive stores (the file store) hold an OS lock for the life of the process, so a second
+//!   oracle cannot even claim; [`WindowStore::lease`] is `None`.
+//! - shared stores (HBase, and the in-memory store that mirrors it for tests) let a newer oracle
+//!   take over: its claim rewrites the record under a new owner, so the older one's next
+//!   conditional advance fails and it stops ([`Error::OracleFenced`]). Because the older one may
+//!   still be serving from its current window until then, every advance also grants a lease of
+//!   [`WindowStore::lease`] measured from when the advance started: the owner serves only while
+//!   its lease is valid, and a claimant that displaced a live owner waits one full lease before
+//!   serving. That makes the hand-over clean in real time, so a client never gets a smaller
+//!   timestamp after a larger one from another server. It assumes only that the two machines'
+//!   monotonic clocks tick at about the same rate, not that their wall clocks agree.
+//!
+//! [`claim`]: WindowStore::claim
+//! [`advance`]: WindowStore::advance
+
+mod file;
+mod memory;
+
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::time::Duration;
+
+pub use file::FileStore;
+pub use memory::MemoryStore;
+
+use crate::{Error, Result};
+
+/// What a successful claim learned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Claim {
+    /// The persisted top: the new owner serves strictly above it.
+    pub top: u64,
+    /// How long to wait before serving: the displaced owner's lease, if it may still be live.
+    pub wait: Duration,
+}
+
+/// Durable home of the window top. Calls block (they do I/O); the server runs them off its
+/// request path.
+pub trait WindowStore: Send + 'static {
+    /// Takes ownership of the store for this process and returns the persisted top.
+    fn claim(&mut self) -> Result<Claim>;
+    /// Durably raises the top to `top` (greater than any value written before). Fails with
+    /// [`Error::OracleFenced`] if another process claimed the store since.
+    fn advance(&mut self, top: u64) -> Result<()>;
+    /// Gives the store up on a clean shutdown, so the next owner need not wait out our lease.
+    fn release(&mut self) -> Result<()>;
+    /// The lease each advance grants, for shared stores; `None` for exclusive ones.
+    fn lease(&self) -> Option<Duration>;
+    /// For log lines: what this store is.
+    fn describe(&self) -> String;
+}
+
+impl WindowStore for Box<dyn WindowStore> {
+    fn claim(&mut self) -> Result<Claim> {
+        (**self).claim()
+    }
+    fn advance(&mut self, top: u64) -> Result<()> {
+        (**self).advance(top)
+    }
+    fn release(&mut self) -> Result<()> {
+        (**self).release()
+    }
+    fn lease(&self) -> Option<Duration> {
+        (**self).lease()
+    }
+    fn describe(&self) -> String {
+        (**self).describe()
+    }
+}
+
+/// A store named on the command line: `memory`, `file:PATH` or `hbase:HOST:PORT[/TABLE]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StoreSpec {
+    Memory,
+    File(PathBuf),
+    HBase { addr: String, table: String },
+}
+
+/// The table used when a `hbase:` spec names none.
+pub const DEFAULT_HBASE_TABLE: &str = "percolator_oracle";
+
+impl FromStr for StoreSpec {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        let bad = |why: &str| Error::IllegalArgument {
+            message: format!(
+                "store {s:?}: {why} (expected memory, file:PATH or hbase:HOST:PORT[/TABLE])"
+            ),
+        };
+        if s == "memory" {
+            return Ok(StoreSpec::Memory);
+        }
+        if let Some(path) = s.strip_prefix("file:") {
+            if path.is_empty() {
+                return Err(bad("empty path"));
+            }
+            return Ok(StoreSpec::File(PathBuf::from(path)));
+        }
+        if let Some(rest) = s.strip_prefix("hbase:") {
+            let (addr, table) = match rest.split_once('/') {
+                Some((addr, table)) if !table.is_empty() => (addr, table),
+                Some(_) => return Err(bad("empty table name")),
+                None => (rest, DEFAULT_HBASE_TABLE),
+            };
+            let port_ok = addr
+                .rsplit_once(':')
+                .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok());
+            if !port_ok {
+                return Err(bad("address must be HOST:PORT"));
+            }
+            return Ok(StoreSpec::HBase {
+                addr: addr.to_string(),
+                table: table.to_string(),
+            });
+        }
+        Err(bad("unknown kind"))
+    }
+}
+
+impl StoreSpec {
+    /// Opens the store this spec names; `lease` applies to shared stores.
+    pub fn open(&self, lease: Duration) -> Result<Box<dyn WindowStore>> {
+        match self {
+            StoreSpec::Memory => Ok(Box::new(MemoryStore::with_lease(lease))),
+            StoreSpec::File(path) => Ok(Box::new(FileStore::new(path))),
+            StoreSpec::HBase { addr, table } => Err(Error::IllegalArgument {
+                message: format!("hbase store {addr}/{table}: HBase client not merged yet"),
+            }),
+        }
+    }
+}
+
+/// A lease long enough for a loaded machine to renew in time: a few window extensions.
+pub const DEFAULT_LEASE: Duration = Duration::from_secs(3);
+
+pub(crate) fn new_owner_id() -> u128 {
+    rand::random()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn store_specs_parse() {
+        assert_eq!("memory".parse::<StoreSpec>().unwrap(), StoreSpec::Memory);
+        assert_eq!(
+            "file:/var/lib/tso".parse::<StoreSpec>().unwrap(),
+            StoreSpec::File("/var/lib/tso".into())
+        );
+        assert_eq!(
+            "hbase:localhost:9090".parse::<StoreSpec>().unwrap(),
+            StoreSpec::HBase {
+                addr: "localhost:9090".into(),
+                table: DEFAULT_HBASE_TABLE.into()
+            }
+        );
+        assert_eq!(
+            "hbase:h:1/ns:t".parse::<StoreSpec>().unwrap(),
+            StoreSpec::HBase {
+                addr: "h:1".into(),
+                table: "ns:t".into()
+            }
+        );
+        for bad in ["", "file:", "hbase:host", "hbase:h:x", "hbase:h:1/", "s3:x"] {
+            assert!(
+                bad.parse::<StoreSpec>().is_err(),
+                "{bad:?} should not parse"
+            );
+        }
+    }
+}
