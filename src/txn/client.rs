@@ -61,7 +61,11 @@ impl Client {
 
     /// Connects to an HBase Thrift2 gateway and a timestamp oracle (a fail-over list of
     /// addresses), creating the liveness table if it is missing.
-    pub fn connect(hbase: HBaseConfig, oracle_addrs: &[String], options: TxnOptions) -> Result<Client> {
+    pub fn connect(
+        hbase: HBaseConfig,
+        oracle_addrs: &[String],
+        options: TxnOptions,
+    ) -> Result<Client> {
         let hbase = HBaseClient::connect(hbase)?;
         crate::txn::setup::create_liveness_table(&hbase, &options.liveness)?;
         let tso = OracleClient::connect(oracle_addrs, OracleConfig::default())?;
