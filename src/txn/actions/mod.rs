@@ -15,10 +15,22 @@ pub use rollback::{fence, rollback};
 pub use status::{txn_status, TxnStatus};
 
 use crate::error::Error;
-use crate::hbase::{Delete, DeleteType, Put};
+use crate::hbase::{CompareOp, Delete, DeleteType, Put};
 use crate::txn::codec::{encode_released, encode_write, CodecError, WriteRecord};
 use crate::txn::key::CellKey;
 use crate::txn::schema::Schema;
+
+/// The CAS condition "the cell is released with every recorded commit and rollback below
+/// `start_ts`" (DESIGN.md invariant 2): `0x00||BE(start_ts) > cell`, which a held lock
+/// (`0x01...`) or a newer record fails. A cell that has no lock cell never matches a non-empty
+/// value, so `absent` selects `EQUAL ""` instead: true only while no transaction ever wrote it.
+fn unlocked_below(start_ts: u64, absent: bool) -> (CompareOp, Vec<u8>) {
+    if absent {
+        (CompareOp::Equal, Vec::new())
+    } else {
+        (CompareOp::Greater, encode_released(start_ts))
+    }
+}
 
 /// Puts the released lock state with high-water mark `max_ts` (server timestamp, see DESIGN.md).
 fn put_released(schema: &Schema, key: &CellKey, put: Put, max_ts: u64) -> Put {

@@ -1,11 +1,9 @@
 //! Prewrite: lock one cell and write its data, in ONE checkAndMutate with no prior read.
 
 use crate::error::Result;
-use crate::hbase::{CheckAndMutate, CompareOp, Put};
-use crate::txn::actions::{corrupted, ts};
-use crate::txn::codec::{
-    decode_lock_state, encode_released, CodecError, Lock, LockState, MutationKind,
-};
+use crate::hbase::{CheckAndMutate, Put};
+use crate::txn::actions::{corrupted, ts, unlocked_below};
+use crate::txn::codec::{decode_lock_state, CodecError, Lock, LockState, MutationKind};
 use crate::txn::key::CellKey;
 use crate::txn::schema::Schema;
 
@@ -20,13 +18,7 @@ pub fn prewrite(
     value: Option<&[u8]>,
     absent: bool,
 ) -> CheckAndMutate {
-    let (op, expected) = if absent {
-        (CompareOp::Equal, Vec::new())
-    } else {
-        // Passes iff `0x00||BE(start_ts) > cell`: released with every recorded commit and
-        // rollback below start_ts. A held lock (0x01...) or a newer write fails it.
-        (CompareOp::Greater, encode_released(lock.start_ts))
-    };
+    let (op, expected) = unlocked_below(lock.start_ts, absent);
     let mut put = Put::new(key.row.clone()).add(
         schema.lock_family.clone(),
         schema.qualifier(key),
@@ -97,9 +89,11 @@ pub fn after_failed_prewrite(
 mod tests {
     use super::*;
     use crate::error::Error;
+    use crate::hbase::CompareOp;
     use crate::hbase::Mutation;
     use crate::txn::actions::fixtures::{key, lock};
     use crate::txn::codec::encode_lock;
+    use crate::txn::codec::encode_released;
 
     #[test]
     fn prewrite_is_one_cas_on_the_lock_cell_with_lock_and_data() {

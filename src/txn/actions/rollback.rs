@@ -1,8 +1,8 @@
 //! Rollback of a lock, and fencing of a primary whose prewrite may still be in flight.
 
 use crate::hbase::{CheckAndMutate, CompareOp, Put};
-use crate::txn::actions::{delete_data_version, put_released, put_write_record};
-use crate::txn::codec::{encode_released, Lock, MutationKind, WriteKind, WriteRecord};
+use crate::txn::actions::{delete_data_version, put_released, put_write_record, unlocked_below};
+use crate::txn::codec::{Lock, MutationKind, WriteKind, WriteRecord};
 use crate::txn::key::CellKey;
 use crate::txn::schema::Schema;
 
@@ -49,11 +49,7 @@ pub fn rollback(schema: &Schema, key: &CellKey, lock: &Lock, lock_bytes: &[u8]) 
 /// Passes under the same condition as that prewrite would (released below start_ts), so
 /// exactly one of the two wins. `absent` as in [`super::prewrite`].
 pub fn fence(schema: &Schema, primary: &CellKey, start_ts: u64, absent: bool) -> CheckAndMutate {
-    let (op, expected) = if absent {
-        (CompareOp::Equal, Vec::new())
-    } else {
-        (CompareOp::Greater, encode_released(start_ts))
-    };
+    let (op, expected) = unlocked_below(start_ts, absent);
     let put = put_released(schema, primary, Put::new(primary.row.clone()), start_ts);
     let put = put_write_record(schema, primary, put, start_ts, &rollback_record(start_ts));
     CheckAndMutate::new(
@@ -71,7 +67,9 @@ mod tests {
     use super::*;
     use crate::hbase::{DeleteType, Mutation};
     use crate::txn::actions::fixtures::{key, lock};
-    use crate::txn::codec::{decode_lock_state, decode_write, encode_lock, LockState};
+    use crate::txn::codec::{
+        decode_lock_state, decode_write, encode_lock, encode_released, LockState,
+    };
 
     fn puts(cam: &CheckAndMutate) -> &Put {
         match &cam.mutations.mutations[0] {
