@@ -409,3 +409,29 @@ fn commit_costs_one_cas_per_cell_per_phase() {
     );
     client.shutdown();
 }
+
+/// Background secondary commits are tracked: dropping the client right after `commit` neither
+/// loses them nor deadlocks (the last reference may be released by the background job itself).
+#[test]
+fn dropping_a_client_finishes_its_background_commits() {
+    let env = Env::start();
+    let t = env.table("acct");
+    for i in 0..20 {
+        let mut opts = env.options();
+        opts.sync_secondaries = false;
+        let client = env.client_with(opts);
+        let mut txn = client.begin().unwrap();
+        for row in ["a", "b", "c"] {
+            txn.set(&t, row, "f", "q", format!("v{i}")).unwrap();
+        }
+        txn.commit().unwrap();
+        drop(client);
+        for row in ["b", "c"] {
+            let key = env.key(&t, row);
+            assert!(
+                !matches!(env.lock_state(&key), LockState::Locked(_)),
+                "round {i}: secondary {row} still locked after the client was dropped"
+            );
+        }
+    }
+}

@@ -20,9 +20,20 @@ use crate::txn::session::{ClientStats, Inner, Session, Stats};
 use crate::txn::transaction::Transaction;
 
 /// A transactional client. Cheap to clone; clones share connections, threads and liveness.
+/// Dropping the last clone shuts it down like [`Client::shutdown`].
 #[derive(Clone)]
 pub struct Client {
     inner: Arc<Inner>,
+    /// Counts user handles only (transactions and background jobs also hold `inner`).
+    handles: Arc<()>,
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        if Arc::strong_count(&self.handles) == 1 {
+            self.shutdown();
+        }
+    }
 }
 
 impl Client {
@@ -56,7 +67,10 @@ impl Client {
         let handle =
             keeper::start(&inner).map_err(|e| Error::io("starting the keeper thread", e))?;
         *inner.keeper.lock() = Some(handle);
-        Ok(Client { inner })
+        Ok(Client {
+            inner,
+            handles: Arc::new(()),
+        })
     }
 
     /// Connects to an HBase Thrift2 gateway and a timestamp oracle (a fail-over list of
@@ -159,10 +173,11 @@ impl Client {
         self.inner.executor.drain();
     }
 
-    /// Clean shutdown: drains background commits, stops the keeper, removes the liveness row.
+    /// Clean shutdown: drains background commits, stops the keeper, removes the liveness row
+    /// (a killed client leaves it to expire). Idempotent.
     pub fn shutdown(&self) {
         self.inner.executor.drain();
-        self.inner.stop_keeper(true);
+        self.inner.stop_keeper(!self.inner.is_dead());
         self.inner.executor.shutdown();
     }
 

@@ -107,6 +107,11 @@ impl Executor {
         }
     }
 
+    fn is_worker(&self) -> bool {
+        let me = std::thread::current().id();
+        self.workers.lock().iter().any(|w| w.thread().id() == me)
+    }
+
     /// Waits until every background job has finished.
     pub fn drain(&self) {
         let mut count = self.background.count.lock();
@@ -117,10 +122,21 @@ impl Executor {
 
     /// Drains, then stops and joins the workers. Idempotent.
     pub fn shutdown(&self) {
+        if self.is_worker() {
+            // Called from a background job (last client reference dropped there): draining would
+            // wait for this very job.
+            self.jobs.lock().take();
+            return;
+        }
         self.drain();
         self.jobs.lock().take();
+        let me = std::thread::current().id();
         for w in self.workers.lock().drain(..) {
-            let _ = w.join();
+            // The last reference to the client may be dropped by a background job on a worker:
+            // that worker exits by itself once the channel is closed.
+            if w.thread().id() != me {
+                let _ = w.join();
+            }
         }
     }
 }
