@@ -84,7 +84,10 @@ fn dirty_write_prevented() {
     t1.commit().unwrap();
     assert_conflict(t2.commit());
     let r = client.begin().unwrap();
-    assert_eq!((get(&r, &t, "x"), get(&r, &t, "y")), (value("11"), value("21")));
+    assert_eq!(
+        (get(&r, &t, "x"), get(&r, &t, "y")),
+        (value("11"), value("21"))
+    );
     env.assert_no_locks(&t);
     client.shutdown();
 }
@@ -101,6 +104,7 @@ fn dirty_write_prevented_while_locks_are_held() {
     set(&mut t1, &t, "x", "1");
     set(&mut t1, &t, "y", "1");
     std::thread::scope(|s| {
+        let _release = gate.opens_on_drop();
         let committing = s.spawn(|| t1.commit());
         assert!(gate.wait_reached(Duration::from_secs(10)));
         let mut t2 = client.begin().unwrap();
@@ -111,7 +115,10 @@ fn dirty_write_prevented_while_locks_are_held() {
         committing.join().unwrap().expect("T1 commits");
     });
     let r = client.begin().unwrap();
-    assert_eq!((get(&r, &t, "x"), get(&r, &t, "y")), (value("1"), value("1")));
+    assert_eq!(
+        (get(&r, &t, "x"), get(&r, &t, "y")),
+        (value("1"), value("1"))
+    );
     env.assert_no_locks(&t);
     holder.shutdown();
     client.shutdown();
@@ -142,6 +149,7 @@ fn dirty_read_prevented() {
         ..env.options()
     });
     std::thread::scope(|s| {
+        let _release = gate.opens_on_drop();
         let committing = s.spawn(|| t1.commit());
         assert!(gate.wait_reached(Duration::from_secs(10)));
         let during = impatient.begin().unwrap();
@@ -149,12 +157,19 @@ fn dirty_read_prevented() {
             let err = during.get(&t, row, FAMILY, "q").unwrap_err();
             assert!(matches!(err, Error::KeyLocked { .. }), "{row}: {err}");
         }
-        assert_eq!(get(&older, &t, "x"), value("0"), "locks above the snapshot are ignored");
+        assert_eq!(
+            get(&older, &t, "x"),
+            value("0"),
+            "locks above the snapshot are ignored"
+        );
         gate.open();
         committing.join().unwrap().expect("T1 commits");
     });
     let after = client.begin().unwrap();
-    assert_eq!((get(&after, &t, "x"), get(&after, &t, "y")), (value("1"), value("1")));
+    assert_eq!(
+        (get(&after, &t, "x"), get(&after, &t, "y")),
+        (value("1"), value("1"))
+    );
     impatient.shutdown();
     holder.shutdown();
     client.shutdown();
@@ -250,14 +265,21 @@ fn write_skew_allowed_under_snapshot_isolation() {
     let mut t1 = client.begin().unwrap();
     let mut t2 = client.begin().unwrap();
     for txn in [&t1, &t2] {
-        assert_eq!((get(txn, &t, "alice"), get(txn, &t, "bob")), (value("on"), value("on")));
+        assert_eq!(
+            (get(txn, &t, "alice"), get(txn, &t, "bob")),
+            (value("on"), value("on"))
+        );
     }
     set(&mut t1, &t, "alice", "off");
     set(&mut t2, &t, "bob", "off");
     t1.commit().expect("T1 commits");
-    t2.commit().expect("T2 commits: snapshot isolation allows write skew");
+    t2.commit()
+        .expect("T2 commits: snapshot isolation allows write skew");
     let r = client.begin().unwrap();
-    assert_eq!((get(&r, &t, "alice"), get(&r, &t, "bob")), (value("off"), value("off")));
+    assert_eq!(
+        (get(&r, &t, "alice"), get(&r, &t, "bob")),
+        (value("off"), value("off"))
+    );
     client.shutdown();
 }
 
@@ -281,10 +303,16 @@ fn reads_its_own_writes() {
         [value("created"), value("mine"), None]
     );
     let other = client.begin().unwrap();
-    assert_eq!((get(&other, &t, "x"), get(&other, &t, "y")), (value("old"), value("old")));
+    assert_eq!(
+        (get(&other, &t, "x"), get(&other, &t, "y")),
+        (value("old"), value("old"))
+    );
     txn.commit().unwrap();
     let after = client.begin().unwrap();
-    assert_eq!(after.get_many(&keys).unwrap(), [value("created"), value("mine"), None]);
+    assert_eq!(
+        after.get_many(&keys).unwrap(),
+        [value("created"), value("mine"), None]
+    );
     client.shutdown();
 }
 
@@ -305,7 +333,10 @@ fn reads_across_two_tables_in_one_snapshot() {
     let keys = [env.key(&orders, "o1"), env.key(&stock, "widget")];
     assert_eq!(before.get_many(&keys).unwrap(), [None, value("10")]);
     let after = client.begin().unwrap();
-    assert_eq!(after.get_many(&keys).unwrap(), [value("widget"), value("9")]);
+    assert_eq!(
+        after.get_many(&keys).unwrap(),
+        [value("widget"), value("9")]
+    );
     assert_eq!(get(&after, &orders, "o1"), value("widget"));
     assert_eq!(get(&after, &stock, "widget"), value("9"));
     client.shutdown();
@@ -339,6 +370,9 @@ fn scan_includes_own_buffered_writes() {
         ]
     );
     let limited = txn.scan(&t, "a", "z", 2).unwrap();
-    assert_eq!(limited.iter().map(|r| &r.row[..]).collect::<Vec<_>>(), [b"d", b"e"]);
+    assert_eq!(
+        limited.iter().map(|r| &r.row[..]).collect::<Vec<_>>(),
+        [b"d", b"e"]
+    );
     client.shutdown();
 }

@@ -198,7 +198,10 @@ fn unreachable_commit_point_is_undetermined_and_never_half_applied() {
 fn dropped_secondary_commit_is_rolled_forward_by_readers() {
     let (env, t, client, outcome) = commit_with_fault(CasKind::Commit, "s", Fault::DropRequest, 1);
     let commit_ts = outcome.expect("the commit point passed");
-    assert!(matches!(env.lock_state(&env.key(&t, "s")), LockState::Locked(_)));
+    assert!(matches!(
+        env.lock_state(&env.key(&t, "s")),
+        LockState::Locked(_)
+    ));
     let reader = env.client();
     assert_eq!(get(&reader.begin().unwrap(), &t, "s"), value("1"));
     assert_eq!(reader.stats().rolled_forward, 1);
@@ -223,7 +226,8 @@ fn commit_timestamp_is_taken_after_every_lock_is_stored() {
         let mut txn = client.begin().unwrap();
         let start_ts = txn.start_ts();
         for k in &cells {
-            txn.set(&k.table, &k.row, &k.family, &k.qualifier, "v").unwrap();
+            txn.set(&k.table, &k.row, &k.family, &k.qualifier, "v")
+                .unwrap();
         }
         txn.commit().unwrap();
         assert_eq!(probe.calls(), 2, "one start and one commit timestamp");
@@ -272,7 +276,11 @@ fn garbage_lock_cell_is_reported_and_left_intact() {
         );
         env.hbase.put(&t, &put).unwrap();
 
-        let err = client.begin().unwrap().get(&t, &bad, FAMILY, "q").unwrap_err();
+        let err = client
+            .begin()
+            .unwrap()
+            .get(&t, &bad, FAMILY, "q")
+            .unwrap_err();
         assert_corrupted(err, "lock", &t, &bad);
         let err = client.begin().unwrap().scan(&t, &bad, "", 10).unwrap_err();
         assert_corrupted(err, "lock", &t, &bad);
@@ -284,7 +292,10 @@ fn garbage_lock_cell_is_reported_and_left_intact() {
         assert_eq!(env.raw_lock(&key), Some(garbage), "stored bytes unchanged");
         assert!(env.data_versions(&key).is_empty());
         let good = env.key(&t, &good);
-        assert!(!matches!(env.lock_state(&good), LockState::Locked(_)), "own lock rolled back");
+        assert!(
+            !matches!(env.lock_state(&good), LockState::Locked(_)),
+            "own lock rolled back"
+        );
         assert!(env.data_versions(&good).is_empty());
     }
     client.shutdown();
@@ -305,7 +316,11 @@ fn garbage_write_record_is_reported_and_left_intact() {
     );
     env.hbase.put(&t, &put).unwrap();
 
-    let err = client.begin().unwrap().get(&t, "x", FAMILY, "q").unwrap_err();
+    let err = client
+        .begin()
+        .unwrap()
+        .get(&t, "x", FAMILY, "q")
+        .unwrap_err();
     assert_corrupted(err, "write record", &t, "x");
     let err = client.begin().unwrap().scan(&t, "a", "z", 10).unwrap_err();
     assert_corrupted(err, "write record", &t, "x");
@@ -334,7 +349,9 @@ fn oversized_value_is_refused_before_anything_is_written() {
     let limit = client.options().max_value_size;
     let mut txn = client.begin().unwrap();
     let rpcs = client.stats().hbase_rpcs;
-    let err = txn.set(&t, "x", FAMILY, "q", vec![7u8; limit + 1]).unwrap_err();
+    let err = txn
+        .set(&t, "x", FAMILY, "q", vec![7u8; limit + 1])
+        .unwrap_err();
     assert!(
         matches!(&err, Error::ValueTooLarge { size, limit: l, row, .. }
             if *size == limit + 1 && *l == limit && row == b"x"),
@@ -367,15 +384,37 @@ fn missing_and_non_transactional_tables_are_refused() {
         matches!(&err, Error::TableNotFound { table, .. } | Error::NotTransactional { table, .. } if *table == missing),
         "{err}"
     );
-    let err = client.begin().unwrap().get(&missing, "r", FAMILY, "q").unwrap_err();
-    assert!(matches!(err, Error::TableNotFound { .. } | Error::NotTransactional { .. }), "{err}");
+    let err = client
+        .begin()
+        .unwrap()
+        .get(&missing, "r", FAMILY, "q")
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::TableNotFound { .. } | Error::NotTransactional { .. }
+        ),
+        "{err}"
+    );
 
     let mut txn = client.begin().unwrap();
     txn.set(&raw, "r", FAMILY, "q", "v").unwrap();
     let err = txn.commit().unwrap_err();
-    assert!(matches!(&err, Error::NotTransactional { table, .. } if *table == raw), "{err}");
-    let err = client.begin().unwrap().get(&raw, "r", FAMILY, "q").unwrap_err();
-    assert!(matches!(&err, Error::NotTransactional { table, .. } if *table == raw), "{err}");
+    assert!(
+        matches!(&err, Error::NotTransactional { table, .. } if *table == raw),
+        "{err}"
+    );
+    let txn = client.begin().unwrap();
+    let err = txn.get(&raw, "r", FAMILY, "q").unwrap_err();
+    assert!(
+        matches!(&err, Error::NotTransactional { table, .. } if *table == raw),
+        "{err}"
+    );
+    let err = txn.scan(&raw, "a", "z", 10).unwrap_err();
+    assert!(
+        matches!(&err, Error::NotTransactional { table, .. } if *table == raw),
+        "{err}"
+    );
     assert!(
         env.hbase.get(&raw, &Get::new("r")).unwrap().is_empty(),
         "nothing written to the plain table"
@@ -407,7 +446,12 @@ fn empty_row_key_is_an_illegal_argument() {
 
 /// A client committing p = s = "1" whose secondary prewrite waits at the returned gate: its
 /// primary is locked and guarded by its keeper meanwhile.
-fn paused_committer(env: &Env, lock_ttl: Duration, kind: CasKind, row: &str) -> (Client, Arc<Gate>) {
+fn paused_committer(
+    env: &Env,
+    lock_ttl: Duration,
+    kind: CasKind,
+    row: &str,
+) -> (Client, Arc<Gate>) {
     let store = FaultyStore::new(env.hbase.clone(), env.schema.clone());
     let gate = Gate::new();
     store.inject(kind, row, Fault::Hold(gate.clone()), 1);
@@ -435,12 +479,22 @@ fn live_owner_is_waited_on_and_a_killed_one_is_resolved() {
     let t = seeded(&env);
     let (holder, gate) = paused_committer(&env, Duration::from_secs(60), CasKind::Prewrite, "s");
     std::thread::scope(|s| {
+        let _release = gate.opens_on_drop();
         let committing = s.spawn(|| write_p_and_s(&holder, &t));
         assert!(gate.wait_reached(GATE_LIMIT));
+        // The primary is prewritten in parallel with the held secondary: wait for its lock.
+        env.wait_until_locked(&env.key(&t, "p"));
 
         let impatient = reader_with(&env, Duration::from_millis(300), Arc::new(SystemClock));
-        let err = impatient.begin().unwrap().get(&t, "p", FAMILY, "q").unwrap_err();
-        assert!(matches!(&err, Error::KeyLocked { primary_row, .. } if primary_row == b"p"), "{err}");
+        let err = impatient
+            .begin()
+            .unwrap()
+            .get(&t, "p", FAMILY, "q")
+            .unwrap_err();
+        assert!(
+            matches!(&err, Error::KeyLocked { primary_row, .. } if primary_row == b"p"),
+            "{err}"
+        );
         assert!(impatient.stats().lock_waits > 0);
         impatient.shutdown();
 
@@ -475,9 +529,16 @@ fn stale_wall_time_lets_a_reader_clean_a_live_owners_lock() {
     let t = seeded(&env);
     let (holder, gate) = paused_committer(&env, Duration::from_secs(2), CasKind::Prewrite, "s");
     std::thread::scope(|s| {
+        let _release = gate.opens_on_drop();
         let committing = s.spawn(|| write_p_and_s(&holder, &t));
         assert!(gate.wait_reached(GATE_LIMIT));
-        let reader = reader_with(&env, Duration::from_millis(300), Arc::new(Ahead(Duration::from_secs(3600))));
+        // The primary is prewritten in parallel with the held secondary: wait for its lock.
+        env.wait_until_locked(&env.key(&t, "p"));
+        let reader = reader_with(
+            &env,
+            Duration::from_millis(300),
+            Arc::new(Ahead(Duration::from_secs(3600))),
+        );
         assert_eq!(get(&reader.begin().unwrap(), &t, "p"), value("0"));
         assert!(reader.stats().rolled_back >= 1);
         reader.shutdown();
@@ -498,20 +559,28 @@ fn slow_commit_point_keeps_its_owner_alive() {
     let env = Env::start();
     let t = seeded(&env);
     let (holder, gate) = paused_committer(&env, Duration::from_secs(60), CasKind::Commit, "p");
-    std::thread::scope(|s| {
+    let (alive, committed, read) = std::thread::scope(|s| {
+        let _release = gate.opens_on_drop();
         let committing = s.spawn(|| write_p_and_s(&holder, &t));
         assert!(gate.wait_reached(GATE_LIMIT));
         let reading = s.spawn(|| read_p_and_s(&env, &t));
         std::thread::sleep(Duration::from_secs(2));
-        let row = env
+        let liveness = env
             .hbase
-            .get(&env.liveness.table, &Get::new(holder.owner_id()))
-            .unwrap();
-        assert!(!row.is_empty(), "the liveness row of a live client expired");
+            .get(&env.liveness.table, &Get::new(holder.owner_id()));
         gate.open();
-        committing.join().unwrap().expect("the slow commit succeeds");
-        assert_eq!(reading.join().unwrap(), (value("1"), value("1")));
+        (
+            !liveness.unwrap().is_empty(),
+            committing.join().unwrap(),
+            reading.join().unwrap(),
+        )
     });
+    assert!(
+        alive,
+        "the liveness row of a live client expired during its commit"
+    );
+    committed.expect("the slow commit succeeds");
+    assert_eq!(read, (value("1"), value("1")));
     holder.shutdown();
 }
 
@@ -523,14 +592,20 @@ fn heartbeat_keeps_a_slow_commit_alive() {
     let t = seeded(&env);
     let (holder, gate) = paused_committer(&env, Duration::from_millis(600), CasKind::Prewrite, "s");
     std::thread::scope(|s| {
+        let _release = gate.opens_on_drop();
         let committing = s.spawn(|| write_p_and_s(&holder, &t));
         assert!(gate.wait_reached(GATE_LIMIT));
+        // The primary is prewritten in parallel with the held secondary: wait for its lock.
+        env.wait_until_locked(&env.key(&t, "p"));
         // The reader's snapshot is below the commit timestamp: once the lock clears it reads
         // the old value, but it must not clear it by rolling the transaction back.
         let reading = s.spawn(|| read_p_and_s(&env, &t));
         std::thread::sleep(Duration::from_millis(1500));
         gate.open();
-        let commit_ts = committing.join().unwrap().expect("not rolled back by the reader");
+        let commit_ts = committing
+            .join()
+            .unwrap()
+            .expect("not rolled back by the reader");
         assert!(has_put_record(&env, &t, "p", commit_ts));
         assert_eq!(reading.join().unwrap(), (value("0"), value("0")));
     });
@@ -620,11 +695,11 @@ async fn async_transactions_never_block_the_runtime() {
             facade
                 .run(move |txn| {
                     if !got {
-                        released.recv_timeout(Duration::from_secs(20)).map_err(|_| {
-                            Error::IllegalArgument {
+                        released
+                            .recv_timeout(Duration::from_secs(20))
+                            .map_err(|_| Error::IllegalArgument {
                                 message: "never released: the runtime was blocked".into(),
-                            }
-                        })?;
+                            })?;
                         got = true;
                     }
                     txn.set(&t, "waiter", FAMILY, "q", "done")
@@ -650,7 +725,10 @@ async fn async_transactions_never_block_the_runtime() {
         let key = env.key(&t, &format!("row{i:02}"));
         assert_eq!(facade.get(key).await.unwrap(), value(&i.to_string()));
     }
-    assert_eq!(facade.get(env.key(&t, "waiter")).await.unwrap(), value("done"));
+    assert_eq!(
+        facade.get(env.key(&t, "waiter")).await.unwrap(),
+        value("done")
+    );
     client.shutdown();
 }
 
@@ -676,15 +754,29 @@ fn rpc_counters_follow_the_cost_model() {
     assert_eq!(get(&txn, &t1, "x"), value("short"));
     assert_eq!(txn.rpc_count(), 1, "a committed short value: one Get");
     assert_eq!(get(&txn, &t1, "y"), Some(big.clone()));
-    assert_eq!(txn.rpc_count(), 3, "a large value: the Get and one data read");
-    let same_row = [env.key(&t1, "x"), percolator::CellKey::new(&*t1, "x", "f", "q2").unwrap()];
+    assert_eq!(
+        txn.rpc_count(),
+        3,
+        "a large value: the Get and one data read"
+    );
+    let same_row = [
+        env.key(&t1, "x"),
+        percolator::CellKey::new(&*t1, "x", "f", "q2").unwrap(),
+    ];
     txn.get_many(&same_row).unwrap();
     assert_eq!(txn.rpc_count(), 4, "two columns of one row: one Get");
-    txn.get_many(&[env.key(&t1, "x"), env.key(&t2, "z")]).unwrap();
+    txn.get_many(&[env.key(&t1, "x"), env.key(&t2, "z")])
+        .unwrap();
     assert_eq!(txn.rpc_count(), 6, "two tables: one Get each");
     let after = client.stats();
     assert_eq!(after.hbase_rpcs - before.hbase_rpcs, txn.rpc_count());
-    assert_eq!((after.begun - before.begun, after.timestamps - before.timestamps), (1, 1));
+    assert_eq!(
+        (
+            after.begun - before.begun,
+            after.timestamps - before.timestamps
+        ),
+        (1, 1)
+    );
 
     // A write of two existing cells: 2 prewrite + 2 commit CAS, start and commit timestamps.
     let before = client.stats();
@@ -701,7 +793,9 @@ fn rpc_counters_follow_the_cost_model() {
 
     // A lost write-write race counts as aborted.
     let mut loser = client.begin().unwrap();
-    client.run(|txn| txn.set(&t1, "x", FAMILY, "q", "3")).unwrap();
+    client
+        .run(|txn| txn.set(&t1, "x", FAMILY, "q", "3"))
+        .unwrap();
     loser.set(&t1, "x", FAMILY, "q", "4").unwrap();
     let aborted = client.stats().aborted;
     assert!(matches!(loser.commit(), Err(Error::WriteConflict { .. })));

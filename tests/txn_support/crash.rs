@@ -10,7 +10,10 @@ use super::Env;
 
 /// Whether a transaction that died at `seam` had passed its commit point (the primary commit).
 pub fn commits_despite_crash(seam: Seam) -> bool {
-    matches!(seam, Seam::AfterPrimaryCommit | Seam::BetweenSecondaryCommits)
+    matches!(
+        seam,
+        Seam::AfterPrimaryCommit | Seam::BetweenSecondaryCommits
+    )
 }
 
 /// Runs the scenario. `crashing` builds the client that dies at `seam` from the fixture's
@@ -30,12 +33,22 @@ pub fn crash_scenario(env: &Env, seam: Seam, crashing: impl FnOnce(TxnOptions) -
             .unwrap();
     }
     match txn.commit() {
-        Err(Error::ClientCrashed { start_ts: s, seam: at }) => {
+        Err(Error::ClientCrashed {
+            start_ts: s,
+            seam: at,
+        }) => {
             assert_eq!((s, at), (start_ts, seam.name()), "crash report")
         }
-        other => panic!("{}: the commit must report the crash, got {other:?}", seam.name()),
+        other => panic!(
+            "{}: the commit must report the crash, got {other:?}",
+            seam.name()
+        ),
     }
-    assert!(client.is_dead(), "{}: the client marks itself dead", seam.name());
+    assert!(
+        client.is_dead(),
+        "{}: the client marks itself dead",
+        seam.name()
+    );
     assert!(matches!(client.begin(), Err(Error::Shutdown)));
     let left = locked_by(env, &cells, start_ts);
     let committed = commits_despite_crash(seam);
@@ -70,7 +83,9 @@ pub fn crash_scenario(env: &Env, seam: Seam, crashing: impl FnOnce(TxnOptions) -
         assert_eq!(has_put, committed, "{}: write record of {k}", seam.name());
         if !committed {
             assert!(
-                env.data_versions(k).iter().all(|(v, _)| *v != start_ts as i64),
+                env.data_versions(k)
+                    .iter()
+                    .all(|(v, _)| *v != start_ts as i64),
                 "{}: the rolled-back data version of {k} is removed",
                 seam.name()
             );

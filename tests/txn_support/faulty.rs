@@ -91,6 +91,20 @@ impl Gate {
         self.state.lock().1 = true;
         self.changed.notify_all();
     }
+
+    /// Opens the gate when dropped, so a failing assertion cannot leave a call held forever
+    /// (a scoped thread waiting at the gate would hang the test instead of failing it).
+    pub fn opens_on_drop(self: &Arc<Self>) -> OpenOnDrop {
+        OpenOnDrop(self.clone())
+    }
+}
+
+pub struct OpenOnDrop(Arc<Gate>);
+
+impl Drop for OpenOnDrop {
+    fn drop(&mut self) {
+        self.0.open();
+    }
 }
 
 /// What happens to a chosen call.

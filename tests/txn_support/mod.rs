@@ -133,6 +133,18 @@ impl Env {
         decode_lock_state(self.raw_lock(key).as_deref()).expect("decodable lock")
     }
 
+    /// Waits until `key` holds a lock (a commit running in another thread got that far).
+    pub fn wait_until_locked(&self, key: &CellKey) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while !matches!(self.lock_state(key), LockState::Locked(_)) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{key} never got locked"
+            );
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+
     /// Every write record of `key`, newest first, as (version, record).
     pub fn writes(&self, key: &CellKey) -> Vec<(i64, WriteRecord)> {
         let q = self.schema.qualifier(key);
