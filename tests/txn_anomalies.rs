@@ -376,3 +376,21 @@ fn scan_includes_own_buffered_writes() {
     );
     client.shutdown();
 }
+
+/// "No limit" spelled as `usize::MAX` must still return the stored rows beside the buffered
+/// ones (the stored-row budget is the limit plus the buffered writes, which must not overflow).
+#[test]
+fn scan_without_limit_includes_stored_and_buffered_rows() {
+    let env = Env::start();
+    let t = env.table("scanall");
+    let client = env.client();
+    seed(&client, &t, &[("b", "1"), ("d", "2")]);
+    let mut txn = client.begin().unwrap();
+    set(&mut txn, &t, "c", "mine");
+    let rows = scan_rows(&txn, &t);
+    let unlimited = txn.scan(&t, "a", "z", usize::MAX);
+    let unlimited: Vec<Vec<u8>> = unlimited.unwrap().into_iter().map(|r| r.row).collect();
+    assert_eq!(unlimited, [b"b", b"c", b"d"]);
+    assert_eq!(rows.len(), 3);
+    client.shutdown();
+}
