@@ -2,6 +2,9 @@
 //! 127.0.0.1, transactional tables, and helpers that read the raw percolator columns.
 #![allow(dead_code)]
 
+pub mod crash;
+pub mod faulty;
+
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,7 +13,7 @@ use percolator::emulator::{self, EmulatorHandle};
 use percolator::hbase::{Get, TimeRange};
 use percolator::oracle::TimestampSource;
 use percolator::txn::codec::{decode_lock_state, decode_write, LockState, WriteRecord};
-use percolator::txn::{self, CellKey, Client, LivenessConfig, Schema, TxnOptions};
+use percolator::txn::{self, CellKey, Client, HBaseAccess, LivenessConfig, Schema, TxnOptions};
 use percolator::{HBaseClient, HBaseConfig};
 
 pub const FAMILY: &str = "f";
@@ -84,6 +87,16 @@ impl Env {
         Client::new(Arc::new(self.hbase.clone()), self.tso.clone(), options).expect("client")
     }
 
+    /// A client over another HBase access or timestamp source (fault-injecting wrappers).
+    pub fn client_on(
+        &self,
+        store: Arc<dyn HBaseAccess>,
+        tso: Arc<dyn TimestampSource>,
+        options: TxnOptions,
+    ) -> Client {
+        Client::new(store, tso, options).expect("client")
+    }
+
     pub fn key(&self, table: &str, row: &str) -> CellKey {
         CellKey::new(
             table,
@@ -100,14 +113,36 @@ impl Env {
 
     /// The lock column of `key`, raw.
     pub fn raw_lock(&self, key: &CellKey) -> Option<Vec<u8>> {
+        raw_lock(&self.hbase, &self.schema, key)
+    }
+
+    /// Every version of the write column of `key`, raw (newest first), for damaged records.
+    pub fn raw_writes(&self, key: &CellKey) -> Vec<(i64, Vec<u8>)> {
         let q = self.schema.qualifier(key);
-        let get = Get::new(key.row.clone()).column(self.schema.lock_family.clone(), q.clone());
-        let row = self.hbase.get(&key.table, &get).expect("get lock");
-        row.value(&self.schema.lock_family, &q).map(<[u8]>::to_vec)
+        let get = Get::new(key.row.clone())
+            .column(self.schema.write_family.clone(), q.clone())
+            .time_range(TimeRange::new(0, i64::MAX))
+            .max_versions(i32::MAX);
+        let row = self.hbase.get(&key.table, &get).expect("get writes");
+        row.versions(&self.schema.write_family, &q)
+            .map(|c| (c.timestamp, c.value.clone()))
+            .collect()
     }
 
     pub fn lock_state(&self, key: &CellKey) -> LockState {
         decode_lock_state(self.raw_lock(key).as_deref()).expect("decodable lock")
+    }
+
+    /// Waits until `key` holds a lock (a commit running in another thread got that far).
+    pub fn wait_until_locked(&self, key: &CellKey) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while !matches!(self.lock_state(key), LockState::Locked(_)) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{key} never got locked"
+            );
+            std::thread::sleep(Duration::from_millis(2));
+        }
     }
 
     /// Every write record of `key`, newest first, as (version, record).
@@ -155,6 +190,14 @@ impl Env {
             }
         }
     }
+}
+
+/// The lock column of `key`, raw, read straight from HBase.
+pub fn raw_lock(hbase: &HBaseClient, schema: &Schema, key: &CellKey) -> Option<Vec<u8>> {
+    let q = schema.qualifier(key);
+    let get = Get::new(key.row.clone()).column(schema.lock_family.clone(), q.clone());
+    let row = hbase.get(&key.table, &get).expect("get lock");
+    row.value(&schema.lock_family, &q).map(<[u8]>::to_vec)
 }
 
 mod oracle_fixture {

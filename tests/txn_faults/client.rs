@@ -1,0 +1,194 @@
+//! The client around the protocol: `Client::run`'s retry rules, the async facade and the RPC
+//! counters of the cost model.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use percolator::txn::Seam;
+use percolator::{Error, RetryClass, TxnOptions};
+
+use crate::txn_support::Env;
+use crate::{get, value, FAMILY};
+
+#[test]
+fn run_retries_conflicts_until_every_increment_lands() {
+    let env = Env::start();
+    let t = env.table("counter");
+    let clients = [env.client(), env.client()];
+    std::thread::scope(|s| {
+        for client in &clients {
+            let t = &t;
+            s.spawn(move || {
+                for _ in 0..50 {
+                    client
+                        .run(|txn| {
+                            let n: u64 = txn
+                                .get(t, "n", FAMILY, "q")?
+                                .map_or(0, |v| String::from_utf8(v).unwrap().parse().unwrap());
+                            txn.set(t, "n", FAMILY, "q", (n + 1).to_string())
+                        })
+                        .unwrap();
+                }
+            });
+        }
+    });
+    let total: u64 = clients.iter().map(|c| c.stats().committed).sum();
+    assert_eq!(total, 100);
+    assert_eq!(get(&clients[0].begin().unwrap(), &t, "n"), value("100"));
+    for c in clients {
+        c.shutdown();
+    }
+}
+
+#[test]
+fn run_stops_at_once_on_fatal_and_undetermined_errors() {
+    let env = Env::start();
+    let t = env.table("stops");
+    let client = env.client();
+    let mut attempts = 0;
+    let err = client
+        .run(|txn| {
+            attempts += 1;
+            txn.set(&t, "", FAMILY, "q", "v")
+        })
+        .unwrap_err();
+    assert!(matches!(err, Error::IllegalArgument { .. }), "{err}");
+    assert_eq!(attempts, 1);
+
+    let crashing = env.client_with(TxnOptions {
+        crash_injector: Some(Arc::new(|at| at == Seam::BeforePrimaryCommit)),
+        ..env.options()
+    });
+    let mut attempts = 0;
+    let err = crashing
+        .run(|txn| {
+            attempts += 1;
+            txn.set(&t, "x", FAMILY, "q", "v")
+        })
+        .unwrap_err();
+    assert!(matches!(err, Error::ClientCrashed { .. }), "{err}");
+    assert_eq!((attempts, err.retry_class()), (1, RetryClass::Undetermined));
+    client.shutdown();
+}
+
+/// One transaction's body blocks until the test has finished many other async transactions on
+/// the same single-threaded runtime: that can only happen if none of them blocks the runtime.
+#[tokio::test(flavor = "current_thread")]
+async fn async_transactions_never_block_the_runtime() {
+    let env = Env::start();
+    let t = env.table("async");
+    let client = env.client();
+    let facade = client.asynchronous();
+    let (release, released) = std::sync::mpsc::channel::<()>();
+    let waiter = {
+        let (facade, t) = (facade.clone(), t.clone());
+        let mut got = false;
+        tokio::spawn(async move {
+            facade
+                .run(move |txn| {
+                    if !got {
+                        released
+                            .recv_timeout(Duration::from_secs(20))
+                            .map_err(|_| Error::IllegalArgument {
+                                message: "never released: the runtime was blocked".into(),
+                            })?;
+                        got = true;
+                    }
+                    txn.set(&t, "waiter", FAMILY, "q", "done")
+                })
+                .await
+        })
+    };
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in 0..48 {
+        let (facade, t) = (facade.clone(), t.clone());
+        tasks.spawn(async move {
+            facade
+                .run(move |txn| txn.set(&t, format!("row{i:02}"), FAMILY, "q", i.to_string()))
+                .await
+        });
+    }
+    while let Some(done) = tasks.join_next().await {
+        done.unwrap().unwrap();
+    }
+    release.send(()).unwrap();
+    waiter.await.unwrap().unwrap();
+    for i in [0, 17, 47] {
+        let key = env.key(&t, &format!("row{i:02}"));
+        assert_eq!(facade.get(key).await.unwrap(), value(&i.to_string()));
+    }
+    assert_eq!(
+        facade.get(env.key(&t, "waiter")).await.unwrap(),
+        value("done")
+    );
+    client.shutdown();
+}
+
+#[test]
+fn rpc_counters_follow_the_cost_model() {
+    let env = Env::start();
+    let (t1, t2) = (env.table("rpc_a"), env.table("rpc_b"));
+    let client = env.client();
+    let big = vec![b'b'; client.options().short_value_limit + 1];
+    client
+        .run(|txn| {
+            txn.set(&t1, "x", FAMILY, "q", "short")?;
+            txn.set(&t1, "x", FAMILY, "q2", "second")?;
+            txn.set(&t1, "y", FAMILY, "q", big.clone())?;
+            txn.set(&t2, "z", FAMILY, "q", "other")
+        })
+        .unwrap();
+
+    let before = client.stats();
+    let txn = client.begin().unwrap();
+    assert_eq!(get(&txn, &t1, "x"), value("short"));
+    assert_eq!(txn.rpc_count(), 1, "a committed short value: one Get");
+    assert_eq!(get(&txn, &t1, "y"), Some(big.clone()));
+    assert_eq!(
+        txn.rpc_count(),
+        3,
+        "a large value: the Get and one data read"
+    );
+    let same_row = [
+        env.key(&t1, "x"),
+        percolator::CellKey::new(&*t1, "x", "f", "q2").unwrap(),
+    ];
+    txn.get_many(&same_row).unwrap();
+    assert_eq!(txn.rpc_count(), 4, "two columns of one row: one Get");
+    txn.get_many(&[env.key(&t1, "x"), env.key(&t2, "z")])
+        .unwrap();
+    assert_eq!(txn.rpc_count(), 6, "two tables: one Get each");
+    let after = client.stats();
+    assert_eq!(after.hbase_rpcs - before.hbase_rpcs, txn.rpc_count());
+    assert_eq!(
+        (
+            after.begun - before.begun,
+            after.timestamps - before.timestamps
+        ),
+        (1, 1)
+    );
+
+    // A write of two existing cells: 2 prewrite + 2 commit CAS, start and commit timestamps.
+    let before = client.stats();
+    client
+        .run(|txn| {
+            txn.set(&t1, "x", FAMILY, "q", "2")?;
+            txn.set(&t2, "z", FAMILY, "q", "2")
+        })
+        .unwrap();
+    let after = client.stats();
+    assert_eq!(after.hbase_rpcs - before.hbase_rpcs, 4);
+    assert_eq!(after.timestamps - before.timestamps, 2);
+    assert_eq!(after.committed - before.committed, 1);
+
+    // A lost write-write race counts as aborted.
+    let mut loser = client.begin().unwrap();
+    client
+        .run(|txn| txn.set(&t1, "x", FAMILY, "q", "3"))
+        .unwrap();
+    loser.set(&t1, "x", FAMILY, "q", "4").unwrap();
+    let aborted = client.stats().aborted;
+    assert!(matches!(loser.commit(), Err(Error::WriteConflict { .. })));
+    assert_eq!(client.stats().aborted, aborted + 1);
+    client.shutdown();
+}

@@ -1,0 +1,222 @@
+//! Liveness rows, lock wall times and heartbeats: who may clean a lock, and when.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use percolator::hbase::Get;
+use percolator::txn::{Clock, SystemClock};
+use percolator::{Client, Error, TxnOptions};
+
+use crate::txn_support::faulty::{CasKind, Fault, FaultyStore, Gate};
+use crate::txn_support::Env;
+use crate::{get, has_put_record, read_p_and_s, seeded, value, write_p_and_s, FAMILY};
+
+const GATE_LIMIT: Duration = Duration::from_secs(10);
+
+/// A client (with `lock_ttl`) whose first `kind` CAS on `row` waits at the returned gate. Used
+/// to hold a commit of p = s = "1" at the prewrite of s (p is then locked and refreshed by the
+/// keeper) or at the commit point on p.
+fn paused_committer(
+    env: &Env,
+    lock_ttl: Duration,
+    kind: CasKind,
+    row: &str,
+) -> (Client, Arc<Gate>) {
+    let store = FaultyStore::new(env.hbase.clone(), env.schema.clone());
+    let gate = Gate::new();
+    store.inject(kind, row, Fault::Hold(gate.clone()), 1);
+    let options = TxnOptions {
+        lock_ttl,
+        ..env.options()
+    };
+    (env.client_on(store, env.tso.clone(), options), gate)
+}
+
+fn reader_with(env: &Env, max_lock_wait: Duration, clock: Arc<dyn Clock>) -> Client {
+    env.client_with(TxnOptions {
+        max_lock_wait,
+        clock,
+        ..env.options()
+    })
+}
+
+/// The owner's liveness row alone keeps its lock: while it lives, readers wait; once it is
+/// killed (its row expires after the 1 s TTL) a reader rolls the transaction back, although
+/// the lock's wall time is still fresh.
+#[test]
+fn live_owner_is_waited_on_and_a_killed_one_is_resolved() {
+    let env = Env::start();
+    let t = seeded(&env);
+    let (holder, gate) = paused_committer(&env, Duration::from_secs(60), CasKind::Prewrite, "s");
+    std::thread::scope(|s| {
+        let _release = gate.opens_on_drop();
+        let committing = s.spawn(|| write_p_and_s(&holder, &t));
+        assert!(gate.wait_reached(GATE_LIMIT));
+        // The primary is prewritten in parallel with the held secondary: wait for its lock.
+        env.wait_until_locked(&env.key(&t, "p"));
+
+        let impatient = reader_with(&env, Duration::from_millis(300), Arc::new(SystemClock));
+        let err = impatient
+            .begin()
+            .unwrap()
+            .get(&t, "p", FAMILY, "q")
+            .unwrap_err();
+        assert!(
+            matches!(&err, Error::KeyLocked { primary_row, .. } if primary_row == b"p"),
+            "{err}"
+        );
+        assert!(impatient.stats().lock_waits > 0);
+        impatient.shutdown();
+
+        holder.kill();
+        let patient = env.client();
+        assert_eq!(get(&patient.begin().unwrap(), &t, "p"), value("0"));
+        assert!(patient.stats().rolled_back >= 1);
+        patient.shutdown();
+
+        gate.open();
+        let err = committing.join().unwrap().unwrap_err();
+        assert!(matches!(err, Error::RolledBack { .. }), "{err}");
+    });
+    assert_eq!(read_p_and_s(&env, &t), (value("0"), value("0")));
+    env.assert_no_locks(&t);
+}
+
+/// A clock running ahead of the lock's wall time + TTL.
+struct Ahead(Duration);
+
+impl Clock for Ahead {
+    fn now_ms(&self) -> u64 {
+        SystemClock.now_ms() + self.0.as_millis() as u64
+    }
+}
+
+/// A stale wall time is enough: a reader whose clock is past the lock's TTL cleans the lock of
+/// an owner that is still alive, without waiting.
+#[test]
+fn stale_wall_time_lets_a_reader_clean_a_live_owners_lock() {
+    let env = Env::start();
+    let t = seeded(&env);
+    let (holder, gate) = paused_committer(&env, Duration::from_secs(2), CasKind::Prewrite, "s");
+    std::thread::scope(|s| {
+        let _release = gate.opens_on_drop();
+        let committing = s.spawn(|| write_p_and_s(&holder, &t));
+        assert!(gate.wait_reached(GATE_LIMIT));
+        // The primary is prewritten in parallel with the held secondary: wait for its lock.
+        env.wait_until_locked(&env.key(&t, "p"));
+        let reader = reader_with(
+            &env,
+            Duration::from_millis(300),
+            Arc::new(Ahead(Duration::from_secs(3600))),
+        );
+        assert_eq!(get(&reader.begin().unwrap(), &t, "p"), value("0"));
+        assert!(reader.stats().rolled_back >= 1);
+        reader.shutdown();
+        gate.open();
+        let err = committing.join().unwrap().unwrap_err();
+        assert!(matches!(err, Error::RolledBack { .. }), "{err}");
+    });
+    assert!(!holder.is_dead(), "the owner lived throughout");
+    assert_eq!(read_p_and_s(&env, &t), (value("0"), value("0")));
+    env.assert_no_locks(&t);
+    holder.shutdown();
+}
+
+/// A commit point whose RPC is slow (here: longer than the 1 s liveness TTL) must not stop the
+/// owner's keeper from refreshing its liveness row, or readers take a live client for dead.
+#[test]
+fn slow_commit_point_keeps_its_owner_alive() {
+    let env = Env::start();
+    let t = seeded(&env);
+    let (holder, gate) = paused_committer(&env, Duration::from_secs(60), CasKind::Commit, "p");
+    let (alive, committed, read) = std::thread::scope(|s| {
+        let _release = gate.opens_on_drop();
+        let committing = s.spawn(|| write_p_and_s(&holder, &t));
+        assert!(gate.wait_reached(GATE_LIMIT));
+        let reading = s.spawn(|| read_p_and_s(&env, &t));
+        std::thread::sleep(Duration::from_secs(2));
+        let liveness = env
+            .hbase
+            .get(&env.liveness.table, &Get::new(holder.owner_id()));
+        gate.open();
+        (
+            !liveness.unwrap().is_empty(),
+            committing.join().unwrap(),
+            reading.join().unwrap(),
+        )
+    });
+    assert!(
+        alive,
+        "the liveness row of a live client expired during its commit"
+    );
+    committed.expect("the slow commit succeeds");
+    assert_eq!(read, (value("1"), value("1")));
+    holder.shutdown();
+}
+
+/// Heartbeats: a commit whose prewrite phase outlasts the lock TTL (600 ms) keeps its primary
+/// fresh, so a concurrent reader waits instead of rolling it back.
+#[test]
+fn heartbeat_keeps_a_slow_commit_alive() {
+    let env = Env::start();
+    let t = seeded(&env);
+    let (holder, gate) = paused_committer(&env, Duration::from_millis(600), CasKind::Prewrite, "s");
+    std::thread::scope(|s| {
+        let _release = gate.opens_on_drop();
+        let committing = s.spawn(|| write_p_and_s(&holder, &t));
+        assert!(gate.wait_reached(GATE_LIMIT));
+        // The primary is prewritten in parallel with the held secondary: wait for its lock.
+        env.wait_until_locked(&env.key(&t, "p"));
+        // The reader's snapshot is below the commit timestamp: once the lock clears it reads
+        // the old value, but it must not clear it by rolling the transaction back.
+        let reading = s.spawn(|| read_p_and_s(&env, &t));
+        std::thread::sleep(Duration::from_millis(1500));
+        gate.open();
+        let commit_ts = committing
+            .join()
+            .unwrap()
+            .expect("not rolled back by the reader");
+        assert!(has_put_record(&env, &t, "p", commit_ts));
+        assert_eq!(reading.join().unwrap(), (value("0"), value("0")));
+    });
+    assert!(holder.stats().heartbeats > 0);
+    assert_eq!(read_p_and_s(&env, &t), (value("1"), value("1")));
+    holder.shutdown();
+}
+
+/// A heartbeat whose reply is lost leaves the primary's stored bytes unknown to the owner; the
+/// commit point must settle that by re-reading the primary instead of failing the commit.
+#[test]
+fn lost_heartbeat_reply_does_not_fail_the_commit() {
+    let env = Env::start();
+    let t = seeded(&env);
+    let store = FaultyStore::new(env.hbase.clone(), env.schema.clone());
+    let gate = Gate::new();
+    store.inject(CasKind::Heartbeat, "p", Fault::LoseReply, 1);
+    store.inject(CasKind::Prewrite, "s", Fault::Hold(gate.clone()), 1);
+    let options = TxnOptions {
+        lock_ttl: Duration::from_millis(600),
+        ..env.options()
+    };
+    let holder = env.client_on(store.clone(), env.tso.clone(), options);
+    let heartbeat_lost = (CasKind::Heartbeat, b"p".to_vec());
+    let committed = std::thread::scope(|s| {
+        let _release = gate.opens_on_drop();
+        let committing = s.spawn(|| write_p_and_s(&holder, &t));
+        let deadline = std::time::Instant::now() + GATE_LIMIT;
+        while !store.fired().contains(&heartbeat_lost) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no heartbeat was sent"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        gate.open();
+        committing.join().unwrap()
+    });
+    let commit_ts = committed.expect("the commit settles the lost heartbeat");
+    assert!(has_put_record(&env, &t, "p", commit_ts));
+    assert_eq!(read_p_and_s(&env, &t), (value("1"), value("1")));
+    env.assert_no_locks(&t);
+    holder.shutdown();
+}

@@ -1,0 +1,148 @@
+//! DESIGN.md invariant 7 (a lost reply leaves the effect unknown: re-read before deciding) and
+//! invariant 9 (the commit timestamp is taken only after every lock is stored).
+
+use std::sync::Arc;
+
+use percolator::txn::codec::LockState;
+use percolator::{Client, Error, RetryClass};
+
+use crate::txn_support::faulty::{CasKind, Fault, FaultyStore, ProbingTso};
+use crate::txn_support::Env;
+use crate::{get, has_put_record, read_p_and_s, seeded, value, write_p_and_s};
+
+/// Commits p = s = "1" through a store that applies `fault` to `kind` on `row` `times` times.
+fn commit_with_fault(
+    kind: CasKind,
+    row: &str,
+    fault: Fault,
+    times: usize,
+) -> (Env, String, Client, percolator::Result<u64>) {
+    let env = Env::start();
+    let t = seeded(&env);
+    let store = FaultyStore::new(env.hbase.clone(), env.schema.clone());
+    store.inject(kind, row, fault, times);
+    let client = env.client_on(store.clone(), env.tso.clone(), env.options());
+    let outcome = write_p_and_s(&client, &t);
+    assert!(
+        store.fired().contains(&(kind, row.as_bytes().to_vec())),
+        "the fault was never applied"
+    );
+    (env, t, client, outcome)
+}
+
+/// The commit reported success: both cells carry its write record and read "1", no lock left.
+fn assert_committed(env: &Env, t: &str, outcome: percolator::Result<u64>) {
+    let commit_ts = outcome.expect("the commit reports success");
+    assert_eq!(read_p_and_s(env, t), (value("1"), value("1")));
+    assert!(has_put_record(env, t, "p", commit_ts) && has_put_record(env, t, "s", commit_ts));
+    env.assert_no_locks(t);
+}
+
+#[test]
+fn lost_reply_of_primary_prewrite_is_settled_by_a_reread() {
+    let (env, t, client, outcome) = commit_with_fault(CasKind::Prewrite, "p", Fault::LoseReply, 1);
+    assert_committed(&env, &t, outcome);
+    client.shutdown();
+}
+
+#[test]
+fn lost_reply_of_secondary_prewrite_is_settled_by_a_reread() {
+    let (env, t, client, outcome) = commit_with_fault(CasKind::Prewrite, "s", Fault::LoseReply, 1);
+    assert_committed(&env, &t, outcome);
+    client.shutdown();
+}
+
+#[test]
+fn lost_reply_of_primary_commit_still_reports_success() {
+    let (env, t, client, outcome) = commit_with_fault(CasKind::Commit, "p", Fault::LoseReply, 1);
+    assert_committed(&env, &t, outcome);
+    client.shutdown();
+}
+
+#[test]
+fn lost_reply_of_secondary_commit_is_harmless() {
+    let (env, t, client, outcome) = commit_with_fault(CasKind::Commit, "s", Fault::LoseReply, 1);
+    assert_committed(&env, &t, outcome);
+    client.shutdown();
+}
+
+#[test]
+fn dropped_primary_prewrite_is_sent_again() {
+    let (env, t, client, outcome) =
+        commit_with_fault(CasKind::Prewrite, "p", Fault::DropRequest, 1);
+    assert_committed(&env, &t, outcome);
+    client.shutdown();
+}
+
+/// Success is reported only for a commit that is stored: the re-read finds the lock still
+/// ours, so the commit is sent again and lands.
+#[test]
+fn dropped_primary_commit_is_sent_again_before_success_is_reported() {
+    let (env, t, client, outcome) = commit_with_fault(CasKind::Commit, "p", Fault::DropRequest, 1);
+    assert_committed(&env, &t, outcome);
+    client.shutdown();
+}
+
+/// A commit point that never gets through is `CommitUndetermined`, never success; once its
+/// client is gone the transaction is rolled back everywhere.
+#[test]
+fn unreachable_commit_point_is_undetermined_and_never_half_applied() {
+    let (env, t, client, outcome) =
+        commit_with_fault(CasKind::Commit, "p", Fault::DropRequest, usize::MAX);
+    let err = outcome.expect_err("nothing was applied: it must not report success");
+    assert_eq!(err.retry_class(), RetryClass::Undetermined);
+    let Error::CommitUndetermined { commit_ts, .. } = err else {
+        panic!("expected CommitUndetermined, got {err}");
+    };
+    assert!(!has_put_record(&env, &t, "p", commit_ts));
+    client.kill();
+    assert_eq!(read_p_and_s(&env, &t), (value("0"), value("0")));
+    env.assert_no_locks(&t);
+}
+
+/// A secondary commit that never arrived leaves its lock; readers roll it forward.
+#[test]
+fn dropped_secondary_commit_is_rolled_forward_by_readers() {
+    let (env, t, client, outcome) = commit_with_fault(CasKind::Commit, "s", Fault::DropRequest, 1);
+    let commit_ts = outcome.expect("the commit point passed");
+    assert!(matches!(
+        env.lock_state(&env.key(&t, "s")),
+        LockState::Locked(_)
+    ));
+    let reader = env.client();
+    assert_eq!(get(&reader.begin().unwrap(), &t, "s"), value("1"));
+    assert_eq!(reader.stats().rolled_forward, 1);
+    assert!(has_put_record(&env, &t, "s", commit_ts));
+    env.assert_no_locks(&t);
+    reader.shutdown();
+    client.shutdown();
+}
+
+#[test]
+fn commit_timestamp_is_taken_after_every_lock_is_stored() {
+    let env = Env::start();
+    let (t1, t2) = (env.table("ts_a"), env.table("ts_b"));
+    let one = vec![env.key(&t1, "solo")];
+    let three = vec![env.key(&t1, "a"), env.key(&t1, "b"), env.key(&t2, "c")];
+    for cells in [one, three] {
+        // A transaction's first timestamp is its start_ts, the second its commit_ts.
+        let probe = ProbingTso::new(&env, cells.clone(), 2);
+        let client = env.client_on(Arc::new(env.hbase.clone()), probe.clone(), env.options());
+        let mut txn = client.begin().unwrap();
+        let start_ts = txn.start_ts();
+        for k in &cells {
+            txn.set(&k.table, &k.row, &k.family, &k.qualifier, "v")
+                .unwrap();
+        }
+        txn.commit().unwrap();
+        assert_eq!(probe.calls(), 2, "one start and one commit timestamp");
+        let seen = probe.seen().expect("the commit timestamp was asked for");
+        for (k, state) in cells.iter().zip(seen) {
+            assert!(
+                matches!(&state, LockState::Locked(l) if l.start_ts == start_ts),
+                "{k} was {state:?} when the commit timestamp was taken"
+            );
+        }
+        client.shutdown();
+    }
+}

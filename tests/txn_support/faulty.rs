@@ -1,0 +1,276 @@
+//! An `HBaseAccess` wrapper that misbehaves on chosen checkAndMutate calls: loses their
+//! replies, drops them, delays them, or holds them at a gate the test opens. Calls are chosen by
+//! the protocol step they carry (recognised from the mutation itself) and by row, because the
+//! order of parallel prewrites and commits is not fixed.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::{Condvar, Mutex};
+use percolator::hbase::{
+    CheckAndMutate, CompareOp, Delete, Get, Mutation, Put, RowResult, Scan, TableDescriptor,
+};
+use percolator::txn::codec::{decode_lock_state, decode_write, LockState, WriteKind};
+use percolator::txn::{CellKey, HBaseAccess, Schema};
+use percolator::{Error, HBaseClient, Peer, Result, TimestampSource};
+
+use super::{raw_lock, Env};
+
+/// The protocol step a checkAndMutate performs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CasKind {
+    Prewrite,
+    Commit,
+    Rollback,
+    Fence,
+    Heartbeat,
+    Other,
+}
+
+/// Recognises the step from what the CAS writes: a commit puts a Put/Delete write record, a
+/// rollback or fence a Rollback record or a released lock, a prewrite or heartbeat a lock.
+pub fn classify(schema: &Schema, cam: &CheckAndMutate) -> CasKind {
+    let puts = cam.mutations.mutations.iter().filter_map(|m| match m {
+        Mutation::Put(p) => Some(p),
+        Mutation::Delete(_) => None,
+    });
+    let cells: Vec<_> = puts.flat_map(|p| p.cells.iter()).collect();
+    let conditional_on_a_lock = cam.op == CompareOp::Equal && cam.value.first() == Some(&1);
+    let write = cells.iter().find(|c| c.family == schema.write_family);
+    if let Some(record) = write.and_then(|c| decode_write(&c.value).ok()) {
+        return match (record.kind, conditional_on_a_lock) {
+            (WriteKind::Rollback, true) => CasKind::Rollback,
+            (WriteKind::Rollback, false) => CasKind::Fence,
+            _ => CasKind::Commit,
+        };
+    }
+    let lock = cells.iter().find(|c| c.family == schema.lock_family);
+    match lock.map(|c| decode_lock_state(Some(&c.value))) {
+        Some(Ok(LockState::Locked(_))) if conditional_on_a_lock => CasKind::Heartbeat,
+        Some(Ok(LockState::Locked(_))) => CasKind::Prewrite,
+        Some(Ok(LockState::Released { .. })) => CasKind::Rollback,
+        _ => CasKind::Other,
+    }
+}
+
+/// A point where a call waits until the test lets it go.
+#[derive(Default)]
+pub struct Gate {
+    state: Mutex<(bool, bool)>,
+    changed: Condvar,
+}
+
+impl Gate {
+    pub fn new() -> Arc<Gate> {
+        Arc::new(Gate::default())
+    }
+
+    fn pass(&self) {
+        let mut state = self.state.lock();
+        state.0 = true;
+        self.changed.notify_all();
+        while !state.1 {
+            self.changed.wait(&mut state);
+        }
+    }
+
+    /// Waits until a call arrived at the gate; false if none did within `limit`.
+    pub fn wait_reached(&self, limit: Duration) -> bool {
+        let mut state = self.state.lock();
+        let deadline = std::time::Instant::now() + limit;
+        while !state.0 {
+            if self.changed.wait_until(&mut state, deadline).timed_out() {
+                return state.0;
+            }
+        }
+        true
+    }
+
+    pub fn open(&self) {
+        self.state.lock().1 = true;
+        self.changed.notify_all();
+    }
+
+    /// Opens the gate when dropped, so a failing assertion cannot leave a call held forever
+    /// (a scoped thread waiting at the gate would hang the test instead of failing it).
+    pub fn opens_on_drop(self: &Arc<Self>) -> OpenOnDrop {
+        OpenOnDrop(self.clone())
+    }
+}
+
+pub struct OpenOnDrop(Arc<Gate>);
+
+impl Drop for OpenOnDrop {
+    fn drop(&mut self) {
+        self.0.open();
+    }
+}
+
+/// What happens to a chosen call.
+#[derive(Clone)]
+pub enum Fault {
+    /// Applied, then reported as `OutcomeUnknown` (the reply was lost).
+    LoseReply,
+    /// Reported as `OutcomeUnknown` without being applied (the request was lost).
+    DropRequest,
+    /// Applied after a pause.
+    Delay(Duration),
+    /// Applied once the gate opens.
+    Hold(Arc<Gate>),
+}
+
+struct Rule {
+    kind: CasKind,
+    row: Vec<u8>,
+    fault: Fault,
+    remaining: usize,
+}
+
+pub struct FaultyStore {
+    inner: HBaseClient,
+    schema: Schema,
+    rules: Mutex<Vec<Rule>>,
+    fired: Mutex<Vec<(CasKind, Vec<u8>)>>,
+}
+
+impl FaultyStore {
+    pub fn new(inner: HBaseClient, schema: Schema) -> Arc<FaultyStore> {
+        Arc::new(FaultyStore {
+            inner,
+            schema,
+            rules: Mutex::new(Vec::new()),
+            fired: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// Applies `fault` to the next `times` calls of step `kind` on `row`.
+    pub fn inject(&self, kind: CasKind, row: &str, fault: Fault, times: usize) {
+        self.rules.lock().push(Rule {
+            kind,
+            row: row.as_bytes().to_vec(),
+            fault,
+            remaining: times,
+        });
+    }
+
+    /// The calls a fault was applied to, in order.
+    pub fn fired(&self) -> Vec<(CasKind, Vec<u8>)> {
+        self.fired.lock().clone()
+    }
+
+    fn take_fault(&self, cam: &CheckAndMutate) -> Option<Fault> {
+        let kind = classify(&self.schema, cam);
+        let mut rules = self.rules.lock();
+        let rule = rules
+            .iter_mut()
+            .find(|r| r.remaining > 0 && r.kind == kind && r.row == cam.row)?;
+        rule.remaining -= 1;
+        self.fired.lock().push((kind, cam.row.clone()));
+        Some(rule.fault.clone())
+    }
+}
+
+fn lost(table: &str, row: &[u8]) -> Error {
+    Error::OutcomeUnknown {
+        method: "checkAndMutate",
+        table: table.to_string(),
+        row: row.to_vec(),
+        source: Box::new(Error::Transport {
+            peer: Peer::HBase,
+            addr: "injected".into(),
+            source: std::io::Error::new(std::io::ErrorKind::ConnectionReset, "reply lost"),
+        }),
+    }
+}
+
+impl HBaseAccess for FaultyStore {
+    fn get_many(&self, table: &str, gets: &[Get]) -> Result<Vec<RowResult>> {
+        HBaseAccess::get_many(&self.inner, table, gets)
+    }
+
+    fn check_and_mutate(&self, table: &str, cam: &CheckAndMutate) -> Result<bool> {
+        let apply = || HBaseAccess::check_and_mutate(&self.inner, table, cam);
+        match self.take_fault(cam) {
+            None => apply(),
+            Some(Fault::LoseReply) => apply().and_then(|_| Err(lost(table, &cam.row))),
+            Some(Fault::DropRequest) => Err(lost(table, &cam.row)),
+            Some(Fault::Delay(pause)) => {
+                std::thread::sleep(pause);
+                apply()
+            }
+            Some(Fault::Hold(gate)) => {
+                gate.pass();
+                apply()
+            }
+        }
+    }
+
+    fn scan_page(&self, table: &str, scan: &Scan, rows: i32) -> Result<Vec<RowResult>> {
+        self.inner.scan_page(table, scan, rows)
+    }
+
+    fn put(&self, table: &str, put: &Put) -> Result<()> {
+        HBaseAccess::put(&self.inner, table, put)
+    }
+
+    fn delete(&self, table: &str, delete: &Delete) -> Result<()> {
+        HBaseAccess::delete(&self.inner, table, delete)
+    }
+
+    fn table_descriptor(&self, table: &str) -> Result<TableDescriptor> {
+        self.inner.table_descriptor(table)
+    }
+}
+
+/// A timestamp source that, when asked for the `nth` timestamp (a transaction's commit_ts is
+/// its second), first records the lock state of `watch` as stored in HBase at that moment.
+pub struct ProbingTso {
+    inner: Arc<dyn TimestampSource>,
+    hbase: HBaseClient,
+    schema: Schema,
+    watch: Vec<CellKey>,
+    nth: usize,
+    calls: AtomicUsize,
+    seen: Mutex<Option<Vec<LockState>>>,
+}
+
+impl ProbingTso {
+    pub fn new(env: &Env, watch: Vec<CellKey>, nth: usize) -> Arc<ProbingTso> {
+        Arc::new(ProbingTso {
+            inner: env.tso.clone(),
+            hbase: env.hbase.clone(),
+            schema: env.schema.clone(),
+            watch,
+            nth,
+            calls: AtomicUsize::new(0),
+            seen: Mutex::new(None),
+        })
+    }
+
+    pub fn calls(&self) -> usize {
+        self.calls.load(Ordering::SeqCst)
+    }
+
+    /// The lock states seen at the `nth` call, in the order of `watch`.
+    pub fn seen(&self) -> Option<Vec<LockState>> {
+        self.seen.lock().clone()
+    }
+}
+
+impl TimestampSource for ProbingTso {
+    fn get_timestamp(&self) -> Result<u64> {
+        if self.calls.fetch_add(1, Ordering::SeqCst) + 1 == self.nth {
+            let states = self
+                .watch
+                .iter()
+                .map(|k| {
+                    let raw = raw_lock(&self.hbase, &self.schema, k);
+                    decode_lock_state(raw.as_deref()).expect("decodable lock")
+                })
+                .collect();
+            *self.seen.lock() = Some(states);
+        }
+        self.inner.get_timestamp()
+    }
+}
