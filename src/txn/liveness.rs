@@ -92,7 +92,14 @@ impl Liveness {
         )
     }
 
-    pub fn is_alive(&self, store: &dyn HBaseAccess, owner: &str) -> Result<bool> {
+    /// Whether `owner`'s row exists; `on_rpc` is called when answering needed a round trip
+    /// (recent positive answers are cached).
+    pub fn is_alive(
+        &self,
+        store: &dyn HBaseAccess,
+        owner: &str,
+        on_rpc: impl FnOnce(),
+    ) -> Result<bool> {
         if owner == self.owner {
             return Ok(true);
         }
@@ -101,6 +108,7 @@ impl Liveness {
                 return Ok(true);
             }
         }
+        on_rpc();
         let get = Get::new(owner.as_bytes().to_vec()).column(FAMILY, QUALIFIER);
         let rows = store.get_many(&self.config.table, std::slice::from_ref(&get))?;
         let alive = rows.first().is_some_and(|r| !r.is_empty());

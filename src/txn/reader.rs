@@ -43,6 +43,8 @@ impl Session {
 
     fn read_table(&self, snapshot: u64, keys: Vec<CellKey>) -> Result<Vec<Option<Vec<u8>>>> {
         let table = keys[0].table.clone();
+        // A table without the percolator families is a typed error, not FamilyNotFound.
+        self.inner.check_table(&table)?;
         let schema = &self.inner.opts.schema;
         let mut out: Vec<Option<Vec<u8>>> = vec![None; keys.len()];
         let mut pending: Vec<usize> = (0..keys.len()).collect();
@@ -184,6 +186,7 @@ impl Session {
         stop: &[u8],
         limit: usize,
     ) -> Result<Vec<ScannedRow>> {
+        self.inner.check_table(table)?;
         let schema = &self.inner.opts.schema;
         let mut out = Vec::new();
         let mut from = start.to_vec();

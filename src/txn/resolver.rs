@@ -1,8 +1,6 @@
 //! Lock resolution through the primary (DESIGN.md invariant 4): roll a lock forward when its
 //! primary committed, back when it did not and cannot, and wait while its owner is alive.
 
-use std::sync::atomic::Ordering;
-
 use crate::error::{Error, Result};
 use crate::hbase::{Get, TimeRange};
 use crate::txn::actions::{self, corrupted, ts, TxnStatus};
@@ -114,19 +112,14 @@ impl Session {
         if now > lock.wall_ms.saturating_add(lock.ttl_ms) {
             return Ok(true);
         }
-        self.count_liveness_rpc();
         let alive = self
             .inner
             .liveness
-            .is_alive(self.inner.store.as_ref(), &lock.owner)?;
+            .is_alive(self.inner.store.as_ref(), &lock.owner, || self.count())?;
         if alive {
             Stats::bump(&self.inner.stats.lock_waits);
         }
         Ok(!alive)
-    }
-
-    fn count_liveness_rpc(&self) {
-        self.rpcs.fetch_add(1, Ordering::Relaxed);
     }
 
     /// A resolver CAS: safe to repeat because it is conditional on exact stored bytes, so a

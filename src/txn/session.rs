@@ -193,7 +193,8 @@ impl Session {
         }
     }
 
-    fn count(&self) {
+    /// Counts one HBase round trip, for this transaction and for the client.
+    pub fn count(&self) {
         self.rpcs.fetch_add(1, Ordering::Relaxed);
         Stats::bump(&self.inner.stats.hbase_rpcs);
     }

@@ -78,7 +78,9 @@ impl Session {
         if inner.crash_at(Seam::AfterPrimaryCommit) {
             return Err(self.crashed(start_ts, Seam::AfterPrimaryCommit));
         }
-        self.commit_secondaries(muts.into_iter().skip(1).collect(), commit_ts);
+        if self.commit_secondaries(muts.into_iter().skip(1).collect(), commit_ts) {
+            return Err(self.crashed(start_ts, Seam::BetweenSecondaryCommits));
+        }
         Ok(commit_ts)
     }
 
@@ -288,17 +290,20 @@ impl Session {
                 row: primary.row.clone(),
             });
         };
-        let mut g = guard.lock();
-        g.live = false;
-        let cam = actions::commit(
-            &self.inner.opts.schema,
-            primary,
-            &g.lock,
-            &g.bytes,
-            commit_ts,
-        );
+        // Build the CAS under the guard, send it outside: the keeper must not stall on this
+        // mutex (it also refreshes the liveness row) while the commit point is in flight.
+        let cam = {
+            let mut g = guard.lock();
+            g.live = false;
+            actions::commit(
+                &self.inner.opts.schema,
+                primary,
+                &g.lock,
+                &g.bytes,
+                commit_ts,
+            )
+        };
         let outcome = self.cas(&primary.table, &cam);
-        drop(g);
         self.inner.primaries.lock().remove(&start_ts);
         match outcome {
             Ok(true) => Ok(()),
@@ -350,13 +355,15 @@ impl Session {
         Err(undetermined("primary still locked after retries".into()))
     }
 
-    /// Commits the secondaries in parallel in the background; failures are left to lazy
-    /// roll-forward by readers. Tracked by the executor, drained on shutdown.
-    fn commit_secondaries(&self, secondaries: Vec<Mutation>, commit_ts: u64) {
+    /// Commits the secondaries in parallel (in the background unless `sync_secondaries`);
+    /// failures are left to lazy roll-forward by readers. Tracked by the executor, drained on
+    /// shutdown. Returns true when the client died at a seam between them (sync mode only).
+    fn commit_secondaries(&self, secondaries: Vec<Mutation>, commit_ts: u64) -> bool {
         if secondaries.is_empty() {
-            return;
+            return false;
         }
         let crashed = Arc::new(AtomicBool::new(false));
+        let died = crashed.clone();
         let sync = self.inner.opts.sync_secondaries;
         let jobs: Vec<_> = secondaries
             .into_iter()
@@ -379,16 +386,19 @@ impl Session {
             }
             if session.inner.crash_at(Seam::BetweenSecondaryCommits) {
                 crashed.store(true, Ordering::SeqCst);
+                session.inner.die();
             }
         };
         if sync {
             self.inner.executor.map(jobs, work);
+            died.load(Ordering::SeqCst)
         } else {
             let work = Arc::new(work);
             for job in jobs {
                 let work = work.clone();
                 self.inner.executor.spawn(move || work(job));
             }
+            false
         }
     }
 }

@@ -62,7 +62,7 @@ fn live_owner_is_waited_on_and_a_killed_one_is_resolved() {
             .get(&t, "p", FAMILY, "q")
             .unwrap_err();
         assert!(
-            matches!(&err, Error::KeyLocked { primary_row, .. } if primary_row == b"p"),
+            matches!(&err, Error::KeyLocked { primary: Some(p), .. } if p.row == b"p"),
             "{err}"
         );
         assert!(impatient.stats().lock_waits > 0);
