@@ -46,6 +46,20 @@ impl Clock for SystemClock {
     }
 }
 
+/// The system clock shifted by a fixed offset: lets tests restart an oracle process on a clock
+/// that stepped backwards.
+#[derive(Clone, Copy, Debug)]
+pub struct OffsetClock {
+    pub offset_ms: i64,
+}
+
+impl Clock for OffsetClock {
+    fn now_ms(&self) -> u64 {
+        let shifted = SystemClock.now_ms() as i64 + self.offset_ms;
+        shifted.max(0) as u64
+    }
+}
+
 /// Hands out strictly increasing timestamp ranges, never above `top`.
 #[derive(Debug)]
 pub struct Allocator {
@@ -181,8 +195,16 @@ mod tests {
             assert!(first + (1 << 16) - 1 <= top);
             served += 1 << 16;
         }
-        assert_eq!(served, 2 * LOGICAL_PER_MS, "both milliseconds of the window were used");
-        assert_eq!(a.allocate(1, T0 + 50), None, "the clock moving on grants nothing");
+        assert_eq!(
+            served,
+            2 * LOGICAL_PER_MS,
+            "both milliseconds of the window were used"
+        );
+        assert_eq!(
+            a.allocate(1, T0 + 50),
+            None,
+            "the clock moving on grants nothing"
+        );
         a.raise_top(last_of_ms(T0 + 100));
         assert_eq!(a.allocate(1, T0 + 50), Some(compose(T0 + 50, 0)));
     }

@@ -114,7 +114,10 @@ impl fmt::Display for HelloError {
         match self {
             HelloError::BadMagic(m) => write!(f, "bad magic {m:02x?}"),
             HelloError::UnsupportedVersion(v) => {
-                write!(f, "unsupported protocol version {v} (this server speaks {VERSION})")
+                write!(
+                    f,
+                    "unsupported protocol version {v} (this server speaks {VERSION})"
+                )
             }
         }
     }
@@ -228,7 +231,9 @@ pub fn encode_stats_reply(out: &mut Vec<u8>, fields: &[u64]) {
 pub fn decode_message_len(b: [u8; 2]) -> Result<usize, String> {
     let len = u16::from_be_bytes(b) as usize;
     if len > MAX_MESSAGE_LEN {
-        return Err(format!("reply length {len} over the limit {MAX_MESSAGE_LEN}"));
+        return Err(format!(
+            "reply length {len} over the limit {MAX_MESSAGE_LEN}"
+        ));
     }
     Ok(len)
 }
@@ -250,7 +255,10 @@ mod tests {
         assert_eq!(check_server_hello(&server_hello(HelloStatus::Ok)), Ok(()));
         let mut bad = client_hello();
         bad[0] = b'X';
-        assert!(matches!(check_client_hello(&bad), Err(HelloError::BadMagic(_))));
+        assert!(matches!(
+            check_client_hello(&bad),
+            Err(HelloError::BadMagic(_))
+        ));
         let mut v2 = client_hello();
         v2[5] = 2;
         assert_eq!(
@@ -279,7 +287,10 @@ mod tests {
             encode_timestamps_request(&mut b, bad);
             assert_eq!(decode_request(&b), Err(RequestError::BadCount(bad)));
         }
-        assert_eq!(decode_request(b"GET /"), Err(RequestError::UnknownTag(b'G')));
+        assert_eq!(
+            decode_request(b"GET /"),
+            Err(RequestError::UnknownTag(b'G'))
+        );
     }
 
     #[test]

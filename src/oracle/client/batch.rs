@@ -234,7 +234,10 @@ mod tests {
         let lane = Lane::new();
         let (batch, slot) = lane.join(1).unwrap();
         lane.close();
-        assert!(matches!(block_on(batch.wait_one(slot)), Err(Error::Shutdown)));
+        assert!(matches!(
+            block_on(batch.wait_one(slot)),
+            Err(Error::Shutdown)
+        ));
         assert!(matches!(lane.join(1), Err(Error::Shutdown)));
     }
 }

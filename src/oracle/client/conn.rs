@@ -94,7 +94,10 @@ impl Connection {
     }
 
     pub async fn stats(&mut self) -> Result<StatsSnapshot, ConnError> {
-        self.stream.get_mut().write_all(&[protocol::REQ_STATS]).await?;
+        self.stream
+            .get_mut()
+            .write_all(&[protocol::REQ_STATS])
+            .await?;
         match self.stream.read_u8().await? {
             protocol::REP_STATS => {
                 let payload = self.read_message().await?;

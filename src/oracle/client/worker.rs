@@ -64,7 +64,10 @@ async fn exchange(shared: &Shared, conn: &mut Option<Connection>, count: u32) ->
             if conn.is_none() {
                 *conn = Some(Connection::open(addr, config.connect_timeout).await?);
             }
-            conn.as_mut().expect("connected above").timestamps(count).await
+            conn.as_mut()
+                .expect("connected above")
+                .timestamps(count)
+                .await
         };
         let reason = match tokio::time::timeout_at(deadline, attempt).await {
             Ok(Ok(ranges)) => return Ok(ranges),

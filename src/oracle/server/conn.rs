@@ -144,7 +144,10 @@ async fn serve_requests(
 }
 
 fn stalled(input: &[u8], limit: Duration) -> String {
-    format!("partial request ({} bytes) stalled for {limit:?}", input.len())
+    format!(
+        "partial request ({} bytes) stalled for {limit:?}",
+        input.len()
+    )
 }
 
 /// Answers every complete request at the front of `input` into `output`. Returns how many bytes

@@ -80,7 +80,10 @@ impl Core {
                 ))
             }
             Phase::Stopping => {
-                return Err(NotNow::Refuse(ErrorCode::ShuttingDown, "oracle is stopping"))
+                return Err(NotNow::Refuse(
+                    ErrorCode::ShuttingDown,
+                    "oracle is stopping",
+                ))
             }
         }
         if s.lease_until.is_some_and(|until| Instant::now() >= until) {

@@ -39,16 +39,21 @@ impl FileStore {
     /// Reads the persisted top without claiming: `None` if the file does not exist.
     pub fn read_top(path: &Path) -> Result<Option<u64>> {
         match fs::read(path) {
-            Ok(bytes) => decode(&bytes).map(Some).map_err(|reason| Error::OracleStore {
-                message: format!(
-                    "window file {} is corrupt ({reason}); refusing to start, since \
+            Ok(bytes) => decode(&bytes)
+                .map(Some)
+                .map_err(|reason| Error::OracleStore {
+                    message: format!(
+                        "window file {} is corrupt ({reason}); refusing to start, since \
                      starting over could repeat timestamps: restore the file or write a top \
                      above every timestamp ever served",
-                    path.display()
-                ),
-            }),
+                        path.display()
+                    ),
+                }),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(Error::io(format!("reading window file {}", path.display()), e)),
+            Err(e) => Err(Error::io(
+                format!("reading window file {}", path.display()),
+                e,
+            )),
         }
     }
 
@@ -116,7 +121,10 @@ impl WindowStore for FileStore {
         f.sync_all().map_err(|e| Error::io(ctx("syncing"), e))?;
         drop(f);
         fs::rename(&tmp, &self.path).map_err(|e| {
-            Error::io(format!("renaming {} over {}", tmp.display(), self.path.display()), e)
+            Error::io(
+                format!("renaming {} over {}", tmp.display(), self.path.display()),
+                e,
+            )
         })?;
         let dir = match self.path.parent() {
             Some(d) if !d.as_os_str().is_empty() => d,
@@ -152,7 +160,10 @@ fn encode(top: u64) -> [u8; FILE_LEN] {
 
 fn decode(b: &[u8]) -> std::result::Result<u64, String> {
     if b.len() != FILE_LEN {
-        return Err(format!("{} bytes, expected {FILE_LEN}: torn write?", b.len()));
+        return Err(format!(
+            "{} bytes, expected {FILE_LEN}: torn write?",
+            b.len()
+        ));
     }
     if &b[..8] != MAGIC {
         return Err(format!("bad magic {:02x?}", &b[..8]));
@@ -223,7 +234,11 @@ mod tests {
             let err = FileStore::new(&path).claim().unwrap_err();
             assert!(matches!(err, Error::OracleStore { .. }), "{err}");
             assert!(err.to_string().contains("corrupt"), "{err}");
-            assert_eq!(fs::read(&path).unwrap(), bad, "the file must not be rewritten");
+            assert_eq!(
+                fs::read(&path).unwrap(),
+                bad,
+                "the file must not be rewritten"
+            );
         }
     }
 }

@@ -95,10 +95,7 @@ impl WindowStore for MemoryStore {
                 Ok(())
             }
             other => Err(Error::OracleFenced {
-                detail: format!(
-                    "memory store now owned by {:x?}",
-                    other.map(|r| r.owner)
-                ),
+                detail: format!("memory store now owned by {:x?}", other.map(|r| r.owner)),
             }),
         }
     }
@@ -133,7 +130,10 @@ mod tests {
         a.advance(100).unwrap();
         let claim = b.claim().unwrap();
         assert_eq!(claim.top, 100);
-        assert_eq!(claim.wait, DEFAULT_LEASE, "a live owner's lease must be waited out");
+        assert_eq!(
+            claim.wait, DEFAULT_LEASE,
+            "a live owner's lease must be waited out"
+        );
         assert!(matches!(a.advance(200), Err(Error::OracleFenced { .. })));
         b.advance(300).unwrap();
         assert_eq!(b.top(), 300);
@@ -146,6 +146,12 @@ mod tests {
         a.advance(5).unwrap();
         a.release().unwrap();
         let claim = a.clone().claim().unwrap();
-        assert_eq!(claim, Claim { top: 5, wait: Duration::ZERO });
+        assert_eq!(
+            claim,
+            Claim {
+                top: 5,
+                wait: Duration::ZERO
+            }
+        );
     }
 }

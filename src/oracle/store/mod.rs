@@ -171,7 +171,10 @@ mod tests {
             }
         );
         for bad in ["", "file:", "hbase:host", "hbase:h:x", "hbase:h:1/", "s3:x"] {
-            assert!(bad.parse::<StoreSpec>().is_err(), "{bad:?} should not parse");
+            assert!(
+                bad.parse::<StoreSpec>().is_err(),
+                "{bad:?} should not parse"
+            );
         }
     }
 }
