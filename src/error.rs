@@ -155,6 +155,11 @@ pub enum Error {
         limit: usize,
     },
 
+    /// The client died at an injected crash point (tests and the demo): the transaction's
+    /// outcome is whatever the other clients' resolution makes of its locks.
+    #[error("client crashed at {seam} during transaction {start_ts}")]
+    ClientCrashed { start_ts: u64, seam: &'static str },
+
     #[error("client is shut down")]
     Shutdown,
 
@@ -183,9 +188,9 @@ impl Error {
             | Error::WriteConflict { .. }
             | Error::KeyLocked { .. }
             | Error::RolledBack { .. } => RetryClass::Retry,
-            Error::OutcomeUnknown { .. } | Error::CommitUndetermined { .. } => {
-                RetryClass::Undetermined
-            }
+            Error::OutcomeUnknown { .. }
+            | Error::CommitUndetermined { .. }
+            | Error::ClientCrashed { .. } => RetryClass::Undetermined,
             Error::TableNotFound { .. }
             | Error::FamilyNotFound { .. }
             | Error::IllegalArgument { .. }

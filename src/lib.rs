@@ -11,6 +11,9 @@
 //! - `hbase`: typed HBase operations over pooled Thrift2 connections ([`HBaseClient`]).
 //! - [`emulator`]: an in-memory server speaking Thrift2 with HBase 2.x semantics.
 //! - `oracle`: the timestamp oracle server, its stores and its batching client.
+//! - [`txn`]: the Percolator protocol (pure actions, resolver, two-phase commit) and the
+//!   transaction API ([`Client`], [`Transaction`]).
+//! - [`workload`]: the bank demo and the benchmark behind the `percolator` binary.
 //! - `error`: the crate's one error type and its retry classification.
 
 pub mod emulator;
@@ -18,6 +21,10 @@ mod error;
 pub mod hbase;
 pub mod oracle;
 pub mod thrift;
+pub mod txn;
+pub mod workload;
 
 pub use error::{Error, Peer, Result, RetryClass};
+pub use hbase::{AsyncHBaseClient, HBaseClient, HBaseConfig};
 pub use oracle::{LocalTimestamps, OracleClient, OracleHandle, OracleServer, TimestampSource};
+pub use txn::{AsyncClient, CellKey, Client, Transaction, TxnOptions};

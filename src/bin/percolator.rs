@@ -1,1 +1,161 @@
-fn main() {}
+//! `percolator`: the demo (main job) and the benchmark.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+use percolator::workload::{bench, demo, stack::Stack};
+
+#[derive(Parser)]
+#[command(version, about = "Percolator transactions on HBase: demo and benchmark")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Concurrent bank transfers with injected client crashes; checks the invariants at the end
+    /// and exits non-zero if any is broken. Starts an emulator and an oracle in-process unless
+    /// --hbase / --oracle are given.
+    Demo {
+        #[arg(long, default_value_t = 20)]
+        seconds: u64,
+        /// HBase Thrift2 gateway host:port (default: embedded emulator).
+        #[arg(long)]
+        hbase: Option<String>,
+        /// Timestamp oracle host:port (default: embedded oracle).
+        #[arg(long)]
+        oracle: Option<String>,
+        #[arg(long, default_value_t = 8)]
+        clients: usize,
+        #[arg(long, default_value_t = 2)]
+        auditors: usize,
+        #[arg(long, default_value_t = 50)]
+        accounts_per_table: usize,
+        /// Chance that a client dies at each protocol seam.
+        #[arg(long, default_value_t = 0.005)]
+        crash_rate: f64,
+    },
+    /// Raw HBase operations vs transactions: ops/s, p50, p99, RPCs per op.
+    Bench {
+        #[arg(long, default_value_t = 5.0)]
+        seconds: f64,
+        #[arg(long, default_value_t = 8)]
+        threads: usize,
+        #[arg(long, default_value_t = 10_000)]
+        rows: usize,
+        /// Comma-separated subset of raw_get,raw_put,raw_rmw2,txn_get,txn_put1,txn_transfer2.
+        #[arg(long)]
+        workloads: Option<String>,
+        #[arg(long)]
+        json: bool,
+        #[arg(long)]
+        hbase: Option<String>,
+        #[arg(long)]
+        oracle: Option<String>,
+        /// Take timestamps from an in-process counter instead of the oracle (diagnostic: shows
+        /// what the oracle round trip costs).
+        #[arg(long)]
+        local_timestamps: bool,
+    },
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let result = match Cli::parse().command {
+        Command::Demo {
+            seconds,
+            hbase,
+            oracle,
+            clients,
+            auditors,
+            accounts_per_table,
+            crash_rate,
+        } => demo::run(&demo::DemoConfig {
+            seconds,
+            hbase,
+            oracle,
+            clients,
+            auditors,
+            accounts_per_table,
+            crash_rate,
+        })
+        .map(|report| report.violations.is_empty()),
+        Command::Bench {
+            seconds,
+            threads,
+            rows,
+            workloads,
+            json,
+            hbase,
+            oracle,
+            local_timestamps,
+        } => {
+            let workloads = match workloads {
+                Some(list) => list.split(',').map(|s| s.trim().to_string()).collect(),
+                None => bench::WORKLOADS.iter().map(|s| s.to_string()).collect(),
+            };
+            let config = bench::BenchConfig {
+                duration: Duration::from_secs_f64(seconds),
+                threads: threads.max(1),
+                rows: rows.max(2),
+                workloads,
+            };
+            run_bench(&config, json, hbase, oracle, local_timestamps)
+        }
+    };
+    match result {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run_bench(
+    config: &bench::BenchConfig,
+    json: bool,
+    hbase: Option<String>,
+    oracle: Option<String>,
+    local_timestamps: bool,
+) -> percolator::Result<bool> {
+    let mut stack = Stack::start(hbase.as_deref(), oracle.as_deref())?;
+    if local_timestamps {
+        stack.use_local_timestamps();
+    }
+    if !json {
+        println!("{:<14} {:>10} {:>9} {:>9} {:>9}", "workload", "ops/s", "p50 us", "p99 us", "rpcs/op");
+    }
+    let report = bench::run(&stack, config, |name, r| {
+        if !json {
+            println!(
+                "{name:<14} {:>10.0} {:>9.0} {:>9.0} {:>9.2}",
+                r.ops_per_s, r.p50_us, r.p99_us, r.rpcs_per_op
+            );
+        }
+    })?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report).unwrap_or_default());
+    } else {
+        print_ratios(&report);
+    }
+    Ok(true)
+}
+
+fn print_ratios(report: &bench::BenchReport) {
+    let ops = |n: &str| report.workloads.get(n).map(|r| r.ops_per_s);
+    for (txn, raw, target) in [("txn_get", "raw_get", 0.9), ("txn_put1", "raw_put", 0.45), ("txn_transfer2", "raw_rmw2", 0.4)] {
+        if let (Some(t), Some(r)) = (ops(txn), ops(raw)) {
+            println!("{txn} / {raw} = {:.2} (target >= {target})", t / r);
+        }
+    }
+}

@@ -293,6 +293,13 @@ impl Delete {
         self
     }
 
+    /// A whole family at `timestamp`: what `DeleteType::FamilyVersion` needs (the gateway
+    /// reads that type's timestamp from the column, not from the delete).
+    pub fn family_at(mut self, family: impl Into<Vec<u8>>, timestamp: i64) -> Self {
+        self.columns.push(Column::family(family).at(timestamp));
+        self
+    }
+
     pub fn timestamp(mut self, ts: i64) -> Self {
         self.timestamp = Some(ts);
         self

@@ -1,0 +1,120 @@
+//! One client connection: transport and protocol detection, framing, and the request loop.
+//!
+//! The first byte decides, once per connection: 0x80 is an unframed strict-binary message,
+//! 0x82 an unframed compact one, anything else the first byte of a 4-byte big-endian frame
+//! length (frames are at most `max_frame_bytes`, so that byte is 0x00 in practice), after which
+//! the frame's own first byte tells the protocol. Requests are served one at a time, as a
+//! Thrift client sends them, and each reply is written with a single write.
+
+use std::io::{self, BufRead, BufReader, Cursor, Read, Write};
+use std::net::{Shutdown, TcpStream};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use thrift::protocol::{TBinaryOutputProtocol, TCompactOutputProtocol, TOutputProtocol};
+
+use crate::emulator::dispatch::{self, After};
+use crate::emulator::handler::Handler;
+use crate::emulator::wire::{GuardedInput, Source, Wire};
+
+const READ_BUFFER: usize = 64 * 1024;
+const FRAME_HEADER: usize = 4;
+
+/// Serves `stream` until the client hangs up, sends something undecodable, or the server
+/// shuts the socket down. A panic in here ends this connection only.
+pub fn serve_connection(handler: &Handler, stream: TcpStream, max_frame_bytes: usize) {
+    let peer = stream.peer_addr().ok();
+    tracing::debug!(?peer, "connection opened");
+    match catch_unwind(AssertUnwindSafe(|| run(handler, &stream, max_frame_bytes))) {
+        Ok(Ok(())) => tracing::debug!(?peer, "connection closed"),
+        Ok(Err(e)) => tracing::info!(?peer, error = %e, "closing connection"),
+        Err(_) => tracing::error!(?peer, "connection handler panicked; connection closed"),
+    }
+    let _ = stream.shutdown(Shutdown::Both);
+}
+
+fn bad_input(message: String) -> thrift::Error {
+    thrift::Error::from(io::Error::new(io::ErrorKind::InvalidData, message))
+}
+
+fn run(handler: &Handler, stream: &TcpStream, max_frame_bytes: usize) -> thrift::Result<()> {
+    let mut reader = BufReader::with_capacity(READ_BUFFER, stream);
+    let mut writer = stream;
+    let Some(&first) = reader.fill_buf()?.first() else {
+        return Ok(());
+    };
+    let unframed = Wire::detect(first);
+    let mut framed_wire = None;
+    let mut out = Vec::new();
+    loop {
+        out.clear();
+        let after = match unframed {
+            Some(wire) => {
+                if reader.fill_buf()?.is_empty() {
+                    return Ok(());
+                }
+                serve_one(handler, wire, &mut reader, max_frame_bytes, &mut out)?
+            }
+            None => {
+                let Some(frame) = read_frame(&mut reader, max_frame_bytes)? else {
+                    return Ok(());
+                };
+                let wire = Wire::detect(frame[0])
+                    .ok_or_else(|| bad_input(format!("unknown protocol byte {:#04x}", frame[0])))?;
+                if *framed_wire.get_or_insert(wire) != wire {
+                    return Err(bad_input("protocol changed within a connection".into()));
+                }
+                out.extend_from_slice(&[0; FRAME_HEADER]);
+                // Frame boundaries resynchronise the stream, whatever happened inside a frame.
+                serve_one(
+                    handler,
+                    wire,
+                    Cursor::new(&frame[..]),
+                    frame.len(),
+                    &mut out,
+                )?;
+                let body_len = (out.len() - FRAME_HEADER) as u32;
+                out[..FRAME_HEADER].copy_from_slice(&body_len.to_be_bytes());
+                After::Continue
+            }
+        };
+        writer.write_all(&out)?;
+        if after == After::Desynced {
+            return Ok(());
+        }
+    }
+}
+
+/// Decodes one request from `reader` (at most `budget` bytes) and appends the reply to `out`.
+fn serve_one<R: Read>(
+    handler: &Handler,
+    wire: Wire,
+    reader: R,
+    budget: usize,
+    out: &mut Vec<u8>,
+) -> thrift::Result<After> {
+    let mut input = GuardedInput::new(wire, Source::new(reader, budget));
+    let mut output: Box<dyn TOutputProtocol + '_> = match wire {
+        Wire::Binary => Box::new(TBinaryOutputProtocol::new(out, true)),
+        Wire::Compact => Box::new(TCompactOutputProtocol::new(out)),
+    };
+    dispatch::serve(handler, &mut input, &mut *output)
+}
+
+/// The next frame, or `None` if the client closed the connection between frames.
+fn read_frame<R: BufRead>(reader: &mut R, max_frame_bytes: usize) -> io::Result<Option<Vec<u8>>> {
+    if reader.fill_buf()?.is_empty() {
+        return Ok(None);
+    }
+    let mut header = [0u8; FRAME_HEADER];
+    reader.read_exact(&mut header)?;
+    let len = u32::from_be_bytes(header) as usize;
+    if len == 0 || len > max_frame_bytes {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("frame of {len} bytes (max_frame_bytes is {max_frame_bytes})"),
+        ));
+    }
+    let mut frame = vec![0u8; len];
+    reader.read_exact(&mut frame)?;
+    Ok(Some(frame))
+}

@@ -1,0 +1,235 @@
+//! One table: its schema and state, and its rows.
+//!
+//! Rows live in a `RwLock<BTreeMap<row key, Arc<Mutex<Row>>>>`. The map lock is held only to
+//! find or insert a row (or to copy out a batch of row handles for a scan); all reads and
+//! writes of a row's cells happen under that row's own mutex, which is HBase's row lock. So
+//! writers to different rows never wait on each other for longer than a map lookup.
+
+use std::collections::hash_map::DefaultHasher;
+use std::collections::BTreeMap;
+use std::hash::{Hash, Hasher};
+use std::ops::Bound;
+use std::sync::Arc;
+
+use parking_lot::{Mutex, RwLock};
+
+use super::row::Row;
+use super::schema::{TableName, TableSchema};
+use crate::emulator::error::{ServerError, ServerResult};
+
+pub type RowHandle = Arc<Mutex<Row>>;
+
+#[derive(Debug)]
+struct TableState {
+    schema: Arc<TableSchema>,
+    enabled: bool,
+}
+
+#[derive(Debug)]
+pub struct Table {
+    name: TableName,
+    /// Creation time in ms: the region id of the table's single region.
+    region_id: i64,
+    state: RwLock<TableState>,
+    rows: RwLock<BTreeMap<Vec<u8>, RowHandle>>,
+}
+
+impl Table {
+    pub fn new(name: TableName, schema: TableSchema, created_ms: i64) -> Self {
+        Table {
+            name,
+            region_id: created_ms,
+            state: RwLock::new(TableState {
+                schema: Arc::new(schema),
+                enabled: true,
+            }),
+            rows: RwLock::new(BTreeMap::new()),
+        }
+    }
+
+    pub fn name(&self) -> &TableName {
+        &self.name
+    }
+
+    pub fn region_id(&self) -> i64 {
+        self.region_id
+    }
+
+    pub fn schema(&self) -> Arc<TableSchema> {
+        self.state.read().schema.clone()
+    }
+
+    pub fn is_enabled(&self) -> bool {
+        self.state.read().enabled
+    }
+
+    /// Flips the enabled flag; `false` if it already had that value.
+    pub fn set_enabled(&self, enabled: bool) -> bool {
+        let mut state = self.state.write();
+        let changed = state.enabled != enabled;
+        state.enabled = enabled;
+        changed
+    }
+
+    /// The schema for a data operation: fails like a region server when the table is disabled.
+    pub fn schema_for_data(&self) -> ServerResult<Arc<TableSchema>> {
+        let state = self.state.read();
+        if !state.enabled {
+            return Err(ServerError::table_not_enabled(&self.name));
+        }
+        Ok(state.schema.clone())
+    }
+
+    /// Replaces the schema with what `change` makes of the current one (serialised against
+    /// other schema changes); data of families the new schema no longer has is dropped.
+    pub fn update_schema(
+        &self,
+        change: impl FnOnce(&TableSchema) -> ServerResult<TableSchema>,
+    ) -> ServerResult<()> {
+        let dropped: Vec<Vec<u8>> = {
+            let mut state = self.state.write();
+            let new = change(&state.schema)?;
+            let old = std::mem::replace(&mut state.schema, Arc::new(new));
+            old.families
+                .keys()
+                .filter(|f| !state.schema.families.contains_key(*f))
+                .cloned()
+                .collect()
+        };
+        if !dropped.is_empty() {
+            for handle in self.all_rows() {
+                let mut row = handle.lock();
+                for family in &dropped {
+                    row.drop_family(family);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// `NoSuchColumnFamilyException` with the region and descriptor text HBase prints.
+    pub fn no_such_family(&self, schema: &TableSchema, family: &[u8]) -> ServerError {
+        ServerError::no_such_family(format!(
+            "Column family {} does not exist in region {} in table {}",
+            String::from_utf8_lossy(family),
+            self.region_name(),
+            schema.describe(&self.name)
+        ))
+    }
+
+    /// `table,,regionId.encoded.` like HBase's region names (the encoded part is a hash).
+    pub fn region_name(&self) -> String {
+        let mut hex = String::new();
+        for seed in 0u8..2 {
+            let mut h = DefaultHasher::new();
+            (seed, &self.name, self.region_id).hash(&mut h);
+            hex.push_str(&format!("{:016x}", h.finish()));
+        }
+        format!("{},,{}.{}.", self.name, self.region_id, hex)
+    }
+
+    pub fn row(&self, key: &[u8]) -> Option<RowHandle> {
+        self.rows.read().get(key).cloned()
+    }
+
+    pub fn row_or_insert(&self, key: &[u8]) -> RowHandle {
+        if let Some(row) = self.row(key) {
+            return row;
+        }
+        self.rows.write().entry(key.to_vec()).or_default().clone()
+    }
+
+    /// Up to `max` rows within the bounds, ascending (or descending when `reversed`).
+    pub fn rows_in_range(
+        &self,
+        lower: Bound<&[u8]>,
+        upper: Bound<&[u8]>,
+        reversed: bool,
+        max: usize,
+    ) -> Vec<(Vec<u8>, RowHandle)> {
+        if range_is_empty(lower, upper) {
+            return Vec::new();
+        }
+        let rows = self.rows.read();
+        let range = rows.range::<[u8], _>((lower, upper));
+        let pick = |(k, v): (&Vec<u8>, &RowHandle)| (k.clone(), v.clone());
+        if reversed {
+            range.rev().take(max).map(pick).collect()
+        } else {
+            range.take(max).map(pick).collect()
+        }
+    }
+
+    fn all_rows(&self) -> Vec<RowHandle> {
+        self.rows.read().values().cloned().collect()
+    }
+
+    /// Drops every row (truncate).
+    pub fn clear(&self) {
+        self.rows.write().clear();
+    }
+}
+
+/// BTreeMap::range panics on an inverted range or `(Excluded(x), Excluded(x))`.
+fn range_is_empty(lower: Bound<&[u8]>, upper: Bound<&[u8]>) -> bool {
+    match (lower, upper) {
+        (Bound::Unbounded, _) | (_, Bound::Unbounded) => false,
+        (Bound::Included(l), Bound::Included(u)) => l > u,
+        (Bound::Included(l), Bound::Excluded(u))
+        | (Bound::Excluded(l), Bound::Included(u))
+        | (Bound::Excluded(l), Bound::Excluded(u)) => l >= u,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::thrift::hbase::TDurability;
+
+    fn table() -> Table {
+        let schema = TableSchema {
+            families: BTreeMap::new(),
+            attributes: BTreeMap::new(),
+            durability: TDurability::USE_DEFAULT,
+        };
+        Table::new(TableName::parse(b"t").unwrap(), schema, 1)
+    }
+
+    fn keys(rows: Vec<(Vec<u8>, RowHandle)>) -> Vec<Vec<u8>> {
+        rows.into_iter().map(|(k, _)| k).collect()
+    }
+
+    #[test]
+    fn range_listing_handles_every_bound_shape_without_panicking() {
+        let t = table();
+        for k in [&b"a"[..], b"b", b"c"] {
+            t.row_or_insert(k);
+        }
+        let b = |s: &'static [u8]| Bound::Included(s);
+        let x = |s: &'static [u8]| Bound::Excluded(s);
+        assert_eq!(
+            keys(t.rows_in_range(b(b"a"), x(b"c"), false, 10)),
+            vec![b"a".to_vec(), b"b".to_vec()]
+        );
+        assert_eq!(
+            keys(t.rows_in_range(x(b"a"), b(b"c"), true, 10)),
+            vec![b"c".to_vec(), b"b".to_vec()]
+        );
+        assert!(t.rows_in_range(x(b"b"), x(b"b"), false, 10).is_empty());
+        assert!(t.rows_in_range(b(b"c"), x(b"a"), false, 10).is_empty());
+        assert_eq!(
+            t.rows_in_range(Bound::Unbounded, Bound::Unbounded, false, 2)
+                .len(),
+            2
+        );
+    }
+
+    #[test]
+    fn disabled_tables_refuse_data_operations() {
+        let t = table();
+        assert!(t.set_enabled(false));
+        assert!(!t.set_enabled(false));
+        let err = t.schema_for_data().unwrap_err();
+        assert!(err.to_string().contains("TableNotEnabledException"));
+    }
+}

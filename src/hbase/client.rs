@@ -1,0 +1,423 @@
+//! The pooled, typed Thrift2 client and its retry rules.
+//!
+//! Retry rules, per call: a call whose request never fully left (the reply phase never began)
+//! is replayed once on a fresh connection, whatever it is. After the request was sent,
+//! idempotent calls are replayed once; non-idempotent ones (check-and-mutate, increment,
+//! append) fail with `OutcomeUnknown`, and scanner pages fail as they are (a replay would skip
+//! the rows the server already handed out).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use r2d2::PooledConnection;
+
+use super::admin::Admin;
+use super::async_client::AsyncHBaseClient;
+use super::config::HBaseConfig;
+use super::conn::{ConnectLog, Connection, Manager, ThriftClient, TraceErrors};
+use super::scanner::Scanner;
+use super::types::*;
+use super::{convert, errors};
+use crate::thrift::hbase::TTHBaseServiceSyncClient;
+use crate::{Error, Peer, Result};
+
+/// Scanner page size when the scan does not set `caching`.
+pub(crate) const DEFAULT_PAGE_ROWS: i32 = 100;
+/// How often a waiting checkout looks for a failed connect.
+const CHECKOUT_POLL: Duration = Duration::from_millis(50);
+
+/// Whether a call may be sent again after a connection failure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Replay {
+    /// Idempotent: replay once on a fresh connection.
+    Safe,
+    /// Non-idempotent: once sent, a lost reply is `OutcomeUnknown`.
+    OutcomeUnknown,
+    /// Advances server state (scanner pages): once sent, fail with the transport error.
+    NotAfterSend,
+}
+
+pub(crate) struct CallSpec<'a> {
+    pub method: &'static str,
+    pub table: &'a str,
+    pub row: &'a [u8],
+    pub replay: Replay,
+}
+
+enum Attempt<T> {
+    Done(Result<T>),
+    Replay(Error),
+}
+
+struct Inner {
+    pool: r2d2::Pool<Manager>,
+    config: HBaseConfig,
+    connect_log: Arc<ConnectLog>,
+    rpc_count: AtomicU64,
+}
+
+/// A pooled Thrift2 client. Cheap to clone; clones share the pool and the RPC counter.
+#[derive(Clone)]
+pub struct HBaseClient {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for HBaseClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HBaseClient")
+            .field("addr", &self.inner.config.addr)
+            .field("rpc_count", &self.rpc_count())
+            .finish()
+    }
+}
+
+impl HBaseClient {
+    /// Builds the pool and opens one connection, so an unreachable gateway fails here.
+    pub fn connect(config: HBaseConfig) -> Result<HBaseClient> {
+        if config.pool_size == 0 {
+            return Err(Error::IllegalArgument {
+                message: "HBaseConfig.pool_size must be at least 1".to_owned(),
+            });
+        }
+        let connect_log = Arc::new(ConnectLog::default());
+        let pool = r2d2::Pool::builder()
+            .max_size(config.pool_size)
+            .min_idle(Some(0))
+            .test_on_check_out(true)
+            .idle_timeout(Some(config.max_idle.max(Duration::from_millis(1))))
+            .max_lifetime(None)
+            .connection_timeout(config.connect_timeout.max(Duration::from_millis(1)))
+            .error_handler(Box::new(TraceErrors))
+            .build_unchecked(Manager::new(config.clone(), connect_log.clone()));
+        let client = HBaseClient {
+            inner: Arc::new(Inner {
+                pool,
+                config,
+                connect_log,
+                rpc_count: AtomicU64::new(0),
+            }),
+        };
+        drop(client.checkout()?);
+        Ok(client)
+    }
+
+    pub fn config(&self) -> &HBaseConfig {
+        &self.inner.config
+    }
+
+    /// Thrift calls made through this client and its clones, including replays.
+    pub fn rpc_count(&self) -> u64 {
+        self.inner.rpc_count.load(Ordering::Relaxed)
+    }
+
+    pub fn admin(&self) -> Admin<'_> {
+        Admin::new(self)
+    }
+
+    pub fn asynchronous(&self) -> AsyncHBaseClient {
+        AsyncHBaseClient::new(self.clone())
+    }
+
+    pub fn get(&self, table: &str, get: &Get) -> Result<RowResult> {
+        let spec = CallSpec::safe("get", table, &get.row);
+        let result = self.call(spec, |c| c.get(bytes(table), convert::get(get)))?;
+        convert::row_result(result)
+    }
+
+    /// Results come back in request order; missing rows are empty results.
+    pub fn get_many(&self, table: &str, gets: &[Get]) -> Result<Vec<RowResult>> {
+        let spec = CallSpec::safe("getMultiple", table, first_row(gets, |g| &g.row));
+        let results = self.call(spec, |c| {
+            c.get_multiple(bytes(table), gets.iter().map(convert::get).collect())
+        })?;
+        convert::row_results(results)
+    }
+
+    pub fn exists(&self, table: &str, get: &Get) -> Result<bool> {
+        let spec = CallSpec::safe("exists", table, &get.row);
+        self.call(spec, |c| c.exists(bytes(table), convert::get(get)))
+    }
+
+    pub fn put(&self, table: &str, put: &Put) -> Result<()> {
+        let spec = CallSpec::safe("put", table, &put.row);
+        self.call(spec, |c| c.put(bytes(table), convert::put(put)))
+    }
+
+    pub fn put_many(&self, table: &str, puts: &[Put]) -> Result<()> {
+        let spec = CallSpec::safe("putMultiple", table, first_row(puts, |p| &p.row));
+        self.call(spec, |c| {
+            c.put_multiple(bytes(table), puts.iter().map(convert::put).collect())
+        })
+    }
+
+    pub fn delete(&self, table: &str, delete: &Delete) -> Result<()> {
+        let spec = CallSpec::safe("deleteSingle", table, &delete.row);
+        self.call(spec, |c| {
+            c.delete_single(bytes(table), convert::delete(delete))
+        })
+    }
+
+    pub fn delete_many(&self, table: &str, deletes: &[Delete]) -> Result<()> {
+        let spec = CallSpec::safe("deleteMultiple", table, first_row(deletes, |d| &d.row));
+        let failed = self.call(spec, |c| {
+            c.delete_multiple(bytes(table), deletes.iter().map(convert::delete).collect())
+        })?;
+        // HBase 2.x always answers with an empty list; older gateways list the deletes that
+        // were not applied.
+        if failed.is_empty() {
+            Ok(())
+        } else {
+            Err(Error::ServerIo {
+                message: format!(
+                    "deleteMultiple on {table}: {} of {} deletes not applied",
+                    failed.len(),
+                    deletes.len()
+                ),
+                can_retry: true,
+            })
+        }
+    }
+
+    /// Applies `cam.mutations` iff `cam.value OP cell` (HBase's reversed direction).
+    pub fn check_and_mutate(&self, table: &str, cam: &CheckAndMutate) -> Result<bool> {
+        let spec = CallSpec::once("checkAndMutate", table, &cam.row);
+        self.call(spec, |c| {
+            c.check_and_mutate(
+                bytes(table),
+                cam.row.clone(),
+                cam.family.clone(),
+                cam.qualifier.clone(),
+                convert::compare_op(cam.op),
+                cam.value.clone(),
+                convert::row_mutations(&cam.mutations),
+            )
+        })
+    }
+
+    /// Puts iff the cell equals `value`. `None` means "no such cell"; it is sent as the empty
+    /// value (the generated client always sends the argument), which HBase also matches
+    /// against a cell whose value is empty.
+    pub fn check_and_put(
+        &self,
+        table: &str,
+        row: &[u8],
+        family: &[u8],
+        qualifier: &[u8],
+        value: Option<&[u8]>,
+        put: &Put,
+    ) -> Result<bool> {
+        let spec = CallSpec::once("checkAndPut", table, row);
+        self.call(spec, |c| {
+            c.check_and_put(
+                bytes(table),
+                row.to_vec(),
+                family.to_vec(),
+                qualifier.to_vec(),
+                value.unwrap_or_default().to_vec(),
+                convert::put(put),
+            )
+        })
+    }
+
+    /// Deletes iff the cell equals `value`; `None` as in [`HBaseClient::check_and_put`].
+    pub fn check_and_delete(
+        &self,
+        table: &str,
+        row: &[u8],
+        family: &[u8],
+        qualifier: &[u8],
+        value: Option<&[u8]>,
+        delete: &Delete,
+    ) -> Result<bool> {
+        let spec = CallSpec::once("checkAndDelete", table, row);
+        self.call(spec, |c| {
+            c.check_and_delete(
+                bytes(table),
+                row.to_vec(),
+                family.to_vec(),
+                qualifier.to_vec(),
+                value.unwrap_or_default().to_vec(),
+                convert::delete(delete),
+            )
+        })
+    }
+
+    pub fn mutate_row(&self, table: &str, mutations: &RowMutations) -> Result<()> {
+        let spec = CallSpec::safe("mutateRow", table, &mutations.row);
+        self.call(spec, |c| {
+            c.mutate_row(bytes(table), convert::row_mutations(mutations))
+        })
+    }
+
+    pub fn increment(&self, table: &str, inc: &Increment) -> Result<RowResult> {
+        let spec = CallSpec::once("increment", table, &inc.row);
+        let result = self.call(spec, |c| c.increment(bytes(table), convert::increment(inc)))?;
+        convert::row_result(result)
+    }
+
+    pub fn append(&self, table: &str, app: &Append) -> Result<RowResult> {
+        let spec = CallSpec::once("append", table, &app.row);
+        let result = self.call(spec, |c| c.append(bytes(table), convert::append(app)))?;
+        convert::row_result(result)
+    }
+
+    /// Opens a server-side scanner; the returned iterator pages through it.
+    pub fn scan(&self, table: &str, scan: &Scan) -> Result<Scanner> {
+        let id = self.open_scanner(table, scan)?;
+        Ok(Scanner::new(self.clone(), table, scan, id))
+    }
+
+    /// Opens, reads up to `num_rows` rows and closes a scanner in one call.
+    pub fn scan_results(&self, table: &str, scan: &Scan, num_rows: i32) -> Result<Vec<RowResult>> {
+        let spec = CallSpec::safe("getScannerResults", table, &scan.start_row);
+        let results = self.call(spec, |c| {
+            c.get_scanner_results(bytes(table), convert::scan(scan), num_rows)
+        })?;
+        convert::row_results(results)
+    }
+
+    /// The raw `openScanner`: prefer [`HBaseClient::scan`], which closes what it opens.
+    pub fn open_scanner(&self, table: &str, scan: &Scan) -> Result<i32> {
+        let spec = CallSpec::safe("openScanner", table, &scan.start_row);
+        self.call(spec, |c| c.open_scanner(bytes(table), convert::scan(scan)))
+    }
+
+    /// The raw `getScannerRows`: the next page of an open scanner, empty once exhausted.
+    pub fn scanner_rows(&self, scanner_id: i32, num_rows: i32) -> Result<Vec<RowResult>> {
+        let spec = CallSpec {
+            method: "getScannerRows",
+            table: "",
+            row: &[],
+            replay: Replay::NotAfterSend,
+        };
+        let results = self.call(spec, |c| c.get_scanner_rows(scanner_id, num_rows))?;
+        convert::row_results(results)
+    }
+
+    /// The raw `closeScanner`.
+    pub fn close_scanner(&self, scanner_id: i32) -> Result<()> {
+        let spec = CallSpec::safe("closeScanner", "", &[]);
+        self.call(spec, |c| c.close_scanner(scanner_id))
+    }
+
+    /// Runs one Thrift call under the retry rules in the module docs.
+    pub(crate) fn call<T>(
+        &self,
+        spec: CallSpec<'_>,
+        mut f: impl FnMut(&mut ThriftClient) -> thrift::Result<T>,
+    ) -> Result<T> {
+        let mut pooled = self.checkout()?;
+        let first = match self.attempt(&mut pooled, &spec, &mut f) {
+            Attempt::Done(result) => return result,
+            Attempt::Replay(error) => error,
+        };
+        // The failed connection is marked broken; returning it makes the pool discard it.
+        drop(pooled);
+        tracing::debug!(method = spec.method, table = spec.table, error = %first, "replaying once on a fresh connection");
+        let mut fresh = Connection::open(&self.inner.config).map_err(|e| self.transport(e))?;
+        match self.attempt(&mut fresh, &spec, &mut f) {
+            Attempt::Done(result) => result,
+            Attempt::Replay(error) => Err(error),
+        }
+    }
+
+    fn attempt<T>(
+        &self,
+        conn: &mut Connection,
+        spec: &CallSpec<'_>,
+        f: &mut impl FnMut(&mut ThriftClient) -> thrift::Result<T>,
+    ) -> Attempt<T> {
+        self.inner.rpc_count.fetch_add(1, Ordering::Relaxed);
+        let failure = match conn.call(spec.replay == Replay::OutcomeUnknown, |c| f(c)) {
+            Ok(value) => return Attempt::Done(Ok(value)),
+            Err(failure) => failure,
+        };
+        if !errors::is_connection_failure(&failure.error) {
+            return Attempt::Done(Err(errors::server_error(
+                failure.error,
+                spec.method,
+                spec.table,
+            )));
+        }
+        let error =
+            errors::connection_error(failure.error, failure.io_error, &self.inner.config.addr);
+        match (failure.reply_started, spec.replay) {
+            (false, _) | (true, Replay::Safe) => Attempt::Replay(error),
+            (true, Replay::NotAfterSend) => Attempt::Done(Err(error)),
+            (true, Replay::OutcomeUnknown) => Attempt::Done(Err(Error::OutcomeUnknown {
+                method: spec.method,
+                table: spec.table.to_owned(),
+                row: spec.row.to_vec(),
+                source: Box::new(error),
+            })),
+        }
+    }
+
+    /// A pooled connection, or the connect error that kept the pool from making one.
+    fn checkout(&self) -> Result<PooledConnection<Manager>> {
+        let inner = &self.inner;
+        let failures_before = inner.connect_log.failure_count();
+        let wait = inner.config.connect_timeout + inner.config.read_timeout;
+        let deadline = Instant::now() + wait;
+        loop {
+            let slice = deadline
+                .saturating_duration_since(Instant::now())
+                .min(CHECKOUT_POLL);
+            if let Ok(conn) = inner.pool.get_timeout(slice) {
+                return Ok(conn);
+            }
+            if inner.connect_log.failure_count() != failures_before {
+                if let Some(source) = inner.connect_log.last_failure() {
+                    return Err(self.transport(source));
+                }
+            }
+            if Instant::now() >= deadline {
+                return Err(Error::Timeout {
+                    what: format!(
+                        "a free connection to {} (pool of {})",
+                        inner.config.addr, inner.config.pool_size
+                    ),
+                    after: wait,
+                });
+            }
+        }
+    }
+
+    fn transport(&self, source: std::io::Error) -> Error {
+        Error::Transport {
+            peer: Peer::HBase,
+            addr: self.inner.config.addr.clone(),
+            source,
+        }
+    }
+}
+
+impl<'a> CallSpec<'a> {
+    pub(crate) fn safe(method: &'static str, table: &'a str, row: &'a [u8]) -> Self {
+        CallSpec {
+            method,
+            table,
+            row,
+            replay: Replay::Safe,
+        }
+    }
+
+    /// Non-idempotent: at most once once sent.
+    pub(crate) fn once(method: &'static str, table: &'a str, row: &'a [u8]) -> Self {
+        CallSpec {
+            method,
+            table,
+            row,
+            replay: Replay::OutcomeUnknown,
+        }
+    }
+}
+
+pub(crate) fn bytes(table: &str) -> Vec<u8> {
+    table.as_bytes().to_vec()
+}
+
+fn first_row<T>(items: &[T], row: impl Fn(&T) -> &Vec<u8>) -> &[u8] {
+    items.first().map(|i| row(i).as_slice()).unwrap_or_default()
+}

@@ -1,0 +1,112 @@
+//! Client configuration: where the gateway is, how to speak to it, and how to pool connections.
+
+use std::time::Duration;
+
+/// Thrift transport framing. The HBase gateway defaults to unframed (buffered on our side).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Transport {
+    #[default]
+    Buffered,
+    Framed,
+}
+
+/// Thrift wire protocol. The HBase gateway defaults to binary.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Protocol {
+    #[default]
+    Binary,
+    Compact,
+}
+
+/// How to reach one Thrift2 gateway.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HBaseConfig {
+    /// `host:port` of the gateway.
+    pub addr: String,
+    pub transport: Transport,
+    pub protocol: Protocol,
+    pub connect_timeout: Duration,
+    /// Applies to reads and writes on the socket; a call that exceeds it fails with a transport
+    /// error (and a non-idempotent one with `OutcomeUnknown`).
+    pub read_timeout: Duration,
+    /// Most connections open at once; calls beyond it wait for a free connection.
+    pub pool_size: u32,
+    /// A pooled connection idle for longer than this is replaced instead of reused. The gateway
+    /// drops connections idle for 60 s, so this must stay below that.
+    pub max_idle: Duration,
+}
+
+impl HBaseConfig {
+    pub fn new(addr: impl Into<String>) -> Self {
+        HBaseConfig {
+            addr: addr.into(),
+            transport: Transport::default(),
+            protocol: Protocol::default(),
+            connect_timeout: Duration::from_secs(5),
+            read_timeout: Duration::from_secs(30),
+            pool_size: 16,
+            max_idle: Duration::from_secs(50),
+        }
+    }
+
+    pub fn transport(mut self, transport: Transport) -> Self {
+        self.transport = transport;
+        self
+    }
+
+    pub fn protocol(mut self, protocol: Protocol) -> Self {
+        self.protocol = protocol;
+        self
+    }
+
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    pub fn read_timeout(mut self, timeout: Duration) -> Self {
+        self.read_timeout = timeout;
+        self
+    }
+
+    pub fn pool_size(mut self, size: u32) -> Self {
+        self.pool_size = size;
+        self
+    }
+
+    pub fn max_idle(mut self, max_idle: Duration) -> Self {
+        self.max_idle = max_idle;
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_match_the_gateway_defaults_and_stay_below_its_idle_drop() {
+        let config = HBaseConfig::new("gw:9090");
+        assert_eq!(config.transport, Transport::Buffered);
+        assert_eq!(config.protocol, Protocol::Binary);
+        assert!(config.max_idle < Duration::from_secs(60));
+        assert!(config.pool_size > 0);
+    }
+
+    #[test]
+    fn setters_override_each_field() {
+        let config = HBaseConfig::new("gw:1")
+            .transport(Transport::Framed)
+            .protocol(Protocol::Compact)
+            .connect_timeout(Duration::from_millis(10))
+            .read_timeout(Duration::from_millis(20))
+            .pool_size(3)
+            .max_idle(Duration::from_millis(30));
+        assert_eq!(config.transport, Transport::Framed);
+        assert_eq!(config.protocol, Protocol::Compact);
+        assert_eq!(config.connect_timeout, Duration::from_millis(10));
+        assert_eq!(config.read_timeout, Duration::from_millis(20));
+        assert_eq!(config.pool_size, 3);
+        assert_eq!(config.max_idle, Duration::from_millis(30));
+    }
+}

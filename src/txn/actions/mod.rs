@@ -1,0 +1,86 @@
+//! The protocol steps as plain functions: each reads a snapshot of stored cells (already
+//! fetched) and returns the single-row `CheckAndMutate` to apply, or classifies what it saw.
+//! Nothing here does I/O, so every rule is unit-testable without HBase.
+
+mod commit;
+mod prewrite;
+mod read;
+mod rollback;
+mod status;
+
+pub use commit::commit;
+pub use prewrite::{after_failed_prewrite, prewrite, PrewriteNext};
+pub use read::{read_column, ReadDecision};
+pub use rollback::{fence, rollback};
+pub use status::{txn_status, TxnStatus};
+
+use crate::error::Error;
+use crate::hbase::{Delete, DeleteType, Put};
+use crate::txn::codec::{encode_released, encode_write, CodecError, WriteRecord};
+use crate::txn::key::CellKey;
+use crate::txn::schema::Schema;
+
+/// Puts the released lock state with high-water mark `max_ts` (server timestamp, see DESIGN.md).
+fn put_released(schema: &Schema, key: &CellKey, put: Put, max_ts: u64) -> Put {
+    put.add(
+        schema.lock_family.clone(),
+        schema.qualifier(key),
+        encode_released(max_ts),
+    )
+}
+
+fn put_write_record(schema: &Schema, key: &CellKey, put: Put, at: u64, rec: &WriteRecord) -> Put {
+    put.add_at(
+        schema.write_family.clone(),
+        schema.qualifier(key),
+        ts(at),
+        encode_write(rec),
+    )
+}
+
+/// Removes the data version a rolled-back prewrite left at exactly `start_ts`. A marker at one
+/// exact version hides only that version, and no one writes that version again: timestamps are
+/// unique and the raised high-water mark stops a late duplicate prewrite.
+fn delete_data_version(key: &CellKey, start_ts: u64) -> Delete {
+    Delete::new(key.row.clone())
+        .column_at(key.family.clone(), key.qualifier.clone(), ts(start_ts))
+        .delete_type(DeleteType::Column)
+}
+
+/// Oracle timestamps are below 2^63 (physical ms << 18), so they fit HBase's signed versions.
+pub(crate) fn ts(t: u64) -> i64 {
+    i64::try_from(t).unwrap_or(i64::MAX)
+}
+
+/// Attaches where a damaged record was found.
+pub(crate) fn corrupted(what: &'static str, key: &CellKey, e: CodecError) -> Error {
+    Error::Corrupted {
+        what,
+        table: key.table.clone(),
+        row: key.row.clone(),
+        column: key.column(),
+        reason: e.0,
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod fixtures {
+    use crate::txn::codec::{Lock, MutationKind};
+    use crate::txn::key::CellKey;
+
+    pub fn key(row: &str) -> CellKey {
+        CellKey::new("t", row.as_bytes().to_vec(), b"f".to_vec(), b"q".to_vec()).unwrap()
+    }
+
+    pub fn lock(start_ts: u64, primary: &str) -> Lock {
+        Lock {
+            start_ts,
+            kind: MutationKind::Put,
+            primary: key(primary),
+            owner: "o1".into(),
+            wall_ms: 1000,
+            ttl_ms: 3000,
+            short_value: Some(b"v".to_vec()),
+        }
+    }
+}

@@ -1,0 +1,128 @@
+//! Rollback of a lock, and fencing of a primary whose prewrite may still be in flight.
+
+use crate::hbase::{CheckAndMutate, CompareOp, Put};
+use crate::txn::actions::{delete_data_version, put_released, put_write_record};
+use crate::txn::codec::{encode_released, Lock, MutationKind, WriteKind, WriteRecord};
+use crate::txn::key::CellKey;
+use crate::txn::schema::Schema;
+
+fn rollback_record(start_ts: u64) -> WriteRecord {
+    WriteRecord {
+        kind: WriteKind::Rollback,
+        start_ts,
+        short_value: None,
+    }
+}
+
+/// Rolls back `lock` on `key`, conditional on its exact bytes (DESIGN.md invariant 4). The
+/// release sets the high-water mark to start_ts, so a late or duplicated prewrite of this
+/// transaction fails. On the primary a Rollback record at start_ts makes the outcome explicit
+/// for anyone checking the transaction's status.
+pub fn rollback(schema: &Schema, key: &CellKey, lock: &Lock, lock_bytes: &[u8]) -> CheckAndMutate {
+    let mut put = put_released(schema, key, Put::new(key.row.clone()), lock.start_ts);
+    if *key == lock.primary {
+        put = put_write_record(
+            schema,
+            key,
+            put,
+            lock.start_ts,
+            &rollback_record(lock.start_ts),
+        );
+    }
+    let cam = CheckAndMutate::new(
+        key.row.clone(),
+        schema.lock_family.clone(),
+        schema.qualifier(key),
+        CompareOp::Equal,
+        lock_bytes.to_vec(),
+    )
+    .put(put);
+    if lock.kind == MutationKind::Put {
+        cam.delete(delete_data_version(key, lock.start_ts))
+    } else {
+        cam
+    }
+}
+
+/// Makes a prewrite of the primary at `start_ts` impossible, so that the transaction can be
+/// declared rolled back while its primary prewrite may still be in flight (parallel prewrite).
+/// Passes under the same condition as that prewrite would (released below start_ts), so
+/// exactly one of the two wins. `absent` as in [`super::prewrite`].
+pub fn fence(schema: &Schema, primary: &CellKey, start_ts: u64, absent: bool) -> CheckAndMutate {
+    let (op, expected) = if absent {
+        (CompareOp::Equal, Vec::new())
+    } else {
+        (CompareOp::Greater, encode_released(start_ts))
+    };
+    let put = put_released(schema, primary, Put::new(primary.row.clone()), start_ts);
+    let put = put_write_record(schema, primary, put, start_ts, &rollback_record(start_ts));
+    CheckAndMutate::new(
+        primary.row.clone(),
+        schema.lock_family.clone(),
+        schema.qualifier(primary),
+        op,
+        expected,
+    )
+    .put(put)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hbase::{DeleteType, Mutation};
+    use crate::txn::actions::fixtures::{key, lock};
+    use crate::txn::codec::{decode_lock_state, decode_write, encode_lock, LockState};
+
+    fn puts(cam: &CheckAndMutate) -> &Put {
+        match &cam.mutations.mutations[0] {
+            Mutation::Put(p) => p,
+            Mutation::Delete(_) => panic!("expected a put first"),
+        }
+    }
+
+    #[test]
+    fn rollback_of_a_secondary_raises_the_mark_and_removes_its_data_version() {
+        let schema = Schema::default();
+        let l = lock(100, "primary");
+        let bytes = encode_lock(&l);
+        let cam = rollback(&schema, &key("secondary"), &l, &bytes);
+        assert_eq!((cam.op, &cam.value), (CompareOp::Equal, &bytes));
+        let put = puts(&cam);
+        assert_eq!(put.cells.len(), 1, "no rollback record on secondaries");
+        assert_eq!(
+            decode_lock_state(Some(&put.cells[0].value)).unwrap(),
+            LockState::Released { max_ts: 100 }
+        );
+        let Mutation::Delete(d) = &cam.mutations.mutations[1] else {
+            panic!("expected the data delete")
+        };
+        assert_eq!(d.delete_type, DeleteType::Column);
+        assert_eq!(d.columns[0].timestamp, Some(100));
+    }
+
+    #[test]
+    fn rollback_of_a_primary_leaves_a_rollback_record() {
+        let schema = Schema::default();
+        let l = lock(100, "primary");
+        let cam = rollback(&schema, &key("primary"), &l, &encode_lock(&l));
+        let put = puts(&cam);
+        let rec = put
+            .cells
+            .iter()
+            .find(|c| c.family == schema.write_family)
+            .unwrap();
+        assert_eq!(rec.timestamp, Some(100));
+        assert_eq!(decode_write(&rec.value).unwrap().kind, WriteKind::Rollback);
+    }
+
+    #[test]
+    fn fence_passes_exactly_when_the_prewrite_would() {
+        let cam = fence(&Schema::default(), &key("p"), 100, false);
+        assert_eq!(
+            (cam.op, cam.value),
+            (CompareOp::Greater, encode_released(100))
+        );
+        let cam = fence(&Schema::default(), &key("p"), 100, true);
+        assert_eq!((cam.op, cam.value), (CompareOp::Equal, Vec::new()));
+    }
+}

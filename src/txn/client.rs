@@ -1,0 +1,211 @@
+//! `Client`: the entry point. Owns the HBase access, the timestamp source, the worker pool, the
+//! liveness row and its keeper thread.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use crate::error::{Error, Result, RetryClass};
+use crate::oracle::TimestampSource;
+use crate::txn::access::HBaseAccess;
+use crate::txn::executor::Executor;
+use crate::txn::keeper;
+use crate::txn::key::CellKey;
+use crate::txn::liveness::Liveness;
+use crate::txn::options::TxnOptions;
+use crate::txn::session::{ClientStats, Inner, Session, Stats};
+use crate::txn::transaction::Transaction;
+
+/// A transactional client. Cheap to clone; clones share connections, threads and liveness.
+#[derive(Clone)]
+pub struct Client {
+    inner: Arc<Inner>,
+}
+
+impl Client {
+    /// Builds a client over any HBase access and timestamp source (production: `HBaseClient`
+    /// and `OracleClient`). Registers the liveness row and starts the keeper thread.
+    pub fn new(
+        store: Arc<dyn HBaseAccess>,
+        tso: Arc<dyn TimestampSource>,
+        options: TxnOptions,
+    ) -> Result<Client> {
+        let owner = format!(
+            "{}-{}-{:016x}",
+            hostname(),
+            std::process::id(),
+            rand::random::<u64>()
+        );
+        let liveness = Liveness::new(options.liveness.clone(), owner);
+        liveness.refresh(store.as_ref(), options.clock.now_ms())?;
+        let inner = Arc::new(Inner {
+            executor: Executor::new(options.workers),
+            store,
+            tso,
+            liveness,
+            opts: options,
+            stats: Stats::default(),
+            checked_tables: Mutex::new(HashSet::new()),
+            primaries: Mutex::new(HashMap::new()),
+            dead: AtomicBool::new(false),
+            keeper: Mutex::new(None),
+        });
+        let handle =
+            keeper::start(&inner).map_err(|e| Error::io("starting the keeper thread", e))?;
+        *inner.keeper.lock() = Some(handle);
+        Ok(Client { inner })
+    }
+
+    /// This client's liveness id, stored in every lock it takes.
+    pub fn owner_id(&self) -> &str {
+        self.inner.liveness.owner()
+    }
+
+    pub fn options(&self) -> &TxnOptions {
+        &self.inner.opts
+    }
+
+    /// Starts a transaction at a fresh snapshot.
+    pub fn begin(&self) -> Result<Transaction> {
+        if self.inner.is_dead() {
+            return Err(Error::Shutdown);
+        }
+        let start_ts = self.inner.timestamp()?;
+        Ok(Transaction::new(Session::new(self.inner.clone()), start_ts))
+    }
+
+    /// Runs `body` in a transaction and commits it, retrying with backoff while the error is
+    /// classified `Retry` (conflicts, live locks, transient I/O); stops on `Fatal` and
+    /// `Undetermined` errors and after `retry.max_attempts`.
+    pub fn run<T>(&self, mut body: impl FnMut(&mut Transaction) -> Result<T>) -> Result<T> {
+        let policy = &self.inner.opts.retry;
+        let mut attempt = 0;
+        loop {
+            let result = self.begin().and_then(|mut txn| {
+                let value = body(&mut txn)?;
+                txn.commit()?;
+                Ok(value)
+            });
+            match result {
+                Err(e)
+                    if e.retry_class() == RetryClass::Retry
+                        && attempt + 1 < policy.max_attempts =>
+                {
+                    tracing::debug!(attempt, error = %e, "retrying transaction");
+                    std::thread::sleep(policy.backoff(attempt));
+                    attempt += 1;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// Whether the transaction that started at `start_ts` with primary `primary` committed:
+    /// `Some(commit_ts)`, or `None` when it is rolled back or not (yet) committed. Resolves the
+    /// primary if its owner is gone, so the answer is final unless the owner is alive.
+    pub fn transaction_status(&self, primary: &CellKey, start_ts: u64) -> Result<Option<u64>> {
+        use crate::txn::actions::TxnStatus;
+        let session = Session::new(self.inner.clone());
+        for _ in 0..3 {
+            let (raw, status) = session.primary_status(primary, start_ts)?;
+            match status {
+                TxnStatus::Committed { commit_ts } => return Ok(Some(commit_ts)),
+                TxnStatus::RolledBack => return Ok(None),
+                TxnStatus::Locked { lock } => {
+                    if !session.resolve_lock(primary, &lock, &raw.unwrap_or_default())? {
+                        return Ok(None);
+                    }
+                }
+                TxnStatus::PrimaryNotLocked { .. } | TxnStatus::BlockedBy { .. } => {
+                    let probe = crate::txn::codec::Lock {
+                        start_ts,
+                        kind: crate::txn::codec::MutationKind::Put,
+                        primary: primary.clone(),
+                        owner: String::new(),
+                        wall_ms: 0,
+                        ttl_ms: 0,
+                        short_value: None,
+                    };
+                    // A stale probe lock: the resolver fences the primary at start_ts.
+                    session.resolve_lock(primary, &probe, &[])?;
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    pub fn stats(&self) -> ClientStats {
+        self.inner.stats.snapshot()
+    }
+
+    /// Waits for background secondary commits to finish.
+    pub fn drain(&self) {
+        self.inner.executor.drain();
+    }
+
+    /// Clean shutdown: drains background commits, stops the keeper, removes the liveness row.
+    pub fn shutdown(&self) {
+        self.inner.executor.drain();
+        self.inner.stop_keeper(true);
+        self.inner.executor.shutdown();
+    }
+
+    /// Simulates a crash: the client stops on the spot, leaving its locks and letting its
+    /// liveness row expire (used by tests and the demo).
+    pub fn kill(&self) {
+        self.inner.die();
+    }
+
+    pub fn is_dead(&self) -> bool {
+        self.inner.is_dead()
+    }
+
+    /// An async facade for tokio code; the blocking work runs on tokio's blocking pool.
+    pub fn asynchronous(&self) -> AsyncClient {
+        AsyncClient {
+            client: self.clone(),
+        }
+    }
+}
+
+/// Async use from tokio: each call runs the blocking protocol on `spawn_blocking`, so the
+/// runtime's worker threads never wait on HBase.
+#[derive(Clone)]
+pub struct AsyncClient {
+    client: Client,
+}
+
+impl AsyncClient {
+    /// `Client::run` without blocking the runtime.
+    pub async fn run<T, F>(&self, body: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnMut(&mut Transaction) -> Result<T> + Send + 'static,
+    {
+        let client = self.client.clone();
+        tokio::task::spawn_blocking(move || client.run(body))
+            .await
+            .map_err(|e| {
+                Error::io(
+                    "transaction task failed",
+                    std::io::Error::other(e.to_string()),
+                )
+            })?
+    }
+
+    /// A snapshot read of one cell in its own read-only transaction.
+    pub async fn get(&self, key: CellKey) -> Result<Option<Vec<u8>>> {
+        self.run(move |txn| Ok(txn.get_many(std::slice::from_ref(&key))?.pop().flatten()))
+            .await
+    }
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "host".into())
+}

@@ -1,0 +1,412 @@
+//! Byte encodings of the percolator columns: lock cells, write records and column keys.
+//!
+//! The lock cell's byte order carries the prewrite rule (DESIGN.md invariant 2):
+//! released = `0x00 || BE(M)` where M is the highest commit_ts or rolled-back start_ts ever
+//! recorded on the cell; locked = `0x01 || lock record`. A prewrite at `start_ts` is then one
+//! `checkAndMutate(lock, GREATER, 0x00 || BE(start_ts))`, which HBase evaluates as
+//! `value > cell`: true exactly when the cell is released with M < start_ts.
+//!
+//! Every decoder is strict (exact lengths, no trailing bytes) so that a damaged cell is reported
+//! as corrupted instead of being misread.
+
+use crate::txn::key::CellKey;
+
+const RELEASED: u8 = 0x00;
+const LOCKED: u8 = 0x01;
+const LOCK_FORMAT: u8 = 1;
+
+/// What went wrong decoding a stored record; the caller adds table, row and column.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CodecError(pub String);
+
+type Decoded<T> = Result<T, CodecError>;
+
+/// Whether a transaction writes or deletes the cell.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MutationKind {
+    Put,
+    Delete,
+}
+
+/// A prewrite lock as stored in the lock family.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Lock {
+    pub start_ts: u64,
+    pub kind: MutationKind,
+    pub primary: CellKey,
+    /// Liveness id of the client that holds the lock.
+    pub owner: String,
+    /// The owner's wall clock (ms) when the lock was written or last refreshed.
+    pub wall_ms: u64,
+    /// How long after `wall_ms` the lock counts as stale even if the owner looks alive.
+    pub ttl_ms: u64,
+    /// The value itself when small, so a roll-forward can write it into the write record.
+    pub short_value: Option<Vec<u8>>,
+}
+
+/// The state of a cell's lock column.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LockState {
+    /// No lock cell: the cell was never written transactionally.
+    Absent,
+    /// Unlocked; `max_ts` is the highest commit or rollback timestamp recorded on the cell.
+    Released {
+        max_ts: u64,
+    },
+    Locked(Lock),
+}
+
+/// The kind of a write record in the write family.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WriteKind {
+    Put,
+    Delete,
+    /// The transaction that started at this version was rolled back (kept on primaries).
+    Rollback,
+}
+
+/// A write record, stored at version commit_ts (or start_ts for a rollback).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WriteRecord {
+    pub kind: WriteKind,
+    pub start_ts: u64,
+    pub short_value: Option<Vec<u8>>,
+}
+
+pub fn encode_released(max_ts: u64) -> Vec<u8> {
+    let mut out = Vec::with_capacity(9);
+    out.push(RELEASED);
+    out.extend_from_slice(&max_ts.to_be_bytes());
+    out
+}
+
+pub fn encode_lock(lock: &Lock) -> Vec<u8> {
+    let mut w = Writer(Vec::with_capacity(96));
+    w.u8(LOCKED);
+    w.u8(LOCK_FORMAT);
+    w.u64(lock.start_ts);
+    w.u8(match lock.kind {
+        MutationKind::Put => 1,
+        MutationKind::Delete => 2,
+    });
+    w.u64(lock.wall_ms);
+    w.u64(lock.ttl_ms);
+    w.bytes16(lock.owner.as_bytes());
+    w.bytes16(lock.primary.table.as_bytes());
+    w.bytes32(&lock.primary.row);
+    w.bytes16(&lock.primary.family);
+    w.bytes16(&lock.primary.qualifier);
+    w.opt_bytes(lock.short_value.as_deref());
+    w.0
+}
+
+pub fn decode_lock_state(cell: Option<&[u8]>) -> Decoded<LockState> {
+    let Some(bytes) = cell else {
+        return Ok(LockState::Absent);
+    };
+    let mut r = Reader::new(bytes);
+    match r.u8()? {
+        RELEASED => {
+            let max_ts = r.u64()?;
+            r.end()?;
+            Ok(LockState::Released { max_ts })
+        }
+        LOCKED => {
+            let format = r.u8()?;
+            if format != LOCK_FORMAT {
+                return Err(CodecError(format!("unknown lock format {format}")));
+            }
+            let start_ts = r.u64()?;
+            let kind = match r.u8()? {
+                1 => MutationKind::Put,
+                2 => MutationKind::Delete,
+                k => return Err(CodecError(format!("unknown lock kind {k}"))),
+            };
+            let wall_ms = r.u64()?;
+            let ttl_ms = r.u64()?;
+            let owner = r.string16()?;
+            let table = r.string16()?;
+            let row = r.bytes32()?;
+            let family = r.bytes16()?;
+            let qualifier = r.bytes16()?;
+            let short_value = r.opt_bytes()?;
+            r.end()?;
+            Ok(LockState::Locked(Lock {
+                start_ts,
+                kind,
+                primary: CellKey {
+                    table,
+                    row,
+                    family,
+                    qualifier,
+                },
+                owner,
+                wall_ms,
+                ttl_ms,
+                short_value,
+            }))
+        }
+        tag => Err(CodecError(format!("unknown lock state tag {tag:#04x}"))),
+    }
+}
+
+pub fn encode_write(record: &WriteRecord) -> Vec<u8> {
+    let mut w = Writer(Vec::with_capacity(16));
+    w.u8(match record.kind {
+        WriteKind::Put => 1,
+        WriteKind::Delete => 2,
+        WriteKind::Rollback => 3,
+    });
+    w.u64(record.start_ts);
+    w.opt_bytes(record.short_value.as_deref());
+    w.0
+}
+
+pub fn decode_write(bytes: &[u8]) -> Decoded<WriteRecord> {
+    let mut r = Reader::new(bytes);
+    let kind = match r.u8()? {
+        1 => WriteKind::Put,
+        2 => WriteKind::Delete,
+        3 => WriteKind::Rollback,
+        k => return Err(CodecError(format!("unknown write kind {k}"))),
+    };
+    let start_ts = r.u64()?;
+    let short_value = r.opt_bytes()?;
+    r.end()?;
+    if short_value.is_some() && kind != WriteKind::Put {
+        return Err(CodecError("only a put record may carry a value".into()));
+    }
+    Ok(WriteRecord {
+        kind,
+        start_ts,
+        short_value,
+    })
+}
+
+/// The qualifier that names user column `family:qualifier` inside the lock and write families.
+/// The family is length-prefixed so that distinct (family, qualifier) pairs never collide.
+pub fn column_qualifier(family: &[u8], qualifier: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(1 + family.len() + qualifier.len());
+    // CellKey::new rejects families over 255 bytes, so this cannot truncate.
+    out.push(family.len() as u8);
+    out.extend_from_slice(family);
+    out.extend_from_slice(qualifier);
+    out
+}
+
+/// Inverse of [`column_qualifier`].
+pub fn split_column_qualifier(encoded: &[u8]) -> Decoded<(Vec<u8>, Vec<u8>)> {
+    let (&len, rest) = encoded
+        .split_first()
+        .ok_or_else(|| CodecError("empty column key".into()))?;
+    let len = usize::from(len);
+    if rest.len() < len {
+        return Err(CodecError("column key shorter than its family".into()));
+    }
+    Ok((rest[..len].to_vec(), rest[len..].to_vec()))
+}
+
+struct Writer(Vec<u8>);
+
+impl Writer {
+    fn u8(&mut self, v: u8) {
+        self.0.push(v);
+    }
+    fn u64(&mut self, v: u64) {
+        self.0.extend_from_slice(&v.to_be_bytes());
+    }
+    fn bytes16(&mut self, b: &[u8]) {
+        // Lengths are validated where keys are built (families <= 255, tables and owners short).
+        self.0.extend_from_slice(&(b.len() as u16).to_be_bytes());
+        self.0.extend_from_slice(b);
+    }
+    fn bytes32(&mut self, b: &[u8]) {
+        self.0.extend_from_slice(&(b.len() as u32).to_be_bytes());
+        self.0.extend_from_slice(b);
+    }
+    fn opt_bytes(&mut self, b: Option<&[u8]>) {
+        match b {
+            None => self.u8(0),
+            Some(b) => {
+                self.u8(1);
+                self.bytes32(b);
+            }
+        }
+    }
+}
+
+struct Reader<'a> {
+    buf: &'a [u8],
+}
+
+impl<'a> Reader<'a> {
+    fn new(buf: &'a [u8]) -> Self {
+        Reader { buf }
+    }
+
+    fn take(&mut self, n: usize) -> Decoded<&'a [u8]> {
+        if self.buf.len() < n {
+            return Err(CodecError(format!(
+                "truncated: wanted {n} more bytes, {} left",
+                self.buf.len()
+            )));
+        }
+        let (head, tail) = self.buf.split_at(n);
+        self.buf = tail;
+        Ok(head)
+    }
+
+    fn u8(&mut self) -> Decoded<u8> {
+        Ok(self.take(1)?[0])
+    }
+
+    fn u16(&mut self) -> Decoded<u16> {
+        Ok(u16::from_be_bytes(
+            self.take(2)?.try_into().expect("2 bytes"),
+        ))
+    }
+
+    fn u32(&mut self) -> Decoded<u32> {
+        Ok(u32::from_be_bytes(
+            self.take(4)?.try_into().expect("4 bytes"),
+        ))
+    }
+
+    fn u64(&mut self) -> Decoded<u64> {
+        Ok(u64::from_be_bytes(
+            self.take(8)?.try_into().expect("8 bytes"),
+        ))
+    }
+
+    fn bytes16(&mut self) -> Decoded<Vec<u8>> {
+        let n = usize::from(self.u16()?);
+        Ok(self.take(n)?.to_vec())
+    }
+
+    fn bytes32(&mut self) -> Decoded<Vec<u8>> {
+        let n = self.u32()? as usize;
+        Ok(self.take(n)?.to_vec())
+    }
+
+    fn string16(&mut self) -> Decoded<String> {
+        String::from_utf8(self.bytes16()?).map_err(|_| CodecError("name is not UTF-8".into()))
+    }
+
+    fn opt_bytes(&mut self) -> Decoded<Option<Vec<u8>>> {
+        match self.u8()? {
+            0 => Ok(None),
+            1 => Ok(Some(self.bytes32()?)),
+            f => Err(CodecError(format!("bad option flag {f}"))),
+        }
+    }
+
+    fn end(&self) -> Decoded<()> {
+        if self.buf.is_empty() {
+            Ok(())
+        } else {
+            Err(CodecError(format!("{} trailing bytes", self.buf.len())))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lock(start_ts: u64) -> Lock {
+        Lock {
+            start_ts,
+            kind: MutationKind::Put,
+            primary: CellKey::new("t", b"r1".to_vec(), b"f".to_vec(), b"q".to_vec()).unwrap(),
+            owner: "owner-1".into(),
+            wall_ms: 1_700_000_000_000,
+            ttl_ms: 3000,
+            short_value: Some(b"v".to_vec()),
+        }
+    }
+
+    #[test]
+    fn lock_round_trips() {
+        let l = lock(42);
+        assert_eq!(
+            decode_lock_state(Some(&encode_lock(&l))).unwrap(),
+            LockState::Locked(l)
+        );
+    }
+
+    #[test]
+    fn released_round_trips_and_absent_is_absent() {
+        assert_eq!(
+            decode_lock_state(Some(&encode_released(7))).unwrap(),
+            LockState::Released { max_ts: 7 }
+        );
+        assert_eq!(decode_lock_state(None).unwrap(), LockState::Absent);
+    }
+
+    /// The byte order that makes a prewrite one CAS: `0x00||BE(s) > cell` iff released with M < s.
+    #[test]
+    fn prewrite_condition_is_carried_by_byte_order() {
+        let probe = encode_released(100);
+        assert!(probe.as_slice() > encode_released(99).as_slice());
+        assert!(probe.as_slice() <= encode_released(100).as_slice());
+        assert!(probe.as_slice() <= encode_released(101).as_slice());
+        assert!(probe.as_slice() < encode_lock(&lock(1)).as_slice());
+        assert!(probe.as_slice() < encode_lock(&lock(500)).as_slice());
+    }
+
+    #[test]
+    fn corrupted_cells_are_errors_not_panics() {
+        let good = encode_lock(&lock(9));
+        for cut in 0..good.len() {
+            assert!(
+                decode_lock_state(Some(&good[..cut])).is_err(),
+                "cut at {cut}"
+            );
+        }
+        let mut trailing = good.clone();
+        trailing.push(0);
+        assert!(decode_lock_state(Some(&trailing)).is_err());
+        assert!(decode_lock_state(Some(&[0xff, 1, 2])).is_err());
+        assert!(decode_lock_state(Some(&[0x00, 1])).is_err());
+        assert!(decode_write(&[9, 0, 0]).is_err());
+        assert!(decode_write(&[]).is_err());
+    }
+
+    #[test]
+    fn write_records_round_trip() {
+        for rec in [
+            WriteRecord {
+                kind: WriteKind::Put,
+                start_ts: 5,
+                short_value: Some(b"abc".to_vec()),
+            },
+            WriteRecord {
+                kind: WriteKind::Put,
+                start_ts: 5,
+                short_value: None,
+            },
+            WriteRecord {
+                kind: WriteKind::Delete,
+                start_ts: 6,
+                short_value: None,
+            },
+            WriteRecord {
+                kind: WriteKind::Rollback,
+                start_ts: 7,
+                short_value: None,
+            },
+        ] {
+            assert_eq!(decode_write(&encode_write(&rec)).unwrap(), rec);
+        }
+    }
+
+    #[test]
+    fn column_qualifiers_do_not_collide() {
+        assert_ne!(column_qualifier(b"ab", b"c"), column_qualifier(b"a", b"bc"));
+        assert_eq!(
+            split_column_qualifier(&column_qualifier(b"fam", b"q")).unwrap(),
+            (b"fam".to_vec(), b"q".to_vec())
+        );
+        assert!(split_column_qualifier(&[5, b'a']).is_err());
+    }
+}

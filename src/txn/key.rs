@@ -1,0 +1,67 @@
+//! Addresses of transactional cells.
+
+use crate::error::{Error, Result};
+
+/// One transactional cell: table, row and user column `family:qualifier`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CellKey {
+    pub table: String,
+    pub row: Vec<u8>,
+    pub family: Vec<u8>,
+    pub qualifier: Vec<u8>,
+}
+
+impl CellKey {
+    /// Validates what the encodings rely on: a non-empty row and family (HBase rejects empty
+    /// rows), a family of at most 255 bytes, and a table name of at most 1024 bytes.
+    pub fn new(
+        table: impl Into<String>,
+        row: impl Into<Vec<u8>>,
+        family: impl Into<Vec<u8>>,
+        qualifier: impl Into<Vec<u8>>,
+    ) -> Result<CellKey> {
+        let key = CellKey {
+            table: table.into(),
+            row: row.into(),
+            family: family.into(),
+            qualifier: qualifier.into(),
+        };
+        let problem = if key.table.is_empty() || key.table.len() > 1024 {
+            Some("table name must be 1 to 1024 bytes")
+        } else if key.row.is_empty() {
+            Some("row key must not be empty")
+        } else if key.family.is_empty() || key.family.len() > 255 {
+            Some("column family must be 1 to 255 bytes")
+        } else if key.qualifier.len() > u16::MAX as usize {
+            Some("qualifier must be at most 65535 bytes")
+        } else {
+            None
+        };
+        match problem {
+            Some(why) => Err(Error::IllegalArgument {
+                message: format!("{why}: {key}"),
+            }),
+            None => Ok(key),
+        }
+    }
+}
+
+impl CellKey {
+    /// `family:qualifier`, for error fields.
+    pub fn column(&self) -> Vec<u8> {
+        [self.family.as_slice(), b":", self.qualifier.as_slice()].concat()
+    }
+}
+
+impl std::fmt::Display for CellKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}/{}/{}:{}",
+            self.table,
+            String::from_utf8_lossy(&self.row),
+            String::from_utf8_lossy(&self.family),
+            String::from_utf8_lossy(&self.qualifier)
+        )
+    }
+}

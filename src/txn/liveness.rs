@@ -1,0 +1,115 @@
+//! Liveness tokens: ZooKeeper-style ephemeral rows. Each client keeps a row in a system table
+//! whose family has a short TTL; the row is written with server time, so HBase's TTL applies and
+//! the row vanishes by itself once the client stops refreshing it. A lock may be cleaned only if
+//! its owner's row is gone or the lock's wall time is stale.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+
+use crate::error::Result;
+use crate::hbase::{Delete, FamilyDescriptor, Get, Put, TableDescriptor};
+use crate::txn::access::HBaseAccess;
+
+#[derive(Clone, Debug)]
+pub struct LivenessConfig {
+    /// The system table holding one row per live client.
+    pub table: String,
+    /// Seconds a row survives without a refresh (the family's TTL).
+    pub ttl_secs: i32,
+}
+
+impl Default for LivenessConfig {
+    fn default() -> Self {
+        LivenessConfig {
+            table: "percolator_liveness".into(),
+            ttl_secs: 5,
+        }
+    }
+}
+
+const FAMILY: &[u8] = b"l";
+const QUALIFIER: &[u8] = b"a";
+/// A positive answer is reused this long: a lock's owner rarely dies in the meantime, and a
+/// reader that waits on a lock would otherwise ask on every backoff step.
+const ALIVE_CACHE: Duration = Duration::from_millis(200);
+
+impl LivenessConfig {
+    pub fn table_descriptor(&self) -> TableDescriptor {
+        TableDescriptor::new(self.table.clone()).family(
+            FamilyDescriptor::new(FAMILY)
+                .max_versions(1)
+                .ttl_secs(self.ttl_secs)
+                .in_memory(true),
+        )
+    }
+
+    /// How often a client must refresh its row to stay alive.
+    pub fn refresh_interval(&self) -> Duration {
+        Duration::from_millis((self.ttl_secs.max(1) as u64 * 1000) / 3)
+    }
+}
+
+pub(crate) struct Liveness {
+    config: LivenessConfig,
+    owner: String,
+    alive_cache: Mutex<HashMap<String, Instant>>,
+}
+
+impl Liveness {
+    pub fn new(config: LivenessConfig, owner: String) -> Liveness {
+        Liveness {
+            config,
+            owner,
+            alive_cache: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub fn owner(&self) -> &str {
+        &self.owner
+    }
+
+    pub fn config(&self) -> &LivenessConfig {
+        &self.config
+    }
+
+    /// Writes (or refreshes) this client's row. Server time, so the TTL counts from now.
+    pub fn refresh(&self, store: &dyn HBaseAccess, wall_ms: u64) -> Result<()> {
+        let put = Put::new(self.owner.as_bytes().to_vec()).add(
+            FAMILY,
+            QUALIFIER,
+            wall_ms.to_be_bytes().to_vec(),
+        );
+        store.put(&self.config.table, &put)
+    }
+
+    /// Removes this client's row on a clean shutdown, so others need not wait for the TTL.
+    pub fn remove(&self, store: &dyn HBaseAccess) -> Result<()> {
+        store.delete(
+            &self.config.table,
+            &Delete::new(self.owner.as_bytes().to_vec()),
+        )
+    }
+
+    pub fn is_alive(&self, store: &dyn HBaseAccess, owner: &str) -> Result<bool> {
+        if owner == self.owner {
+            return Ok(true);
+        }
+        if let Some(at) = self.alive_cache.lock().get(owner) {
+            if at.elapsed() < ALIVE_CACHE {
+                return Ok(true);
+            }
+        }
+        let get = Get::new(owner.as_bytes().to_vec()).column(FAMILY, QUALIFIER);
+        let rows = store.get_many(&self.config.table, std::slice::from_ref(&get))?;
+        let alive = rows.first().is_some_and(|r| !r.is_empty());
+        let mut cache = self.alive_cache.lock();
+        if alive {
+            cache.insert(owner.to_string(), Instant::now());
+        } else {
+            cache.remove(owner);
+        }
+        Ok(alive)
+    }
+}

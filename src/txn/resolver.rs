@@ -1,0 +1,141 @@
+//! Lock resolution through the primary (DESIGN.md invariant 4): roll a lock forward when its
+//! primary committed, back when it did not and cannot, and wait while its owner is alive.
+
+use std::sync::atomic::Ordering;
+
+use crate::error::{Error, Result};
+use crate::hbase::{Get, TimeRange};
+use crate::txn::actions::{self, corrupted, ts, TxnStatus};
+use crate::txn::codec::{decode_lock_state, Lock};
+use crate::txn::key::CellKey;
+use crate::txn::session::{Session, Stats};
+
+/// How many times the resolver re-reads a primary whose state moved under it before it gives
+/// the caller a "still locked" answer (the caller then backs off).
+const MAX_ROUNDS: usize = 6;
+
+impl Session {
+    /// Resolves `lock`, found on `key` with stored bytes `lock_bytes`. Returns true when that
+    /// lock is gone (resolved here or by someone else), false when its transaction is alive and
+    /// the caller should wait.
+    pub fn resolve_lock(&self, key: &CellKey, lock: &Lock, lock_bytes: &[u8]) -> Result<bool> {
+        self.resolve(key, lock, lock_bytes, 0)
+    }
+
+    fn resolve(&self, key: &CellKey, lock: &Lock, lock_bytes: &[u8], depth: u8) -> Result<bool> {
+        let schema = &self.inner.opts.schema;
+        let primary = &lock.primary;
+        for _ in 0..MAX_ROUNDS {
+            let (primary_raw, status) = self.primary_status(primary, lock.start_ts)?;
+            match status {
+                TxnStatus::Committed { commit_ts } => {
+                    if key != primary {
+                        let cam = actions::commit(schema, key, lock, lock_bytes, commit_ts);
+                        if self.cas_settled(&key.table, &cam)? {
+                            Stats::bump(&self.inner.stats.rolled_forward);
+                        }
+                    }
+                    return Ok(true);
+                }
+                TxnStatus::RolledBack => {
+                    if key != primary {
+                        let cam = actions::rollback(schema, key, lock, lock_bytes);
+                        if self.cas_settled(&key.table, &cam)? {
+                            Stats::bump(&self.inner.stats.rolled_back);
+                        }
+                    }
+                    return Ok(true);
+                }
+                TxnStatus::Locked { lock: plock } => {
+                    if !self.may_clean(&plock)? {
+                        return Ok(false);
+                    }
+                    let raw = primary_raw.unwrap_or_default();
+                    let cam = actions::rollback(schema, primary, &plock, &raw);
+                    if self.cas_settled(&primary.table, &cam)? {
+                        Stats::bump(&self.inner.stats.rolled_back);
+                    }
+                }
+                TxnStatus::PrimaryNotLocked { absent } => {
+                    // Its primary prewrite may still be in flight: make it impossible before
+                    // declaring the transaction rolled back.
+                    if !self.may_clean(lock)? {
+                        return Ok(false);
+                    }
+                    let cam = actions::fence(schema, primary, lock.start_ts, absent);
+                    self.cas_settled(&primary.table, &cam)?;
+                }
+                TxnStatus::BlockedBy { lock: other } => {
+                    if !self.may_clean(lock)? || depth > 0 {
+                        return Ok(false);
+                    }
+                    let raw = primary_raw.unwrap_or_default();
+                    if !self.resolve(primary, &other, &raw, depth + 1)? {
+                        return Ok(false);
+                    }
+                }
+            }
+        }
+        Ok(false)
+    }
+
+    /// Reads the primary's lock cell and its write records at or after `start_ts` (two Gets of
+    /// one row in one round trip: the lock cell carries server time, below every oracle
+    /// timestamp, so one time range cannot cover both).
+    pub fn primary_status(
+        &self,
+        primary: &CellKey,
+        start_ts: u64,
+    ) -> Result<(Option<Vec<u8>>, TxnStatus)> {
+        let schema = &self.inner.opts.schema;
+        let q = schema.qualifier(primary);
+        let gets = [
+            Get::new(primary.row.clone()).column(schema.lock_family.clone(), q.clone()),
+            Get::new(primary.row.clone())
+                .column(schema.write_family.clone(), q.clone())
+                .time_range(TimeRange::new(ts(start_ts), i64::MAX))
+                .max_versions(i32::MAX),
+        ];
+        let rows = self.get_many(&primary.table, &gets)?;
+        let raw = rows[0].value(&schema.lock_family, &q).map(<[u8]>::to_vec);
+        let state = decode_lock_state(raw.as_deref()).map_err(|e| corrupted("lock", primary, e))?;
+        let writes: Vec<_> = rows[1]
+            .versions(&schema.write_family, &q)
+            .cloned()
+            .collect();
+        let status = actions::txn_status(start_ts, &state, &writes)
+            .map_err(|e| corrupted("write record", primary, e))?;
+        Ok((raw, status))
+    }
+
+    /// A lock may be cleaned when its wall time is stale or its owner's liveness row is gone.
+    fn may_clean(&self, lock: &Lock) -> Result<bool> {
+        let now = self.inner.now_ms();
+        if now > lock.wall_ms.saturating_add(lock.ttl_ms) {
+            return Ok(true);
+        }
+        self.count_liveness_rpc();
+        let alive = self
+            .inner
+            .liveness
+            .is_alive(self.inner.store.as_ref(), &lock.owner)?;
+        if alive {
+            Stats::bump(&self.inner.stats.lock_waits);
+        }
+        Ok(!alive)
+    }
+
+    fn count_liveness_rpc(&self) {
+        self.rpcs.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A resolver CAS: safe to repeat because it is conditional on exact stored bytes, so a
+    /// lost reply just means "read again" and the caller's next round re-reads.
+    fn cas_settled(&self, table: &str, cam: &crate::hbase::CheckAndMutate) -> Result<bool> {
+        match self.cas(table, cam) {
+            Ok(applied) => Ok(applied),
+            Err(Error::OutcomeUnknown { .. }) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+}

@@ -1,0 +1,97 @@
+//! Where the percolator columns live, and the helper that adds them to a table.
+
+use crate::error::{Error, Result};
+use crate::hbase::{FamilyDescriptor, TableDescriptor};
+use crate::txn::codec::column_qualifier;
+use crate::txn::key::CellKey;
+
+/// HBase's largest VERSIONS setting: percolator families must keep every version, because
+/// versions are transaction timestamps (HBase 2.x defaults to 1).
+pub const ALL_VERSIONS: i32 = i32::MAX;
+
+/// Names of the percolator column families added beside a table's user families.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Schema {
+    /// One cell per user column: its lock state (VERSIONS 1, in memory).
+    pub lock_family: Vec<u8>,
+    /// Write records: version commit_ts -> {kind, start_ts, short value}.
+    pub write_family: Vec<u8>,
+}
+
+impl Default for Schema {
+    fn default() -> Self {
+        Schema {
+            lock_family: b"_pl".to_vec(),
+            write_family: b"_pw".to_vec(),
+        }
+    }
+}
+
+impl Schema {
+    pub fn is_percolator_family(&self, family: &[u8]) -> bool {
+        family == self.lock_family.as_slice() || family == self.write_family.as_slice()
+    }
+
+    /// The qualifier used for `key` in the lock and write families.
+    pub fn qualifier(&self, key: &CellKey) -> Vec<u8> {
+        column_qualifier(&key.family, &key.qualifier)
+    }
+
+    /// The families a transactional table needs, with the settings correctness depends on.
+    pub fn families(&self) -> [FamilyDescriptor; 2] {
+        [
+            FamilyDescriptor::new(self.lock_family.clone())
+                .max_versions(1)
+                .in_memory(true),
+            FamilyDescriptor::new(self.write_family.clone()).max_versions(ALL_VERSIONS),
+        ]
+    }
+
+    /// A user family as transactions need it: every version kept (each is a start_ts).
+    pub fn user_family(name: impl Into<Vec<u8>>) -> FamilyDescriptor {
+        FamilyDescriptor::new(name).max_versions(ALL_VERSIONS)
+    }
+
+    /// A descriptor for a new transactional table with the given user families.
+    pub fn table(&self, name: &str, user_families: &[&str]) -> TableDescriptor {
+        let mut desc = TableDescriptor::new(name);
+        for f in user_families {
+            desc = desc.family(Self::user_family(f.as_bytes()));
+        }
+        for f in self.families() {
+            desc = desc.family(f);
+        }
+        desc
+    }
+
+    /// Checks a table's descriptor: the percolator families exist and keep enough versions.
+    pub fn check(&self, desc: &TableDescriptor) -> Result<()> {
+        let find = |name: &[u8]| desc.families.iter().find(|f| f.name == name);
+        let not_ready = |reason: String| Error::NotTransactional {
+            table: desc.name.clone(),
+            reason,
+        };
+        let Some(_) = find(&self.lock_family) else {
+            return Err(not_ready(format!(
+                "lock family {} is missing (create it with the schema helper or `percolator migrate`)",
+                String::from_utf8_lossy(&self.lock_family)
+            )));
+        };
+        let Some(write) = find(&self.write_family) else {
+            return Err(not_ready(format!(
+                "write family {} is missing",
+                String::from_utf8_lossy(&self.write_family)
+            )));
+        };
+        if write.max_versions.unwrap_or(1) < ALL_VERSIONS {
+            return Err(not_ready(format!(
+                "write family keeps {} versions; it must keep all ({ALL_VERSIONS})",
+                write.max_versions.unwrap_or(1)
+            )));
+        }
+        if write.ttl_secs.is_some_and(|t| t > 0 && t < i32::MAX) {
+            return Err(not_ready("write family must not have a TTL".into()));
+        }
+        Ok(())
+    }
+}

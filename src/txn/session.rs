@@ -1,0 +1,222 @@
+//! Shared client state (`Inner`), and `Session`: the handle every protocol step works through,
+//! which counts the RPCs it makes for its transaction.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use parking_lot::{Condvar, Mutex};
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::hbase::{CheckAndMutate, Get, RowResult, Scan};
+use crate::oracle::TimestampSource;
+use crate::txn::access::HBaseAccess;
+use crate::txn::codec::Lock;
+use crate::txn::executor::Executor;
+use crate::txn::key::CellKey;
+use crate::txn::liveness::Liveness;
+use crate::txn::options::{Seam, TxnOptions};
+
+/// Counters a client exposes (see `Client::stats`).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ClientStats {
+    pub begun: u64,
+    pub committed: u64,
+    /// Commits that failed and rolled back their own locks (conflicts, locked cells).
+    pub aborted: u64,
+    pub hbase_rpcs: u64,
+    pub timestamps: u64,
+    /// Locks of other transactions this client rolled forward.
+    pub rolled_forward: u64,
+    /// Locks of other transactions this client rolled back (or primaries it fenced).
+    pub rolled_back: u64,
+    /// Times a read or prewrite backed off because a live transaction held a lock.
+    pub lock_waits: u64,
+    pub heartbeats: u64,
+}
+
+#[derive(Default)]
+pub(crate) struct Stats {
+    pub begun: AtomicU64,
+    pub committed: AtomicU64,
+    pub aborted: AtomicU64,
+    pub hbase_rpcs: AtomicU64,
+    pub timestamps: AtomicU64,
+    pub rolled_forward: AtomicU64,
+    pub rolled_back: AtomicU64,
+    pub lock_waits: AtomicU64,
+    pub heartbeats: AtomicU64,
+}
+
+impl Stats {
+    pub fn bump(counter: &AtomicU64) {
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn snapshot(&self) -> ClientStats {
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        ClientStats {
+            begun: get(&self.begun),
+            committed: get(&self.committed),
+            aborted: get(&self.aborted),
+            hbase_rpcs: get(&self.hbase_rpcs),
+            timestamps: get(&self.timestamps),
+            rolled_forward: get(&self.rolled_forward),
+            rolled_back: get(&self.rolled_back),
+            lock_waits: get(&self.lock_waits),
+            heartbeats: get(&self.heartbeats),
+        }
+    }
+}
+
+/// A committing transaction's primary lock, kept so the keeper can refresh its wall time and
+/// the commit point uses the bytes actually stored.
+pub(crate) struct PrimaryGuard {
+    pub key: CellKey,
+    pub lock: Lock,
+    pub bytes: Vec<u8>,
+    /// Cleared by the commit point: nothing refreshes the lock after that.
+    pub live: bool,
+}
+
+pub(crate) struct KeeperHandle {
+    pub stop: Arc<(Mutex<bool>, Condvar)>,
+    pub thread: JoinHandle<()>,
+}
+
+pub(crate) struct Inner {
+    pub store: Arc<dyn HBaseAccess>,
+    pub tso: Arc<dyn TimestampSource>,
+    pub opts: TxnOptions,
+    pub liveness: Liveness,
+    pub executor: Executor,
+    pub stats: Stats,
+    pub checked_tables: Mutex<HashSet<String>>,
+    pub primaries: Mutex<HashMap<u64, Arc<Mutex<PrimaryGuard>>>>,
+    /// Set by `Client::kill`: the client behaves as if its process had died.
+    pub dead: AtomicBool,
+    pub keeper: Mutex<Option<KeeperHandle>>,
+}
+
+impl Inner {
+    pub fn now_ms(&self) -> u64 {
+        self.opts.clock.now_ms()
+    }
+
+    pub fn is_dead(&self) -> bool {
+        self.dead.load(Ordering::SeqCst)
+    }
+
+    /// True when the client must die at `seam` (failpoint or injector).
+    pub fn crash_at(&self, seam: Seam) -> bool {
+        failpoint_fires(seam) || self.opts.crash_injector.as_ref().is_some_and(|f| f(seam))
+    }
+
+    pub fn timestamp(&self) -> Result<u64> {
+        Stats::bump(&self.stats.timestamps);
+        self.tso.get_timestamp()
+    }
+
+    /// Fails with `NotTransactional` unless the table has the percolator families. Checked once
+    /// per table per client.
+    pub fn check_table(&self, table: &str) -> Result<()> {
+        if self.checked_tables.lock().contains(table) {
+            return Ok(());
+        }
+        Stats::bump(&self.stats.hbase_rpcs);
+        let desc = self.store.table_descriptor(table)?;
+        self.opts.schema.check(&desc)?;
+        self.checked_tables.lock().insert(table.to_string());
+        Ok(())
+    }
+
+    /// Makes this client behave as a dead process: no more heartbeats (its liveness row
+    /// expires), no background commits, no new transactions.
+    pub fn die(&self) {
+        self.dead.store(true, Ordering::SeqCst);
+        self.stop_keeper(false);
+    }
+
+    /// Stops the keeper thread; with `remove_row`, also deletes the liveness row.
+    pub fn stop_keeper(&self, remove_row: bool) {
+        let Some(keeper) = self.keeper.lock().take() else {
+            return;
+        };
+        {
+            let (flag, cv) = &*keeper.stop;
+            *flag.lock() = true;
+            cv.notify_all();
+        }
+        if keeper.thread.thread().id() != std::thread::current().id() {
+            let _ = keeper.thread.join();
+        }
+        if remove_row {
+            if let Err(e) = self.liveness.remove(self.store.as_ref()) {
+                tracing::warn!(error = %e, "could not remove liveness row");
+            }
+        }
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        let dead = self.is_dead();
+        self.stop_keeper(!dead);
+        self.executor.shutdown();
+    }
+}
+
+#[cfg(feature = "failpoints")]
+fn failpoint_fires(seam: Seam) -> bool {
+    fail::eval(seam.name(), |_| true).unwrap_or(false)
+}
+
+#[cfg(not(feature = "failpoints"))]
+fn failpoint_fires(_seam: Seam) -> bool {
+    false
+}
+
+/// What protocol steps work through: the client plus the RPC counter of one transaction.
+#[derive(Clone)]
+pub(crate) struct Session {
+    pub inner: Arc<Inner>,
+    pub rpcs: Arc<AtomicU64>,
+}
+
+impl Session {
+    pub fn new(inner: Arc<Inner>) -> Session {
+        Session {
+            inner,
+            rpcs: Arc::new(AtomicU64::new(0)),
+        }
+    }
+
+    fn count(&self) {
+        self.rpcs.fetch_add(1, Ordering::Relaxed);
+        Stats::bump(&self.inner.stats.hbase_rpcs);
+    }
+
+    pub fn get_many(&self, table: &str, gets: &[Get]) -> Result<Vec<RowResult>> {
+        self.count();
+        let rows = self.inner.store.get_many(table, gets)?;
+        if rows.len() != gets.len() {
+            return Err(Error::Protocol {
+                peer: crate::error::Peer::HBase,
+                message: format!("asked for {} rows, got {}", gets.len(), rows.len()),
+            });
+        }
+        Ok(rows)
+    }
+
+    pub fn cas(&self, table: &str, cam: &CheckAndMutate) -> Result<bool> {
+        self.count();
+        self.inner.store.check_and_mutate(table, cam)
+    }
+
+    pub fn scan_page(&self, table: &str, scan: &Scan, rows: i32) -> Result<Vec<RowResult>> {
+        self.count();
+        self.inner.store.scan_page(table, scan, rows)
+    }
+}

@@ -1,0 +1,63 @@
+//! Schema helpers: create transactional tables, and the liveness table.
+
+use crate::error::{Error, Result};
+use crate::hbase::HBaseClient;
+use crate::txn::liveness::LivenessConfig;
+use crate::txn::schema::Schema;
+
+/// Creates `name` with the given user families plus the percolator families. An existing
+/// table is left as it is if it already passes `Schema::check`.
+pub fn create_table(
+    hbase: &HBaseClient,
+    schema: &Schema,
+    name: &str,
+    user_families: &[&str],
+) -> Result<()> {
+    let admin = hbase.admin();
+    if admin.table_exists(name)? {
+        return schema.check(&admin.table_descriptor(name)?);
+    }
+    admin.create_table(&schema.table(name, user_families))
+}
+
+/// Adds the percolator families to an existing table and makes its user families keep every
+/// version (each version is a transaction's start_ts).
+pub fn enable_transactions(hbase: &HBaseClient, schema: &Schema, name: &str) -> Result<()> {
+    let admin = hbase.admin();
+    let desc = admin.table_descriptor(name)?;
+    for family in schema.families() {
+        match desc.families.iter().find(|f| f.name == family.name) {
+            None => admin.add_family(name, &family)?,
+            Some(existing) if existing.max_versions != family.max_versions => {
+                admin.modify_family(name, &family)?
+            }
+            Some(_) => {}
+        }
+    }
+    for user in desc
+        .families
+        .iter()
+        .filter(|f| !schema.is_percolator_family(&f.name))
+    {
+        if user.max_versions != Some(crate::txn::schema::ALL_VERSIONS) {
+            let mut f = user.clone();
+            f.max_versions = Some(crate::txn::schema::ALL_VERSIONS);
+            admin.modify_family(name, &f)?;
+        }
+    }
+    schema.check(&admin.table_descriptor(name)?)
+}
+
+/// Creates the liveness table if it does not exist (its family's TTL makes rows ephemeral).
+pub fn create_liveness_table(hbase: &HBaseClient, config: &LivenessConfig) -> Result<()> {
+    let admin = hbase.admin();
+    if admin.table_exists(&config.table)? {
+        return Ok(());
+    }
+    match admin.create_table(&config.table_descriptor()) {
+        Ok(()) => Ok(()),
+        // Another client created it first.
+        Err(Error::ServerIo { message, .. }) if message.contains("TableExistsException") => Ok(()),
+        Err(e) => Err(e),
+    }
+}

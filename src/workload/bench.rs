@@ -1,0 +1,209 @@
+//! `percolator bench`: raw HBase operations and the same work done in transactions, in one
+//! process against one gateway and oracle, so the ratios are fair. Prints ops/s, p50, p99 and
+//! HBase RPCs per operation.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use rand::Rng;
+use serde::Serialize;
+
+use crate::error::Result;
+use crate::hbase::{FamilyDescriptor, Get, Put, TableDescriptor};
+use crate::oracle::bench::Histogram;
+use crate::txn::{self, CellKey, Client, LivenessConfig};
+use crate::workload::stack::Stack;
+
+pub const WORKLOADS: [&str; 6] = ["raw_get", "raw_put", "raw_rmw2", "txn_get", "txn_put1", "txn_transfer2"];
+
+#[derive(Clone, Debug)]
+pub struct BenchConfig {
+    pub duration: Duration,
+    pub threads: usize,
+    pub rows: usize,
+    pub workloads: Vec<String>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct WorkloadResult {
+    pub ops_per_s: f64,
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub rpcs_per_op: f64,
+    pub ops: u64,
+    pub errors: u64,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct BenchReport {
+    pub workloads: BTreeMap<String, WorkloadResult>,
+}
+
+const F: &str = "f";
+const Q: &str = "q";
+
+struct Tables {
+    raw: String,
+    txn: String,
+}
+
+pub fn run(stack: &Stack, config: &BenchConfig, mut each: impl FnMut(&str, &WorkloadResult)) -> Result<BenchReport> {
+    let suffix = format!("{}_{}", std::process::id(), rand::random::<u32>());
+    let tables = Tables {
+        raw: format!("bench_raw_{suffix}"),
+        txn: format!("bench_txn_{suffix}"),
+    };
+    let liveness = LivenessConfig {
+        table: "percolator_liveness".into(),
+        ..LivenessConfig::default()
+    };
+    let options = stack.txn_options(liveness)?;
+    stack
+        .hbase
+        .admin()
+        .create_table(&TableDescriptor::new(tables.raw.clone()).family(FamilyDescriptor::new(F)))?;
+    txn::setup::create_table(&stack.hbase, &options.schema, &tables.txn, &[F])?;
+    let client = stack.client(options)?;
+    populate(stack, &client, &tables, config.rows)?;
+    let mut report = BenchReport::default();
+    for name in &config.workloads {
+        let result = measure(stack, config, |rng| op(name, stack, &client, &tables, config.rows, rng))?;
+        each(name, &result);
+        report.workloads.insert(name.clone(), result);
+    }
+    client.shutdown();
+    Ok(report)
+}
+
+fn populate(stack: &Stack, client: &Client, tables: &Tables, rows: usize) -> Result<()> {
+    let puts: Vec<Put> = (0..rows).map(|i| Put::new(row(i)).add(F, Q, "100")).collect();
+    for chunk in puts.chunks(500) {
+        stack.hbase.put_many(&tables.raw, chunk)?;
+    }
+    for start in (0..rows).step_by(100) {
+        client.run(|t| {
+            for i in start..(start + 100).min(rows) {
+                t.set(&tables.txn, row(i), F, Q, "100")?;
+            }
+            Ok(())
+        })?;
+    }
+    Ok(())
+}
+
+fn row(i: usize) -> String {
+    format!("row{i:07}")
+}
+
+fn two_rows(rng: &mut impl Rng, rows: usize) -> (usize, usize) {
+    let a = rng.gen_range(0..rows);
+    let mut b = rng.gen_range(0..rows - 1);
+    if b >= a {
+        b += 1;
+    }
+    (a, b)
+}
+
+fn add_one(v: Option<&[u8]>) -> Vec<u8> {
+    let n: i64 = v.and_then(|v| std::str::from_utf8(v).ok()?.parse().ok()).unwrap_or(0);
+    (n + 1).to_string().into_bytes()
+}
+
+/// One operation of workload `name`.
+fn op(name: &str, stack: &Stack, client: &Client, tables: &Tables, rows: usize, rng: &mut rand::rngs::ThreadRng) -> Result<()> {
+    let hbase = &stack.hbase;
+    match name {
+        "raw_get" => hbase.get(&tables.raw, &Get::new(row(rng.gen_range(0..rows))).column(F, Q)).map(drop),
+        "raw_put" => hbase.put(&tables.raw, &Put::new(row(rng.gen_range(0..rows))).add(F, Q, "7")),
+        "raw_rmw2" => {
+            let (a, b) = two_rows(rng, rows);
+            let got = hbase.get_many(&tables.raw, &[Get::new(row(a)).column(F, Q), Get::new(row(b)).column(F, Q)])?;
+            let puts = [
+                Put::new(row(a)).add(F, Q, add_one(got[0].value(F.as_bytes(), Q.as_bytes()))),
+                Put::new(row(b)).add(F, Q, add_one(got[1].value(F.as_bytes(), Q.as_bytes()))),
+            ];
+            hbase.put_many(&tables.raw, &puts)
+        }
+        "txn_get" => client.begin()?.get(&tables.txn, row(rng.gen_range(0..rows)), F, Q).map(drop),
+        "txn_put1" => {
+            let mut t = client.begin()?;
+            t.set(&tables.txn, row(rng.gen_range(0..rows)), F, Q, "7")?;
+            t.commit().map(drop)
+        }
+        "txn_transfer2" => {
+            let (a, b) = two_rows(rng, rows);
+            let keys = [key(&tables.txn, a)?, key(&tables.txn, b)?];
+            let mut t = client.begin()?;
+            let got = t.get_many(&keys)?;
+            for (k, v) in keys.iter().zip(&got) {
+                t.set(&k.table, &k.row, &k.family, &k.qualifier, add_one(v.as_deref()))?;
+            }
+            t.commit().map(drop)
+        }
+        other => Err(crate::Error::IllegalArgument {
+            message: format!("unknown workload {other}; known: {}", WORKLOADS.join(", ")),
+        }),
+    }
+}
+
+fn key(table: &str, i: usize) -> Result<CellKey> {
+    CellKey::new(table, row(i), F, Q)
+}
+
+/// Runs `op` on `config.threads` threads for `config.duration`.
+fn measure(
+    stack: &Stack,
+    config: &BenchConfig,
+    op: impl Fn(&mut rand::rngs::ThreadRng) -> Result<()> + Sync,
+) -> Result<WorkloadResult> {
+    // Warm up connections and caches outside the measurement.
+    let warm_until = Instant::now() + Duration::from_millis(300);
+    while Instant::now() < warm_until {
+        let _ = op(&mut rand::thread_rng());
+    }
+    let stop = AtomicBool::new(false);
+    let errors = AtomicU64::new(0);
+    let rpcs_before = stack.hbase.rpc_count();
+    let started = Instant::now();
+    let histograms: Vec<Histogram> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..config.threads)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut rng = rand::thread_rng();
+                    let mut h = Histogram::default();
+                    while !stop.load(Ordering::Relaxed) {
+                        let t0 = Instant::now();
+                        match op(&mut rng) {
+                            Ok(()) => h.record(t0.elapsed().as_nanos() as u64),
+                            Err(e) => {
+                                if errors.fetch_add(1, Ordering::Relaxed) == 0 {
+                                    tracing::debug!(error = %e, "bench operation failed");
+                                }
+                            }
+                        }
+                    }
+                    h
+                })
+            })
+            .collect();
+        std::thread::sleep(config.duration);
+        stop.store(true, Ordering::Relaxed);
+        workers.into_iter().map(|w| w.join().expect("bench thread")).collect()
+    });
+    let elapsed = started.elapsed().as_secs_f64();
+    let rpcs = stack.hbase.rpc_count() - rpcs_before;
+    let mut all = Histogram::default();
+    for h in &histograms {
+        all.merge(h);
+    }
+    let ops = all.count();
+    Ok(WorkloadResult {
+        ops_per_s: ops as f64 / elapsed,
+        p50_us: all.quantile(0.5) as f64 / 1000.0,
+        p99_us: all.quantile(0.99) as f64 / 1000.0,
+        rpcs_per_op: if ops == 0 { 0.0 } else { rpcs as f64 / ops as f64 },
+        ops,
+        errors: errors.load(Ordering::Relaxed),
+    })
+}

@@ -1,0 +1,90 @@
+//! The services a demo or bench talks to: given addresses, or an emulator and an oracle started
+//! in this process on 127.0.0.1 (the embedded default).
+
+use std::sync::Arc;
+
+use crate::emulator::{self, EmulatorHandle};
+use crate::error::{Error, Result};
+use crate::hbase::{HBaseClient, HBaseConfig};
+use crate::oracle::{ClientConfig, MemoryStore, OracleClient, OracleHandle, OracleServer, TimestampSource};
+use crate::txn::{self, LivenessConfig, TxnOptions};
+
+/// Running services plus connected clients; in-process services stop when this is dropped.
+pub struct Stack {
+    pub hbase: HBaseClient,
+    pub tso: Arc<dyn TimestampSource>,
+    pub hbase_addr: String,
+    pub oracle_addr: String,
+    emulator: Option<EmulatorHandle>,
+    oracle: Option<OracleHandle>,
+}
+
+impl Stack {
+    /// Connects to `hbase` / `oracle` when given, else starts them in-process.
+    pub fn start(hbase: Option<&str>, oracle: Option<&str>) -> Result<Stack> {
+        let (emulator, hbase_addr) = match hbase {
+            Some(addr) => (None, addr.to_string()),
+            None => {
+                let handle = emulator::start_local().map_err(|e| Error::io("starting the HBase emulator", e))?;
+                let addr = handle.local_addr().to_string();
+                (Some(handle), addr)
+            }
+        };
+        let (oracle, oracle_addr) = match oracle {
+            Some(addr) => (None, addr.to_string()),
+            None => {
+                let handle = OracleServer::start_local(MemoryStore::new())?;
+                let addr = handle.local_addr().to_string();
+                (Some(handle), addr)
+            }
+        };
+        let hbase = HBaseClient::connect(HBaseConfig::new(hbase_addr.clone()).pool_size(64))?;
+        let tso = Arc::new(OracleClient::connect(std::slice::from_ref(&oracle_addr), ClientConfig::default())?);
+        Ok(Stack {
+            hbase,
+            tso,
+            hbase_addr,
+            oracle_addr,
+            emulator,
+            oracle,
+        })
+    }
+
+    /// Replaces the oracle with an in-process counter (`LocalTimestamps`): isolates the cost of
+    /// the oracle round trip in benchmarks. Not for production: it is not shared between
+    /// processes.
+    pub fn use_local_timestamps(&mut self) {
+        self.tso = Arc::new(crate::oracle::LocalTimestamps::new());
+        self.oracle_addr = "in-process counter".into();
+    }
+
+    pub fn is_embedded(&self) -> bool {
+        self.emulator.is_some()
+    }
+
+    /// Options for workload clients, with the liveness table created if needed.
+    pub fn txn_options(&self, liveness: LivenessConfig) -> Result<TxnOptions> {
+        txn::setup::create_liveness_table(&self.hbase, &liveness)?;
+        Ok(TxnOptions {
+            liveness,
+            ..TxnOptions::default()
+        })
+    }
+
+    pub fn client(&self, options: TxnOptions) -> Result<txn::Client> {
+        txn::Client::new(Arc::new(self.hbase.clone()), self.tso.clone(), options)
+    }
+}
+
+impl Drop for Stack {
+    fn drop(&mut self) {
+        if let Some(oracle) = self.oracle.take() {
+            if let Err(e) = oracle.shutdown() {
+                tracing::warn!(error = %e, "oracle shutdown");
+            }
+        }
+        if let Some(emulator) = self.emulator.take() {
+            emulator.shutdown();
+        }
+    }
+}

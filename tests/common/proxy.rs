@@ -1,0 +1,162 @@
+//! A TCP proxy in front of a gateway that can lose replies, stall them, or cut every
+//! connection, to test the client's handling of failures it cannot cause on a healthy server.
+
+use std::io::{Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::{self, JoinHandle};
+
+struct Shared {
+    upstream: SocketAddr,
+    stopping: AtomicBool,
+    lose_next_reply: AtomicBool,
+    paused: Mutex<bool>,
+    resumed: Condvar,
+    accepted: AtomicUsize,
+    sockets: Mutex<Vec<TcpStream>>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+}
+
+pub struct Proxy {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    accept: Option<JoinHandle<()>>,
+}
+
+impl Proxy {
+    pub fn start(upstream: &str) -> Proxy {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind proxy");
+        let addr = listener.local_addr().expect("proxy addr");
+        let shared = Arc::new(Shared {
+            upstream: upstream.parse().expect("upstream is ip:port"),
+            stopping: AtomicBool::new(false),
+            lose_next_reply: AtomicBool::new(false),
+            paused: Mutex::new(false),
+            resumed: Condvar::new(),
+            accepted: AtomicUsize::new(0),
+            sockets: Mutex::new(Vec::new()),
+            threads: Mutex::new(Vec::new()),
+        });
+        let accept = {
+            let shared = shared.clone();
+            thread::spawn(move || accept_loop(&listener, &shared))
+        };
+        Proxy {
+            addr,
+            shared,
+            accept: Some(accept),
+        }
+    }
+
+    pub fn addr(&self) -> String {
+        self.addr.to_string()
+    }
+
+    /// The next reply from the gateway is swallowed and its connection closed: the request
+    /// was served, the client never hears back.
+    pub fn lose_next_reply(&self) {
+        self.shared.lose_next_reply.store(true, Ordering::SeqCst);
+    }
+
+    /// Holds every reply until [`Proxy::resume`].
+    pub fn pause(&self) {
+        *self.shared.paused.lock().unwrap() = true;
+    }
+
+    pub fn resume(&self) {
+        *self.shared.paused.lock().unwrap() = false;
+        self.shared.resumed.notify_all();
+    }
+
+    /// Closes every proxied connection, as a gateway dropping idle connections does.
+    pub fn sever_all(&self) {
+        for socket in self.shared.sockets.lock().unwrap().drain(..) {
+            let _ = socket.shutdown(Shutdown::Both);
+        }
+    }
+
+    /// Client connections accepted so far.
+    pub fn accepted(&self) -> usize {
+        self.shared.accepted.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.shared.stopping.store(true, Ordering::SeqCst);
+        self.resume();
+        let _ = TcpStream::connect(self.addr);
+        if let Some(accept) = self.accept.take() {
+            let _ = accept.join();
+        }
+        self.sever_all();
+        for t in self.shared.threads.lock().unwrap().drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
+    for client in listener.incoming() {
+        if shared.stopping.load(Ordering::SeqCst) {
+            return;
+        }
+        let Ok(client) = client else { continue };
+        let Ok(server) = TcpStream::connect(shared.upstream) else {
+            continue;
+        };
+        shared.accepted.fetch_add(1, Ordering::SeqCst);
+        let _ = client.set_nodelay(true);
+        let _ = server.set_nodelay(true);
+        let clones = (client.try_clone(), server.try_clone());
+        let (Ok(client2), Ok(server2)) = clones else {
+            continue;
+        };
+        shared.sockets.lock().unwrap().extend(
+            [client.try_clone(), server.try_clone()]
+                .into_iter()
+                .flatten(),
+        );
+        let requests = thread::spawn(move || pump_requests(client, server));
+        let replies = {
+            let shared = shared.clone();
+            thread::spawn(move || pump_replies(server2, client2, &shared))
+        };
+        shared.threads.lock().unwrap().extend([requests, replies]);
+    }
+}
+
+fn pump_requests(mut from: TcpStream, mut to: TcpStream) {
+    let mut buf = [0u8; 16 * 1024];
+    while let Ok(n) = from.read(&mut buf) {
+        if n == 0 || to.write_all(&buf[..n]).is_err() {
+            break;
+        }
+    }
+    let _ = to.shutdown(Shutdown::Write);
+}
+
+fn pump_replies(mut from: TcpStream, mut to: TcpStream, shared: &Shared) {
+    let mut buf = [0u8; 16 * 1024];
+    while let Ok(n) = from.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        {
+            let mut paused = shared.paused.lock().unwrap();
+            while *paused {
+                paused = shared.resumed.wait(paused).unwrap();
+            }
+        }
+        if shared.lose_next_reply.swap(false, Ordering::SeqCst) {
+            let _ = to.shutdown(Shutdown::Both);
+            let _ = from.shutdown(Shutdown::Both);
+            return;
+        }
+        if to.write_all(&buf[..n]).is_err() {
+            break;
+        }
+    }
+    let _ = to.shutdown(Shutdown::Both);
+}

@@ -1,0 +1,293 @@
+//! Behaviour of the client itself against the emulator: every transport and protocol, the pool
+//! after dropped connections or a restart, lost replies, and use from tokio.
+
+mod common;
+
+use std::net::TcpListener;
+use std::time::Duration;
+
+use common::proxy::Proxy;
+use common::Gateway;
+use percolator::emulator::{self, EmulatorConfig};
+use percolator::hbase::{
+    Append, CheckAndMutate, CompareOp, FamilyDescriptor, Get, Increment, Protocol, Put, Scan,
+    ServerType, TableDescriptor, Transport,
+};
+use percolator::{Error, HBaseClient, HBaseConfig, RetryClass};
+
+fn client_for(addr: &str, config: impl FnOnce(HBaseConfig) -> HBaseConfig) -> HBaseClient {
+    HBaseClient::connect(config(HBaseConfig::new(addr))).expect("connect")
+}
+
+fn create(client: &HBaseClient, name: &str) {
+    let desc = TableDescriptor::new(name).family(FamilyDescriptor::new("f"));
+    client.admin().create_table(&desc).expect("create table");
+}
+
+#[test]
+fn every_transport_and_protocol_combination_works() {
+    let gw = Gateway::emulator(EmulatorConfig::default());
+    for transport in [Transport::Buffered, Transport::Framed] {
+        for protocol in [Protocol::Binary, Protocol::Compact] {
+            let c = client_for(gw.addr(), |cfg| cfg.transport(transport).protocol(protocol));
+            let table = format!("combo_{transport:?}_{protocol:?}");
+            create(&c, &table);
+            assert_eq!(c.admin().server_type().unwrap(), ServerType::Two);
+            c.put(&table, &Put::new("r").add("f", "q", "v")).unwrap();
+            assert_eq!(
+                c.get(&table, &Get::new("r")).unwrap().value(b"f", b"q"),
+                Some(&b"v"[..])
+            );
+            let put = Put::new("r2").add("f", "q", "w");
+            assert!(c
+                .check_and_put(&table, b"r2", b"f", b"q", None, &put)
+                .unwrap());
+            let rows: Vec<_> = c
+                .scan(&table, &Scan::new().caching(1))
+                .unwrap()
+                .map(|r| r.unwrap().row)
+                .collect();
+            assert_eq!(
+                rows,
+                vec![b"r".to_vec(), b"r2".to_vec()],
+                "{transport:?}/{protocol:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn pool_reconnects_after_the_gateway_restarts() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let first = emulator::start(listener, EmulatorConfig::default()).unwrap();
+    let c = client_for(&addr.to_string(), |cfg| cfg);
+    create(&c, "before");
+    first.shutdown();
+
+    let second =
+        emulator::start(TcpListener::bind(addr).unwrap(), EmulatorConfig::default()).unwrap();
+    let before = c.rpc_count();
+    assert!(
+        !c.admin().table_exists("before").unwrap(),
+        "a new, empty emulator answered"
+    );
+    assert_eq!(
+        c.rpc_count() - before,
+        2,
+        "one call on the dead connection, one replay"
+    );
+    create(&c, "after");
+    let counter = c
+        .increment("after", &Increment::new("r").add("f", "n", 1))
+        .unwrap();
+    assert!(counter.value(b"f", b"n").is_some());
+    second.shutdown();
+}
+
+#[test]
+fn stale_pooled_connections_are_replaced_without_an_extra_rpc() {
+    let gw = Gateway::emulator(EmulatorConfig::default());
+    let proxy = Proxy::start(gw.addr());
+    let max_idle = Duration::from_millis(100);
+    let c = client_for(&proxy.addr(), |cfg| cfg.max_idle(max_idle));
+    create(&c, "t");
+    // The gateway drops the idle connection; the client does not notice until it uses it.
+    proxy.sever_all();
+    std::thread::sleep(max_idle * 3);
+
+    let before = c.rpc_count();
+    let counter = c
+        .increment("t", &Increment::new("r").add("f", "n", 1))
+        .expect("a fresh connection, not the dead one");
+    assert_eq!(counter.value(b"f", b"n"), Some(&1i64.to_be_bytes()[..]));
+    assert_eq!(c.rpc_count() - before, 1);
+    assert_eq!(proxy.accepted(), 2);
+}
+
+#[test]
+fn a_dropped_connection_replays_idempotent_calls_once() {
+    let gw = Gateway::emulator(EmulatorConfig::default());
+    let proxy = Proxy::start(gw.addr());
+    let c = client_for(&proxy.addr(), |cfg| cfg);
+    create(&c, "t");
+    c.put("t", &Put::new("r").add("f", "q", "v")).unwrap();
+    proxy.sever_all();
+    let before = c.rpc_count();
+    assert_eq!(
+        c.get("t", &Get::new("r")).unwrap().value(b"f", b"q"),
+        Some(&b"v"[..])
+    );
+    assert_eq!(c.rpc_count() - before, 2);
+
+    proxy.lose_next_reply();
+    let before = c.rpc_count();
+    c.put("t", &Put::new("r").add_at("f", "q", 7, "again"))
+        .expect("puts are replayed too");
+    assert_eq!(c.rpc_count() - before, 2);
+}
+
+fn assert_outcome_unknown(err: Error, method: &str, table: &str, row: &[u8]) {
+    assert_eq!(err.retry_class(), RetryClass::Undetermined);
+    match err {
+        Error::OutcomeUnknown {
+            method: m,
+            table: t,
+            row: r,
+            source,
+        } => {
+            assert_eq!((m, t.as_str(), r.as_slice()), (method, table, row));
+            assert!(matches!(*source, Error::Transport { .. }), "{source:?}");
+        }
+        other => panic!("expected OutcomeUnknown, got {other:?}"),
+    }
+}
+
+#[test]
+fn lost_replies_of_non_idempotent_calls_are_outcome_unknown() {
+    let gw = Gateway::emulator(EmulatorConfig::default());
+    let proxy = Proxy::start(gw.addr());
+    let c = client_for(&proxy.addr(), |cfg| cfg);
+    create(&c, "t");
+    let value = |row: &str, q: &str| {
+        c.get("t", &Get::new(row))
+            .unwrap()
+            .value(b"f", q.as_bytes())
+            .map(<[u8]>::to_vec)
+    };
+
+    proxy.lose_next_reply();
+    let put = Put::new("a").add("f", "q", "1");
+    let err = c
+        .check_and_put("t", b"a", b"f", b"q", None, &put)
+        .unwrap_err();
+    assert_outcome_unknown(err, "checkAndPut", "t", b"a");
+    assert_eq!(
+        value("a", "q"),
+        Some(b"1".to_vec()),
+        "the gateway applied it; only the reply was lost"
+    );
+
+    proxy.lose_next_reply();
+    let cam = CheckAndMutate::new("a", "f", "q", CompareOp::Equal, "1")
+        .put(Put::new("a").add("f", "q", "2"));
+    assert_outcome_unknown(
+        c.check_and_mutate("t", &cam).unwrap_err(),
+        "checkAndMutate",
+        "t",
+        b"a",
+    );
+    assert_eq!(value("a", "q"), Some(b"2".to_vec()));
+
+    proxy.lose_next_reply();
+    let err = c
+        .increment("t", &Increment::new("n").add("f", "c", 1))
+        .unwrap_err();
+    assert_outcome_unknown(err, "increment", "t", b"n");
+    assert_eq!(
+        value("n", "c"),
+        Some(1i64.to_be_bytes().to_vec()),
+        "applied exactly once: never replayed"
+    );
+
+    proxy.lose_next_reply();
+    let err = c
+        .append("t", &Append::new("s").add("f", "c", "x"))
+        .unwrap_err();
+    assert_outcome_unknown(err, "append", "t", b"s");
+    assert_eq!(value("s", "c"), Some(b"x".to_vec()));
+}
+
+#[test]
+fn a_lost_scanner_page_fails_instead_of_skipping_rows() {
+    let gw = Gateway::emulator(EmulatorConfig::default());
+    let proxy = Proxy::start(gw.addr());
+    let c = client_for(&proxy.addr(), |cfg| cfg);
+    create(&c, "t");
+    let puts: Vec<Put> = (0..6)
+        .map(|i| Put::new(format!("r{i}")).add("f", "q", "v"))
+        .collect();
+    c.put_many("t", &puts).unwrap();
+
+    let mut scanner = c.scan("t", &Scan::new().caching(2)).unwrap();
+    assert_eq!(scanner.next().unwrap().unwrap().row, b"r0");
+    assert_eq!(scanner.next().unwrap().unwrap().row, b"r1");
+    proxy.lose_next_reply();
+    let err = scanner.next().unwrap().unwrap_err();
+    assert!(matches!(err, Error::Transport { .. }), "{err:?}");
+    assert!(scanner.next().is_none());
+}
+
+#[test]
+fn an_unreachable_gateway_is_a_transport_error() {
+    let addr = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let err = HBaseClient::connect(HBaseConfig::new(addr.to_string())).unwrap_err();
+    match err {
+        Error::Transport {
+            addr: a, source, ..
+        } => {
+            assert_eq!(a, addr.to_string());
+            assert_eq!(source.kind(), std::io::ErrorKind::ConnectionRefused);
+        }
+        other => panic!("expected Transport, got {other:?}"),
+    }
+    let zero = HBaseClient::connect(HBaseConfig::new(addr.to_string()).pool_size(0)).unwrap_err();
+    assert!(matches!(zero, Error::IllegalArgument { .. }));
+}
+
+#[test]
+fn clones_share_the_pool_and_the_rpc_count() {
+    let gw = Gateway::emulator(EmulatorConfig::default());
+    let c = client_for(gw.addr(), |cfg| cfg);
+    let clone = c.clone();
+    let before = c.rpc_count();
+    clone.admin().list_tables().unwrap();
+    c.admin().list_namespaces().unwrap();
+    assert_eq!(c.rpc_count() - before, 2);
+    assert_eq!(clone.rpc_count(), c.rpc_count());
+}
+
+#[test]
+fn async_calls_do_not_block_a_current_thread_runtime() {
+    let gw = Gateway::emulator(EmulatorConfig::default());
+    let proxy = Proxy::start(gw.addr());
+    let c = client_for(&proxy.addr(), |cfg| cfg.pool_size(4));
+    create(&c, "t");
+    c.put("t", &Put::new("r").add("f", "q", "v")).unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let async_client = c.asynchronous();
+    runtime.block_on(async {
+        let mut gets = tokio::task::JoinSet::new();
+        for _ in 0..64 {
+            let a = async_client.clone();
+            gets.spawn(async move { a.get("t", &Get::new("r")).await });
+        }
+        let mut done = 0;
+        while let Some(result) = gets.join_next().await {
+            assert_eq!(result.unwrap().unwrap().value(b"f", b"q"), Some(&b"v"[..]));
+            done += 1;
+        }
+        assert_eq!(done, 64);
+
+        // With every reply held back, the runtime's only thread must still run timers.
+        proxy.pause();
+        let stalled = {
+            let a = async_client.clone();
+            tokio::spawn(async move { a.get("t", &Get::new("r")).await })
+        };
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(
+            !stalled.is_finished(),
+            "the get cannot finish while its reply is held"
+        );
+        proxy.resume();
+        let got = stalled.await.unwrap().unwrap();
+        assert_eq!(got.value(b"f", b"q"), Some(&b"v"[..]));
+    });
+}

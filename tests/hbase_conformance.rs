@@ -1,0 +1,83 @@
+//! HBase 2.x conformance suite, one test per case of `common::suite`.
+//!
+//! Runs against a fresh in-process emulator per test, or unchanged against any Thrift2 gateway:
+//! `HBASE_THRIFT=127.0.0.1:9090 cargo test --test hbase_conformance` (see docker/README.md).
+
+mod common;
+
+use common::suite::{self, CASES};
+use common::Gateway;
+
+macro_rules! conformance {
+    ($($module:ident::$case:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $case() {
+                let gateway = Gateway::from_env();
+                suite::$module::$case(&gateway);
+            }
+        )*
+
+        #[test]
+        fn every_suite_case_has_a_test() {
+            let tested = [$(concat!(stringify!($module), "::", stringify!($case))),*];
+            let listed: Vec<&str> = CASES.iter().map(|c| c.name).collect();
+            assert_eq!(tested.to_vec(), listed);
+        }
+    };
+}
+
+conformance![
+    data::put_then_get_and_missing_rows,
+    data::versions_come_newest_first_in_column_order,
+    data::same_cell_and_timestamp_is_replaced,
+    data::family_versions_cap_what_reads_return,
+    data::ttl_hides_cells_by_their_timestamp,
+    data::min_versions_keep_expired_versions,
+    data::time_ranges_exclude_their_max,
+    data::get_timestamp_selects_one_version,
+    data::max_versions_must_be_positive,
+    data::put_timestamp_precedence,
+    data::family_and_column_selectors,
+    data::get_many_keeps_request_order,
+    data::put_without_columns_is_rejected,
+    delete::delete_column_removes_one_version,
+    delete::delete_columns_removes_versions_up_to_ts,
+    delete::delete_family_and_family_version,
+    delete::row_deletes,
+    delete::markers_hide_later_puts_at_or_below_them,
+    delete::family_only_column_deletes_the_empty_qualifier,
+    delete::delete_many_applies_all,
+    cas::comparison_is_value_op_cell_for_every_operator,
+    cas::empty_value_matches_absent_or_empty_cells,
+    cas::check_and_put_and_delete_with_absent_value,
+    cas::mutations_on_another_row_are_rejected,
+    cas::check_and_mutate_applies_all_mutations_atomically,
+    cas::concurrent_cas_increments_lose_no_update,
+    cas::server_timestamps_in_cas_never_go_below_the_checked_cell,
+    counters::increment_adds_and_returns,
+    counters::append_concatenates,
+    counters::mutate_row_is_atomic,
+    scan::start_inclusive_stop_exclusive,
+    scan::reversed_scans,
+    scan::caching_pages_through_every_row,
+    scan::batch_size_splits_wide_rows,
+    scan::limit_caps_rows,
+    scan::versions_time_range_and_columns,
+    scan::unknown_scanner_ids,
+    scan::dropped_scanner_is_closed,
+    scan::get_scanner_results_reads_once,
+    scan::idle_scanners_expire,
+    filter::row_filters,
+    filter::cell_filters,
+    filter::value_filters,
+    filter::and_or_combinations,
+    filter::get_with_filter,
+    filter::bad_filter_is_rejected,
+    errors::missing_table_is_table_not_found,
+    errors::missing_family_is_family_not_found,
+    admin::table_lifecycle,
+    admin::family_changes,
+    admin::namespaces,
+    admin::server_facts,
+];

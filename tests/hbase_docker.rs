@@ -1,0 +1,122 @@
+//! The conformance suite against a real HBase 2.5 in Docker (testcontainers): the image from
+//! `docker/`, built here if missing. Without a reachable Docker engine it prints
+//! "skipped: no Docker engine" and passes, so the default test run needs no Docker.
+
+mod common;
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::suite::CASES;
+use common::Gateway;
+use percolator::{HBaseClient, HBaseConfig};
+use testcontainers::core::IntoContainerPort;
+use testcontainers::runners::SyncRunner;
+use testcontainers::GenericImage;
+
+const IMAGE: &str = "percolator-hbase";
+const TAG: &str = "2.5.10";
+/// Master start-up plus region assignment of the system tables.
+const READY_WITHIN: Duration = Duration::from_secs(300);
+
+/// Why no Docker engine can be used, if none can.
+fn docker_unavailable() -> Option<String> {
+    match std::env::var("DOCKER_HOST") {
+        Ok(host) if !host.is_empty() => match host.strip_prefix("unix://") {
+            Some(path) if !Path::new(path).exists() => {
+                Some(format!("DOCKER_HOST={host}: no such socket"))
+            }
+            _ => None,
+        },
+        _ => {
+            let socket = "/var/run/docker.sock";
+            match std::os::unix::net::UnixStream::connect(socket) {
+                Ok(_) => None,
+                Err(e) => Some(format!("{socket}: {e}")),
+            }
+        }
+    }
+}
+
+/// Builds the image from `docker/` unless the engine already has it.
+fn ensure_image() {
+    let image = format!("{IMAGE}:{TAG}");
+    let present = Command::new("docker")
+        .args(["image", "inspect", &image])
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    if present {
+        return;
+    }
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("docker");
+    eprintln!(
+        "building {image} from {} (downloads HBase once)",
+        dir.display()
+    );
+    let status = Command::new("docker")
+        .args(["build", "-t", &image])
+        .arg(&dir)
+        .status()
+        .expect("run `docker build` (the docker CLI is needed to build the image)");
+    assert!(status.success(), "docker build of {image} failed");
+}
+
+/// Polls until the gateway answers an admin call backed by the master.
+fn wait_until_ready(addr: &str) {
+    let deadline = Instant::now() + READY_WITHIN;
+    let config = HBaseConfig::new(addr)
+        .connect_timeout(Duration::from_secs(2))
+        .read_timeout(Duration::from_secs(20))
+        .pool_size(1);
+    loop {
+        let ready = match HBaseClient::connect(config.clone()) {
+            Ok(client) => client.admin().list_namespaces(),
+            Err(e) => Err(e),
+        };
+        match ready {
+            Ok(namespaces) if namespaces.iter().any(|n| n == "default") => return,
+            Ok(_) => {}
+            Err(e) if Instant::now() >= deadline => {
+                panic!("HBase at {addr} not ready after {READY_WITHIN:?}: {e}")
+            }
+            Err(_) => {}
+        }
+        std::thread::sleep(Duration::from_secs(2));
+    }
+}
+
+#[test]
+fn conformance_suite_against_real_hbase_in_docker() {
+    if let Some(reason) = docker_unavailable() {
+        eprintln!("skipped: no Docker engine ({reason})");
+        return;
+    }
+    ensure_image();
+    let container = GenericImage::new(IMAGE, TAG)
+        .with_exposed_port(9090.tcp())
+        .start()
+        .expect("start the HBase container");
+    let host = container.get_host().expect("container host");
+    let port = container
+        .get_host_port_ipv4(9090)
+        .expect("mapped Thrift2 port");
+    let addr = format!("{host}:{port}");
+    wait_until_ready(&addr);
+
+    let gateway = Gateway::external(&addr);
+    let failed: Vec<&str> = CASES
+        .iter()
+        .filter(|case| {
+            eprintln!("case {}", case.name);
+            catch_unwind(AssertUnwindSafe(|| (case.run)(&gateway))).is_err()
+        })
+        .map(|case| case.name)
+        .collect();
+    assert!(
+        failed.is_empty(),
+        "cases failing against real HBase: {failed:?}"
+    );
+}

@@ -1,0 +1,411 @@
+//! Protocol scripts: each test drives the protocol steps against the emulator and states what
+//! must hold after each step. One or more tests per invariant of shared/DESIGN.md.
+
+mod txn_support;
+
+use std::time::{Duration, Instant};
+
+use percolator::hbase::{CheckAndMutate, Put};
+use percolator::txn::actions;
+use percolator::txn::codec::{encode_lock, Lock, LockState, MutationKind, WriteKind};
+use percolator::txn::CellKey;
+use percolator::Error;
+use txn_support::Env;
+
+/// A transaction driven step by step, as a (possibly dead) client would.
+struct Script<'a> {
+    env: &'a Env,
+    start_ts: u64,
+    primary: CellKey,
+    owner: String,
+    wall_ms: u64,
+}
+
+impl<'a> Script<'a> {
+    /// A transaction whose owner has no liveness row: others may clean its locks at once.
+    fn dead(env: &'a Env, primary: &CellKey) -> Self {
+        Script {
+            env,
+            start_ts: env.ts(),
+            primary: primary.clone(),
+            owner: "dead-owner".into(),
+            wall_ms: 0,
+        }
+    }
+
+    fn owned_by(env: &'a Env, primary: &CellKey, owner: &str) -> Self {
+        Script {
+            owner: owner.into(),
+            wall_ms: now_ms(),
+            ..Script::dead(env, primary)
+        }
+    }
+
+    fn lock(&self, value: Option<&[u8]>) -> Lock {
+        Lock {
+            start_ts: self.start_ts,
+            kind: if value.is_some() {
+                MutationKind::Put
+            } else {
+                MutationKind::Delete
+            },
+            primary: self.primary.clone(),
+            owner: self.owner.clone(),
+            wall_ms: self.wall_ms,
+            ttl_ms: 60_000,
+            short_value: value.map(<[u8]>::to_vec),
+        }
+    }
+
+    /// Prewrite as the client does it: one CAS, and the absent-cell variant when the lock cell
+    /// does not exist yet.
+    fn prewrite(&self, key: &CellKey, value: &[u8]) -> bool {
+        let lock = self.lock(Some(value));
+        let bytes = encode_lock(&lock);
+        for absent in [false, true] {
+            let cam = actions::prewrite(&self.env.schema, key, &lock, &bytes, Some(value), absent);
+            if self.env.hbase.check_and_mutate(&key.table, &cam).unwrap() {
+                return true;
+            }
+            if self.env.raw_lock(key).is_some() {
+                return false;
+            }
+        }
+        false
+    }
+
+    fn commit(&self, key: &CellKey, value: &[u8], commit_ts: u64) -> bool {
+        let lock = self.lock(Some(value));
+        let cam = actions::commit(&self.env.schema, key, &lock, &encode_lock(&lock), commit_ts);
+        self.env.hbase.check_and_mutate(&key.table, &cam).unwrap()
+    }
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
+fn must_be_locked_by(env: &Env, key: &CellKey, start_ts: u64) {
+    match env.lock_state(key) {
+        LockState::Locked(l) => assert_eq!(l.start_ts, start_ts, "locked by the wrong transaction"),
+        other => panic!("{key} must be locked by {start_ts}, is {other:?}"),
+    }
+}
+
+fn must_be_released_at(env: &Env, key: &CellKey, max_ts: u64) {
+    assert_eq!(env.lock_state(key), LockState::Released { max_ts }, "{key}");
+}
+
+fn must_be_written(env: &Env, key: &CellKey, commit_ts: u64, start_ts: u64) {
+    let writes = env.writes(key);
+    assert!(
+        writes.iter().any(|(v, r)| *v == commit_ts as i64
+            && r.start_ts == start_ts
+            && r.kind == WriteKind::Put),
+        "{key}: no write record {commit_ts} -> {start_ts} in {writes:?}"
+    );
+}
+
+fn read(env: &Env, key: &CellKey) -> Option<Vec<u8>> {
+    let client = env.client();
+    let v = client
+        .begin()
+        .unwrap()
+        .get_many(std::slice::from_ref(key))
+        .unwrap()
+        .pop()
+        .unwrap();
+    client.shutdown();
+    v
+}
+
+#[test]
+fn prewrite_commit_then_read() {
+    let env = Env::start();
+    let t = env.table("acct");
+    let (p, s) = (env.key(&t, "p"), env.key(&t, "s"));
+    let txn = Script::dead(&env, &p);
+    assert!(txn.prewrite(&p, b"1"));
+    assert!(txn.prewrite(&s, b"2"));
+    must_be_locked_by(&env, &p, txn.start_ts);
+    must_be_locked_by(&env, &s, txn.start_ts);
+    let commit_ts = env.ts();
+    assert!(txn.commit(&p, b"1", commit_ts));
+    assert!(txn.commit(&s, b"2", commit_ts));
+    must_be_written(&env, &p, commit_ts, txn.start_ts);
+    must_be_released_at(&env, &s, commit_ts);
+    assert_eq!(read(&env, &p).as_deref(), Some(&b"1"[..]));
+    assert_eq!(read(&env, &s).as_deref(), Some(&b"2"[..]));
+}
+
+/// Invariant 1: the CAS refuses a cell that is locked.
+#[test]
+fn prewrite_refused_while_another_lock_is_held() {
+    let env = Env::start();
+    let t = env.table("acct");
+    let x = env.key(&t, "x");
+    let first = Script::dead(&env, &x);
+    let second = Script::dead(&env, &x);
+    assert!(first.prewrite(&x, b"a"));
+    assert!(!second.prewrite(&x, b"b"), "a second lock must be refused");
+    must_be_locked_by(&env, &x, first.start_ts);
+}
+
+/// Invariants 1 and 2: a commit at or after start_ts refuses the prewrite, decided by the CAS
+/// itself: the older transaction's CAS was built before the newer one committed.
+#[test]
+fn prewrite_refused_after_a_newer_commit_without_any_read() {
+    let env = Env::start();
+    let t = env.table("acct");
+    let x = env.key(&t, "x");
+    let older = Script::dead(&env, &x);
+    let lock = older.lock(Some(b"old"));
+    let bytes = encode_lock(&lock);
+    // Built now, applied after the newer transaction commits.
+    let stale_cam: CheckAndMutate =
+        actions::prewrite(&env.schema, &x, &lock, &bytes, Some(b"old"), false);
+
+    let newer = Script::dead(&env, &x);
+    assert!(newer.prewrite(&x, b"new"));
+    let commit_ts = env.ts();
+    assert!(newer.commit(&x, b"new", commit_ts));
+
+    assert!(
+        !env.hbase.check_and_mutate(&t, &stale_cam).unwrap(),
+        "write conflict must fail the CAS"
+    );
+    must_be_released_at(&env, &x, commit_ts);
+}
+
+/// Invariant 2: an absent lock cell never matches the GREATER probe; the EQUAL-empty variant
+/// is refused once anything was recorded.
+#[test]
+fn absent_variant_only_matches_a_never_written_cell() {
+    let env = Env::start();
+    let t = env.table("acct");
+    let x = env.key(&t, "x");
+    let txn = Script::dead(&env, &x);
+    let lock = txn.lock(Some(b"v"));
+    let bytes = encode_lock(&lock);
+    let probe = actions::prewrite(&env.schema, &x, &lock, &bytes, Some(b"v"), false);
+    assert!(!env.hbase.check_and_mutate(&t, &probe).unwrap());
+    assert_eq!(env.lock_state(&x), LockState::Absent);
+
+    let other = Script::dead(&env, &x);
+    assert!(other.prewrite(&x, b"w"));
+    let absent = actions::prewrite(&env.schema, &x, &lock, &bytes, Some(b"v"), true);
+    assert!(!env.hbase.check_and_mutate(&t, &absent).unwrap());
+    must_be_locked_by(&env, &x, other.start_ts);
+}
+
+/// Invariant 3: the commit point needs the exact lock; a rolled-back transaction cannot commit.
+#[test]
+fn commit_refused_after_rollback() {
+    let env = Env::start();
+    let t = env.table("acct");
+    let p = env.key(&t, "p");
+    let txn = Script::dead(&env, &p);
+    assert!(txn.prewrite(&p, b"v"));
+    let lock = txn.lock(Some(b"v"));
+    let rb = actions::rollback(&env.schema, &p, &lock, &encode_lock(&lock));
+    assert!(env.hbase.check_and_mutate(&t, &rb).unwrap());
+    must_be_released_at(&env, &p, txn.start_ts);
+    assert!(
+        !txn.commit(&p, b"v", env.ts()),
+        "commit after rollback must fail"
+    );
+    assert!(env
+        .writes(&p)
+        .iter()
+        .all(|(_, r)| r.kind == WriteKind::Rollback));
+    assert!(
+        env.data_versions(&p).is_empty(),
+        "rolled-back data version is removed"
+    );
+}
+
+/// Invariant 3: a secondary commit is conditional: it never erases a newer transaction's lock.
+#[test]
+fn late_secondary_commit_cannot_erase_a_newer_lock() {
+    let env = Env::start();
+    let t = env.table("acct");
+    let (p, s) = (env.key(&t, "p"), env.key(&t, "s"));
+    let old = Script::dead(&env, &p);
+    assert!(old.prewrite(&p, b"1") && old.prewrite(&s, b"1"));
+    let commit_ts = env.ts();
+    assert!(old.commit(&p, b"1", commit_ts));
+    // A reader rolls the secondary forward, then a newer transaction locks it.
+    assert_eq!(read(&env, &s).as_deref(), Some(&b"1"[..]));
+    let newer = Script::dead(&env, &s);
+    assert!(newer.prewrite(&s, b"2"));
+    assert!(
+        !old.commit(&s, b"1", commit_ts),
+        "duplicate secondary commit must fail"
+    );
+    must_be_locked_by(&env, &s, newer.start_ts);
+}
+
+/// Invariant 4: after a rollback, a late (duplicated) prewrite of the primary fails, so the
+/// transaction cannot commit over secondaries already rolled back.
+#[test]
+fn late_primary_prewrite_fails_after_rollback() {
+    let env = Env::start();
+    let t = env.table("acct");
+    let (p, s) = (env.key(&t, "p"), env.key(&t, "s"));
+    let txn = Script::dead(&env, &p);
+    assert!(txn.prewrite(&p, b"1") && txn.prewrite(&s, b"1"));
+    // Another client meets the secondary lock of a dead owner and resolves it.
+    assert_eq!(read(&env, &s), None);
+    must_be_released_at(&env, &s, txn.start_ts);
+    must_be_released_at(&env, &p, txn.start_ts);
+    assert!(
+        !txn.prewrite(&p, b"1"),
+        "a duplicated primary prewrite must fail"
+    );
+    assert!(!txn.commit(&p, b"1", env.ts()));
+}
+
+/// Invariant 4, parallel prewrite: the resolver fences the primary before declaring a
+/// transaction whose primary prewrite is still in flight rolled back.
+#[test]
+fn resolver_fences_an_in_flight_primary_prewrite() {
+    let env = Env::start();
+    let t = env.table("acct");
+    let (p, s) = (env.key(&t, "p"), env.key(&t, "s"));
+    let txn = Script::dead(&env, &p);
+    assert!(txn.prewrite(&s, b"1"), "the secondary lands first");
+    assert_eq!(read(&env, &s), None, "the secondary is rolled back");
+    let writes = env.writes(&p);
+    assert!(writes
+        .iter()
+        .any(|(v, r)| *v == txn.start_ts as i64 && r.kind == WriteKind::Rollback));
+    assert!(
+        !txn.prewrite(&p, b"1"),
+        "the delayed primary prewrite must now fail"
+    );
+}
+
+/// Invariant 4: roll-forward happens whenever the primary committed, regardless of TTLs or
+/// the owner's liveness.
+#[test]
+fn secondary_rolled_forward_when_primary_committed() {
+    let env = Env::start();
+    let t = env.table("acct");
+    let (p, s) = (env.key(&t, "p"), env.key(&t, "s"));
+    let live = env.client();
+    let txn = Script::owned_by(&env, &p, live.owner_id());
+    assert!(txn.prewrite(&p, b"1") && txn.prewrite(&s, b"2"));
+    let commit_ts = env.ts();
+    assert!(txn.commit(&p, b"1", commit_ts));
+    assert_eq!(read(&env, &s).as_deref(), Some(&b"2"[..]));
+    must_be_written(&env, &s, commit_ts, txn.start_ts);
+    must_be_released_at(&env, &s, commit_ts);
+    live.shutdown();
+}
+
+/// Invariant 5: a reader waits on a live lock at or below its snapshot and ignores newer ones.
+#[test]
+fn reader_waits_on_live_locks_and_ignores_newer_ones() {
+    let env = Env::start();
+    let t = env.table("acct");
+    let x = env.key(&t, "x");
+    let writer = env.client();
+    writer.run(|txn| txn.set(&t, "x", "f", "q", "old")).unwrap();
+
+    let early_reader = writer.begin().unwrap();
+    let live = Script::owned_by(&env, &x, writer.owner_id());
+    assert!(live.prewrite(&x, b"new"));
+
+    let mut opts = env.options();
+    opts.max_lock_wait = Duration::from_millis(300);
+    let reader = env.client_with(opts);
+    let started = Instant::now();
+    let err = reader.begin().unwrap().get(&t, "x", "f", "q").unwrap_err();
+    assert!(matches!(err, Error::KeyLocked { .. }), "got {err}");
+    assert!(
+        started.elapsed() >= Duration::from_millis(300),
+        "it must have waited"
+    );
+    must_be_locked_by(&env, &x, live.start_ts);
+
+    assert_eq!(
+        early_reader.get(&t, "x", "f", "q").unwrap().as_deref(),
+        Some(&b"old"[..])
+    );
+    reader.shutdown();
+    writer.shutdown();
+}
+
+/// Invariant 6: deletes are Delete write records; older snapshots still read the old value and
+/// no HBase delete marker hides any version.
+#[test]
+fn transactional_delete_is_a_write_record() {
+    let env = Env::start();
+    let t = env.table("acct");
+    let x = env.key(&t, "x");
+    let client = env.client();
+    client.run(|txn| txn.set(&t, "x", "f", "q", "v1")).unwrap();
+    let before = client.begin().unwrap();
+    client.run(|txn| txn.delete(&t, "x", "f", "q")).unwrap();
+    assert_eq!(
+        before.get(&t, "x", "f", "q").unwrap().as_deref(),
+        Some(&b"v1"[..])
+    );
+    assert_eq!(
+        client.begin().unwrap().get(&t, "x", "f", "q").unwrap(),
+        None
+    );
+    assert_eq!(env.writes(&x)[0].1.kind, WriteKind::Delete);
+    assert_eq!(
+        env.data_versions(&x).len(),
+        1,
+        "the data version is still stored"
+    );
+    // A raw put below the delete's version stays visible to raw readers: no marker exists.
+    env.hbase
+        .put(&t, &Put::new("x").add_at("f", "q", 5, "raw"))
+        .unwrap();
+    assert_eq!(env.data_versions(&x).len(), 2);
+    client.shutdown();
+}
+
+/// Invariant 9 and the cost model: commit_ts is taken after all locks are visible, and a write
+/// costs two CAS rounds with no prior read once the lock cells exist.
+#[test]
+fn commit_costs_one_cas_per_cell_per_phase() {
+    let env = Env::start();
+    let t = env.table("acct");
+    let client = env.client();
+    client
+        .run(|txn| {
+            txn.set(&t, "a", "f", "q", "0")?;
+            txn.set(&t, "b", "f", "q", "0")
+        })
+        .unwrap();
+    let mut txn = client.begin().unwrap();
+    txn.set(&t, "a", "f", "q", "1").unwrap();
+    txn.set(&t, "b", "f", "q", "1").unwrap();
+    let before = client.stats().hbase_rpcs;
+    txn.commit().unwrap();
+    assert_eq!(
+        client.stats().hbase_rpcs - before,
+        4,
+        "2 prewrite CAS + 2 commit CAS"
+    );
+
+    let reader = client.begin().unwrap();
+    let before = client.stats().hbase_rpcs;
+    assert_eq!(
+        reader.get(&t, "a", "f", "q").unwrap().as_deref(),
+        Some(&b"1"[..])
+    );
+    assert_eq!(
+        client.stats().hbase_rpcs - before,
+        1,
+        "a committed short value is one Get"
+    );
+    client.shutdown();
+}

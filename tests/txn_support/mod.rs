@@ -1,0 +1,186 @@
+//! Shared fixture for the transaction tests: an in-process emulator and timestamp oracle on
+//! 127.0.0.1, transactional tables, and helpers that read the raw percolator columns.
+#![allow(dead_code)]
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use percolator::emulator::{self, EmulatorHandle};
+use percolator::hbase::{Get, TimeRange};
+use percolator::oracle::TimestampSource;
+use percolator::txn::codec::{decode_lock_state, decode_write, LockState, WriteRecord};
+use percolator::txn::{self, CellKey, Client, LivenessConfig, Schema, TxnOptions};
+use percolator::{HBaseClient, HBaseConfig};
+
+pub const FAMILY: &str = "f";
+
+pub struct Env {
+    pub emulator: EmulatorHandle,
+    pub hbase: HBaseClient,
+    pub tso: Arc<dyn TimestampSource>,
+    pub liveness: LivenessConfig,
+    pub schema: Schema,
+    _oracle: oracle_fixture::Oracle,
+}
+
+static UNIQUE: AtomicU64 = AtomicU64::new(0);
+
+pub fn unique(prefix: &str) -> String {
+    format!(
+        "{prefix}_{}_{}",
+        std::process::id(),
+        UNIQUE.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+impl Env {
+    pub fn start() -> Env {
+        let emulator = emulator::start_local().expect("start the emulator");
+        let hbase = HBaseClient::connect(HBaseConfig::new(emulator.local_addr().to_string()))
+            .expect("connect to the emulator");
+        let liveness = LivenessConfig {
+            table: unique("liveness"),
+            ttl_secs: 1,
+        };
+        txn::setup::create_liveness_table(&hbase, &liveness).expect("liveness table");
+        let oracle = oracle_fixture::Oracle::start();
+        Env {
+            tso: oracle.source(),
+            emulator,
+            hbase,
+            liveness,
+            schema: Schema::default(),
+            _oracle: oracle,
+        }
+    }
+
+    /// A new transactional table with user family `f`.
+    pub fn table(&self, prefix: &str) -> String {
+        let name = unique(prefix);
+        txn::setup::create_table(&self.hbase, &self.schema, &name, &[FAMILY])
+            .expect("create table");
+        name
+    }
+
+    /// Options for tests: short TTLs so dead clients are noticed within about a second, and
+    /// synchronous secondaries so a test sees a finished commit.
+    pub fn options(&self) -> TxnOptions {
+        TxnOptions {
+            liveness: self.liveness.clone(),
+            lock_ttl: Duration::from_secs(2),
+            max_lock_wait: Duration::from_secs(6),
+            sync_secondaries: true,
+            workers: 8,
+            ..TxnOptions::default()
+        }
+    }
+
+    pub fn client(&self) -> Client {
+        self.client_with(self.options())
+    }
+
+    pub fn client_with(&self, options: TxnOptions) -> Client {
+        Client::new(Arc::new(self.hbase.clone()), self.tso.clone(), options).expect("client")
+    }
+
+    pub fn key(&self, table: &str, row: &str) -> CellKey {
+        CellKey::new(
+            table,
+            row.as_bytes().to_vec(),
+            FAMILY.as_bytes().to_vec(),
+            b"q".to_vec(),
+        )
+        .unwrap()
+    }
+
+    pub fn ts(&self) -> u64 {
+        self.tso.get_timestamp().expect("timestamp")
+    }
+
+    /// The lock column of `key`, raw.
+    pub fn raw_lock(&self, key: &CellKey) -> Option<Vec<u8>> {
+        let q = self.schema.qualifier(key);
+        let get = Get::new(key.row.clone()).column(self.schema.lock_family.clone(), q.clone());
+        let row = self.hbase.get(&key.table, &get).expect("get lock");
+        row.value(&self.schema.lock_family, &q).map(<[u8]>::to_vec)
+    }
+
+    pub fn lock_state(&self, key: &CellKey) -> LockState {
+        decode_lock_state(self.raw_lock(key).as_deref()).expect("decodable lock")
+    }
+
+    /// Every write record of `key`, newest first, as (version, record).
+    pub fn writes(&self, key: &CellKey) -> Vec<(i64, WriteRecord)> {
+        let q = self.schema.qualifier(key);
+        let get = Get::new(key.row.clone())
+            .column(self.schema.write_family.clone(), q.clone())
+            .time_range(TimeRange::new(0, i64::MAX))
+            .max_versions(i32::MAX);
+        let row = self.hbase.get(&key.table, &get).expect("get writes");
+        row.versions(&self.schema.write_family, &q)
+            .map(|c| {
+                (
+                    c.timestamp,
+                    decode_write(&c.value).expect("decodable write"),
+                )
+            })
+            .collect()
+    }
+
+    /// All stored versions of the user column, newest first.
+    pub fn data_versions(&self, key: &CellKey) -> Vec<(i64, Vec<u8>)> {
+        let get = Get::new(key.row.clone())
+            .column(key.family.clone(), key.qualifier.clone())
+            .time_range(TimeRange::new(0, i64::MAX))
+            .max_versions(i32::MAX);
+        let row = self.hbase.get(&key.table, &get).expect("get data");
+        row.versions(&key.family, &key.qualifier)
+            .map(|c| (c.timestamp, c.value.clone()))
+            .collect()
+    }
+
+    /// Asserts no lock is held anywhere in `table`.
+    pub fn assert_no_locks(&self, table: &str) {
+        let scan = percolator::hbase::Scan::new().family(self.schema.lock_family.clone());
+        for row in self.hbase.scan(table, &scan).expect("scan") {
+            let row = row.expect("scan row");
+            for cell in &row.cells {
+                let state = decode_lock_state(Some(&cell.value)).expect("decodable lock");
+                assert!(
+                    !matches!(state, LockState::Locked(_)),
+                    "lock left at {table} row {:?}: {state:?}",
+                    String::from_utf8_lossy(&row.row)
+                );
+            }
+        }
+    }
+}
+
+mod oracle_fixture {
+    use std::sync::Arc;
+
+    use percolator::oracle::{ClientConfig, MemoryStore, OracleClient, OracleHandle, OracleServer, TimestampSource};
+
+    /// A timestamp oracle server on 127.0.0.1 and a batching client of it.
+    pub struct Oracle {
+        source: Arc<dyn TimestampSource>,
+        _server: OracleHandle,
+    }
+
+    impl Oracle {
+        pub fn start() -> Oracle {
+            let server = OracleServer::start_local(MemoryStore::new()).expect("start the oracle");
+            let client = OracleClient::connect(&[server.local_addr().to_string()], ClientConfig::default())
+                .expect("connect to the oracle");
+            Oracle {
+                source: Arc::new(client),
+                _server: server,
+            }
+        }
+
+        pub fn source(&self) -> Arc<dyn TimestampSource> {
+            self.source.clone()
+        }
+    }
+}
