@@ -1,6 +1,6 @@
-//! Two oracles on one shared store: the newer one fences the older, which stops serving before
-//! the newer one starts; no timestamp repeats, and a client with both addresses fails over.
-//! (The in-memory store has the same claim/advance semantics as the HBase row.)
+//! Two oracles on one shared store (the in-memory store, and the HBase cell on the emulator):
+//! the newer one fences the older, which stops serving before the newer one starts; no
+//! timestamp repeats, and a client with both addresses fails over.
 
 mod oracle_common;
 
@@ -9,7 +9,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use oracle_common::{assert_unique_and_increasing, wait_until};
-use percolator::oracle::{ClientConfig, MemoryStore, OracleServer, ServerConfig};
+use percolator::emulator;
+use percolator::oracle::{
+    ClientConfig, HBaseStore, MemoryStore, OracleServer, ServerConfig, WindowStore,
+};
 use percolator::{Error, OracleClient};
 
 const LEASE: Duration = Duration::from_secs(1);
@@ -22,10 +25,9 @@ fn impatient(addrs: &[String]) -> OracleClient {
     OracleClient::connect(addrs, config).unwrap()
 }
 
-#[test]
-fn a_newer_oracle_fences_the_older_and_they_never_serve_at_the_same_time() {
-    let store = MemoryStore::with_lease(LEASE);
-    let old = OracleServer::start("127.0.0.1:0", store.clone(), ServerConfig::default()).unwrap();
+/// Each call of `store` is a new would-be owner of the same stored window.
+fn newer_fences_older_and_they_never_serve_at_the_same_time<S: WindowStore>(store: impl Fn() -> S) {
+    let old = OracleServer::start("127.0.0.1:0", store(), ServerConfig::default()).unwrap();
     let old_client = Arc::new(impatient(&[old.local_addr().to_string()]));
 
     // Hammer the old oracle, noting when each ask started and how it ended.
@@ -43,7 +45,7 @@ fn a_newer_oracle_fences_the_older_and_they_never_serve_at_the_same_time() {
     };
     std::thread::sleep(Duration::from_millis(200));
 
-    let new = OracleServer::start("127.0.0.1:0", store.clone(), ServerConfig::default()).unwrap();
+    let new = OracleServer::start("127.0.0.1:0", store(), ServerConfig::default()).unwrap();
     let new_client = impatient(&[new.local_addr().to_string()]);
     let mut first_new = None;
     wait_until("the new oracle to serve", || {
@@ -84,6 +86,21 @@ fn a_newer_oracle_fences_the_older_and_they_never_serve_at_the_same_time() {
     assert_unique_and_increasing(&[old_seq, new_seq]);
     assert!(matches!(old.shutdown(), Err(Error::OracleFenced { .. })));
     new.shutdown().unwrap();
+}
+
+#[test]
+fn on_the_memory_store_a_newer_oracle_fences_the_older() {
+    let shared = MemoryStore::with_lease(LEASE);
+    newer_fences_older_and_they_never_serve_at_the_same_time(|| shared.clone());
+}
+
+#[test]
+fn on_the_hbase_store_a_newer_oracle_fences_the_older() {
+    let emu = emulator::start_local().unwrap();
+    let addr = emu.local_addr().to_string();
+    newer_fences_older_and_they_never_serve_at_the_same_time(|| {
+        HBaseStore::connect(&addr, "oracle_fencing", LEASE).unwrap()
+    });
 }
 
 #[test]

@@ -7,7 +7,10 @@ use clap::{Parser, Subcommand};
 use percolator::workload::{bench, demo, stack::Stack};
 
 #[derive(Parser)]
-#[command(version, about = "Percolator transactions on HBase: demo and benchmark")]
+#[command(
+    version,
+    about = "Percolator transactions on HBase: demo and benchmark"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -133,7 +136,10 @@ fn run_bench(
         stack.use_local_timestamps();
     }
     if !json {
-        println!("{:<14} {:>10} {:>9} {:>9} {:>9}", "workload", "ops/s", "p50 us", "p99 us", "rpcs/op");
+        println!(
+            "{:<14} {:>10} {:>9} {:>9} {:>9}",
+            "workload", "ops/s", "p50 us", "p99 us", "rpcs/op"
+        );
     }
     let report = bench::run(&stack, config, |name, r| {
         if !json {
@@ -144,7 +150,10 @@ fn run_bench(
         }
     })?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&report).unwrap_or_default());
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).unwrap_or_default()
+        );
     } else {
         print_ratios(&report);
     }
@@ -153,7 +162,11 @@ fn run_bench(
 
 fn print_ratios(report: &bench::BenchReport) {
     let ops = |n: &str| report.workloads.get(n).map(|r| r.ops_per_s);
-    for (txn, raw, target) in [("txn_get", "raw_get", 0.9), ("txn_put1", "raw_put", 0.45), ("txn_transfer2", "raw_rmw2", 0.4)] {
+    for (txn, raw, target) in [
+        ("txn_get", "raw_get", 0.9),
+        ("txn_put1", "raw_put", 0.45),
+        ("txn_transfer2", "raw_rmw2", 0.4),
+    ] {
         if let (Some(t), Some(r)) = (ops(txn), ops(raw)) {
             println!("{txn} / {raw} = {:.2} (target >= {target})", t / r);
         }

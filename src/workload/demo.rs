@@ -27,7 +27,11 @@ pub fn run(config: &DemoConfig) -> Result<BankReport> {
     println!(
         "percolator demo: HBase gateway {} ({}), oracle {}",
         stack.hbase_addr,
-        if stack.is_embedded() { "embedded emulator" } else { "external" },
+        if stack.is_embedded() {
+            "embedded emulator"
+        } else {
+            "external"
+        },
         stack.oracle_addr
     );
     let suffix = format!("{}_{}", std::process::id(), rand::random::<u16>());
@@ -39,7 +43,10 @@ pub fn run(config: &DemoConfig) -> Result<BankReport> {
     let rate = config.crash_rate;
     options.crash_injector = Some(Arc::new(move |_seam: Seam| rand::random::<f64>() < rate));
     let bank = BankConfig {
-        tables: vec![format!("demo_checking_{suffix}"), format!("demo_savings_{suffix}")],
+        tables: vec![
+            format!("demo_checking_{suffix}"),
+            format!("demo_savings_{suffix}"),
+        ],
         accounts_per_table: config.accounts_per_table,
         initial_balance: 1000,
         clients: config.clients,
@@ -70,7 +77,10 @@ pub fn run(config: &DemoConfig) -> Result<BankReport> {
         report.settled_committed,
         report.audits
     );
-    println!("total {} (expected {})", report.final_total, report.expected_total);
+    println!(
+        "total {} (expected {})",
+        report.final_total, report.expected_total
+    );
     if report.violations.is_empty() {
         println!("all invariants hold: every snapshot summed to the same total, balances match the ledger, no lock left");
     } else {

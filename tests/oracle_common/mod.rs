@@ -25,10 +25,18 @@ pub struct OracleProcess {
 impl OracleProcess {
     /// Starts the binary with `args` and waits for its `listening on ADDR` line.
     pub fn start<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> OracleProcess {
+        Self::start_with_stderr(args, Stdio::null())
+    }
+
+    /// Like [`start`](Self::start), with the server's log going to `stderr`.
+    pub fn start_with_stderr<S: AsRef<std::ffi::OsStr>>(
+        args: &[S],
+        stderr: impl Into<Stdio>,
+    ) -> OracleProcess {
         let mut child = Command::new(BIN)
             .args(args)
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(stderr)
             .spawn()
             .expect("spawn percolator-oracle");
         let stdout = child.stdout.take().expect("piped stdout");
