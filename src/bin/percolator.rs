@@ -21,25 +21,7 @@ enum Command {
     /// Concurrent bank transfers with injected client crashes; checks the invariants at the end
     /// and exits non-zero if any is broken. Starts an emulator and an oracle in-process unless
     /// --hbase / --oracle are given.
-    Demo {
-        #[arg(long, default_value_t = 20)]
-        seconds: u64,
-        /// HBase Thrift2 gateway host:port (default: embedded emulator).
-        #[arg(long)]
-        hbase: Option<String>,
-        /// Timestamp oracle host:port (default: embedded oracle).
-        #[arg(long)]
-        oracle: Option<String>,
-        #[arg(long, default_value_t = 8)]
-        clients: usize,
-        #[arg(long, default_value_t = 2)]
-        auditors: usize,
-        #[arg(long, default_value_t = 50)]
-        accounts_per_table: usize,
-        /// Chance that a client dies at each protocol seam.
-        #[arg(long, default_value_t = 0.005)]
-        crash_rate: f64,
-    },
+    Demo(demo::DemoConfig),
     /// Raw HBase operations vs transactions: ops/s, p50, p99, RPCs per op.
     Bench {
         #[arg(long, default_value_t = 5.0)]
@@ -73,24 +55,7 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .init();
     let result = match Cli::parse().command {
-        Command::Demo {
-            seconds,
-            hbase,
-            oracle,
-            clients,
-            auditors,
-            accounts_per_table,
-            crash_rate,
-        } => demo::run(&demo::DemoConfig {
-            seconds,
-            hbase,
-            oracle,
-            clients,
-            auditors,
-            accounts_per_table,
-            crash_rate,
-        })
-        .map(|report| report.violations.is_empty()),
+        Command::Demo(config) => demo::run(&config).map(|report| report.violations.is_empty()),
         Command::Bench {
             seconds,
             threads,

@@ -10,15 +10,25 @@ use crate::txn::{LivenessConfig, Seam};
 use crate::workload::bank::{self, BankConfig, BankReport, Progress};
 use crate::workload::stack::Stack;
 
-#[derive(Clone, Debug)]
+/// `percolator demo` options (also its command-line arguments).
+#[derive(Clone, Debug, clap::Args)]
 pub struct DemoConfig {
+    #[arg(long, default_value_t = 20)]
     pub seconds: u64,
+    /// HBase Thrift2 gateway host:port (default: embedded emulator).
+    #[arg(long)]
     pub hbase: Option<String>,
+    /// Timestamp oracle host:port (default: embedded oracle).
+    #[arg(long)]
     pub oracle: Option<String>,
+    #[arg(long, default_value_t = 8)]
     pub clients: usize,
+    #[arg(long, default_value_t = 2)]
     pub auditors: usize,
+    #[arg(long, default_value_t = 50)]
     pub accounts_per_table: usize,
     /// Chance that a client dies at each protocol seam it passes.
+    #[arg(long, default_value_t = 0.005)]
     pub crash_rate: f64,
 }
 
