@@ -10,18 +10,12 @@ fn generated_bindings_match_the_idl() {
     match version {
         Ok(out) if String::from_utf8_lossy(&out.stdout).contains("0.17.") => {}
         _ => {
-            eprintln!(
-                "skipped: thrift 0.17 compiler not installed (apt-get install thrift-compiler)"
-            );
+            eprintln!("skipped: thrift 0.17 compiler not installed (apt-get install thrift-compiler)");
             return;
         }
     }
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/thrift/generate.sh");
-    let out = Command::new("bash")
-        .arg(script)
-        .arg("--check")
-        .output()
-        .expect("run generate.sh");
+    let out = Command::new("bash").arg(script).arg("--check").output().expect("run generate.sh");
     assert!(
         out.status.success(),
         "bindings out of date: {}{}",

@@ -63,11 +63,7 @@ fn bank_transfers_keep_every_snapshot_balanced_through_client_crashes() {
     })
     .expect("bank run");
     eprintln!("bank report: {report:#?}");
-    assert!(
-        report.violations.is_empty(),
-        "violations: {:#?}",
-        report.violations
-    );
+    assert!(report.violations.is_empty(), "violations: {:#?}", report.violations);
     assert!(report.committed > 100, "too little progress: {report:?}");
     assert!(report.audits > 10, "auditors must have run: {report:?}");
     assert!(report.crashes > 0, "clients must have crashed: {report:?}");

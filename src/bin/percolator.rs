@@ -7,10 +7,7 @@ use clap::{Parser, Subcommand};
 use percolator::workload::{bench, demo, stack::Stack};
 
 #[derive(Parser)]
-#[command(
-    version,
-    about = "Percolator transactions on HBase: demo and benchmark"
-)]
+#[command(version, about = "Percolator transactions on HBase: demo and benchmark")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -21,7 +18,25 @@ enum Command {
     /// Concurrent bank transfers with injected client crashes; checks the invariants at the end
     /// and exits non-zero if any is broken. Starts an emulator and an oracle in-process unless
     /// --hbase / --oracle are given.
-    Demo(demo::DemoConfig),
+    Demo {
+        #[arg(long, default_value_t = 20)]
+        seconds: u64,
+        /// HBase Thrift2 gateway host:port (default: embedded emulator).
+        #[arg(long)]
+        hbase: Option<String>,
+        /// Timestamp oracle host:port (default: embedded oracle).
+        #[arg(long)]
+        oracle: Option<String>,
+        #[arg(long, default_value_t = 8)]
+        clients: usize,
+        #[arg(long, default_value_t = 2)]
+        auditors: usize,
+        #[arg(long, default_value_t = 50)]
+        accounts_per_table: usize,
+        /// Chance that a client dies at each protocol seam.
+        #[arg(long, default_value_t = 0.005)]
+        crash_rate: f64,
+    },
     /// Raw HBase operations vs transactions: ops/s, p50, p99, RPCs per op.
     Bench {
         #[arg(long, default_value_t = 5.0)]
@@ -55,7 +70,24 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .init();
     let result = match Cli::parse().command {
-        Command::Demo(config) => demo::run(&config).map(|report| report.violations.is_empty()),
+        Command::Demo {
+            seconds,
+            hbase,
+            oracle,
+            clients,
+            auditors,
+            accounts_per_table,
+            crash_rate,
+        } => demo::run(&demo::DemoConfig {
+            seconds,
+            hbase,
+            oracle,
+            clients,
+            auditors,
+            accounts_per_table,
+            crash_rate,
+        })
+        .map(|report| report.violations.is_empty()),
         Command::Bench {
             seconds,
             threads,
@@ -101,10 +133,7 @@ fn run_bench(
         stack.use_local_timestamps();
     }
     if !json {
-        println!(
-            "{:<14} {:>10} {:>9} {:>9} {:>9}",
-            "workload", "ops/s", "p50 us", "p99 us", "rpcs/op"
-        );
+        println!("{:<14} {:>10} {:>9} {:>9} {:>9}", "workload", "ops/s", "p50 us", "p99 us", "rpcs/op");
     }
     let report = bench::run(&stack, config, |name, r| {
         if !json {
@@ -115,10 +144,7 @@ fn run_bench(
         }
     })?;
     if json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&report).unwrap_or_default()
-        );
+        println!("{}", serde_json::to_string_pretty(&report).unwrap_or_default());
     } else {
         print_ratios(&report);
     }
@@ -127,11 +153,7 @@ fn run_bench(
 
 fn print_ratios(report: &bench::BenchReport) {
     let ops = |n: &str| report.workloads.get(n).map(|r| r.ops_per_s);
-    for (txn, raw, target) in [
-        ("txn_get", "raw_get", 0.9),
-        ("txn_put1", "raw_put", 0.45),
-        ("txn_transfer2", "raw_rmw2", 0.4),
-    ] {
+    for (txn, raw, target) in [("txn_get", "raw_get", 0.9), ("txn_put1", "raw_put", 0.45), ("txn_transfer2", "raw_rmw2", 0.4)] {
         if let (Some(t), Some(r)) = (ops(txn), ops(raw)) {
             println!("{txn} / {raw} = {:.2} (target >= {target})", t / r);
         }

@@ -111,13 +111,7 @@ pub fn setup(stack: &Stack, config: &BankConfig) -> Result<()> {
     for chunk in config.accounts().chunks(64) {
         client.run(|t| {
             for key in chunk {
-                t.set(
-                    &key.table,
-                    &key.row,
-                    &key.family,
-                    &key.qualifier,
-                    config.initial_balance.to_string(),
-                )?;
+                t.set(&key.table, &key.row, &key.family, &key.qualifier, config.initial_balance.to_string())?;
             }
             Ok(())
         })?;
@@ -127,11 +121,7 @@ pub fn setup(stack: &Stack, config: &BankConfig) -> Result<()> {
 }
 
 /// Runs the workload for `config.duration`, calling `tick` about once a second.
-pub fn run(
-    stack: &Stack,
-    config: &BankConfig,
-    tick: &(dyn Fn(Duration, &Progress) + Sync),
-) -> Result<BankReport> {
+pub fn run(stack: &Stack, config: &BankConfig, tick: &(dyn Fn(Duration, &Progress) + Sync)) -> Result<BankReport> {
     let accounts = Arc::new(config.accounts());
     let progress = Progress::default();
     let ledger = Mutex::new(Ledger::default());
@@ -167,14 +157,7 @@ pub fn run(
         return Err(e);
     }
     let seconds = started.elapsed().as_secs_f64();
-    settle(
-        stack,
-        config,
-        &accounts,
-        ledger.into_inner(),
-        &progress,
-        seconds,
-    )
+    settle(stack, config, &accounts, ledger.into_inner(), &progress, seconds)
 }
 
 fn fresh_client(stack: &Stack, config: &BankConfig) -> Result<Client> {
@@ -223,17 +206,11 @@ fn transfer_loop(
                 ledger.lock().committed.push(transfer);
             }
             Err(Error::ClientCrashed { start_ts, .. }) => {
-                ledger
-                    .lock()
-                    .unsettled
-                    .push(Unsettled { transfer, start_ts });
+                ledger.lock().unsettled.push(Unsettled { transfer, start_ts });
             }
             Err(e) if e.retry_class() == RetryClass::Undetermined => {
                 progress.undetermined.fetch_add(1, Ordering::Relaxed);
-                ledger
-                    .lock()
-                    .unsettled
-                    .push(Unsettled { transfer, start_ts });
+                ledger.lock().unsettled.push(Unsettled { transfer, start_ts });
             }
             Err(e) if e.retry_class() == RetryClass::Retry => {
                 progress.conflicts.fetch_add(1, Ordering::Relaxed);
@@ -254,20 +231,8 @@ fn apply_transfer(t: &mut txn::Transaction, tr: &Transfer) -> Result<i64> {
     let from = parse_balance(&tr.from, balances[0].as_deref())?;
     let to = parse_balance(&tr.to, balances[1].as_deref())?;
     let amount = if from >= tr.amount { tr.amount } else { 0 };
-    t.set(
-        &tr.from.table,
-        &tr.from.row,
-        &tr.from.family,
-        &tr.from.qualifier,
-        (from - amount).to_string(),
-    )?;
-    t.set(
-        &tr.to.table,
-        &tr.to.row,
-        &tr.to.family,
-        &tr.to.qualifier,
-        (to + amount).to_string(),
-    )?;
+    t.set(&tr.from.table, &tr.from.row, &tr.from.family, &tr.from.qualifier, (from - amount).to_string())?;
+    t.set(&tr.to.table, &tr.to.row, &tr.to.family, &tr.to.qualifier, (to + amount).to_string())?;
     Ok(amount)
 }
 
@@ -341,10 +306,7 @@ fn settle(
     let client = stack.client(options)?;
     let mut settled_committed = 0;
     for u in std::mem::take(&mut ledger.unsettled) {
-        if client
-            .transaction_status(&u.transfer.from, u.start_ts)?
-            .is_some()
-        {
+        if client.transaction_status(&u.transfer.from, u.start_ts)?.is_some() {
             settled_committed += 1;
             ledger.committed.push(u.transfer);
         }
@@ -360,16 +322,10 @@ fn settle(
     let mut violations = Vec::new();
     let failures = progress.audit_failures.load(Ordering::Relaxed);
     if failures > 0 {
-        violations.push(format!(
-            "{failures} audits saw a total other than {}",
-            config.expected_total()
-        ));
+        violations.push(format!("{failures} audits saw a total other than {}", config.expected_total()));
     }
     if final_total != config.expected_total() {
-        violations.push(format!(
-            "final total {final_total} != {}",
-            config.expected_total()
-        ));
+        violations.push(format!("final total {final_total} != {}", config.expected_total()));
     }
     violations.extend(ledger_mismatches(config, accounts, &balances, &ledger));
     for table in &config.tables {
@@ -396,16 +352,8 @@ fn settle(
 
 /// Each account must hold exactly its initial balance plus the committed transfers' inflows
 /// minus their outflows.
-fn ledger_mismatches(
-    config: &BankConfig,
-    accounts: &[CellKey],
-    balances: &[i64],
-    ledger: &Ledger,
-) -> Vec<String> {
-    let mut expected: HashMap<&CellKey, i64> = accounts
-        .iter()
-        .map(|k| (k, config.initial_balance))
-        .collect();
+fn ledger_mismatches(config: &BankConfig, accounts: &[CellKey], balances: &[i64], ledger: &Ledger) -> Vec<String> {
+    let mut expected: HashMap<&CellKey, i64> = accounts.iter().map(|k| (k, config.initial_balance)).collect();
     for tr in &ledger.committed {
         *expected.entry(&tr.from).or_default() -= tr.moved;
         *expected.entry(&tr.to).or_default() += tr.moved;
@@ -419,9 +367,7 @@ fn ledger_mismatches(
     if out.len() > 10 {
         let more = out.len() - 10;
         out.truncate(10);
-        out.push(format!(
-            "... and {more} more accounts differ from the ledger"
-        ));
+        out.push(format!("... and {more} more accounts differ from the ledger"));
     }
     out
 }
@@ -433,10 +379,7 @@ fn count_locks(stack: &Stack, config: &BankConfig, table: &str) -> Result<usize>
     let mut locks = 0;
     for row in stack.hbase.scan(table, &scan)? {
         for cell in row?.cells {
-            if matches!(
-                decode_lock_state(Some(&cell.value)),
-                Ok(LockState::Locked(_)) | Err(_)
-            ) {
+            if matches!(decode_lock_state(Some(&cell.value)), Ok(LockState::Locked(_)) | Err(_)) {
                 locks += 1;
             }
         }

@@ -15,14 +15,7 @@ use crate::oracle::bench::Histogram;
 use crate::txn::{self, CellKey, Client, LivenessConfig};
 use crate::workload::stack::Stack;
 
-pub const WORKLOADS: [&str; 6] = [
-    "raw_get",
-    "raw_put",
-    "raw_rmw2",
-    "txn_get",
-    "txn_put1",
-    "txn_transfer2",
-];
+pub const WORKLOADS: [&str; 6] = ["raw_get", "raw_put", "raw_rmw2", "txn_get", "txn_put1", "txn_transfer2"];
 
 #[derive(Clone, Debug)]
 pub struct BenchConfig {
@@ -55,11 +48,7 @@ struct Tables {
     txn: String,
 }
 
-pub fn run(
-    stack: &Stack,
-    config: &BenchConfig,
-    mut each: impl FnMut(&str, &WorkloadResult),
-) -> Result<BenchReport> {
+pub fn run(stack: &Stack, config: &BenchConfig, mut each: impl FnMut(&str, &WorkloadResult)) -> Result<BenchReport> {
     let suffix = format!("{}_{}", std::process::id(), rand::random::<u32>());
     let tables = Tables {
         raw: format!("bench_raw_{suffix}"),
@@ -79,9 +68,7 @@ pub fn run(
     populate(stack, &client, &tables, config.rows)?;
     let mut report = BenchReport::default();
     for name in &config.workloads {
-        let result = measure(stack, config, |rng| {
-            op(name, stack, &client, &tables, config.rows, rng)
-        })?;
+        let result = measure(stack, config, |rng| op(name, stack, &client, &tables, config.rows, rng))?;
         each(name, &result);
         report.workloads.insert(name.clone(), result);
     }
@@ -90,9 +77,7 @@ pub fn run(
 }
 
 fn populate(stack: &Stack, client: &Client, tables: &Tables, rows: usize) -> Result<()> {
-    let puts: Vec<Put> = (0..rows)
-        .map(|i| Put::new(row(i)).add(F, Q, "100"))
-        .collect();
+    let puts: Vec<Put> = (0..rows).map(|i| Put::new(row(i)).add(F, Q, "100")).collect();
     for chunk in puts.chunks(500) {
         stack.hbase.put_many(&tables.raw, chunk)?;
     }
@@ -121,49 +106,26 @@ fn two_rows(rng: &mut impl Rng, rows: usize) -> (usize, usize) {
 }
 
 fn add_one(v: Option<&[u8]>) -> Vec<u8> {
-    let n: i64 = v
-        .and_then(|v| std::str::from_utf8(v).ok()?.parse().ok())
-        .unwrap_or(0);
+    let n: i64 = v.and_then(|v| std::str::from_utf8(v).ok()?.parse().ok()).unwrap_or(0);
     (n + 1).to_string().into_bytes()
 }
 
 /// One operation of workload `name`.
-fn op(
-    name: &str,
-    stack: &Stack,
-    client: &Client,
-    tables: &Tables,
-    rows: usize,
-    rng: &mut rand::rngs::ThreadRng,
-) -> Result<()> {
+fn op(name: &str, stack: &Stack, client: &Client, tables: &Tables, rows: usize, rng: &mut rand::rngs::ThreadRng) -> Result<()> {
     let hbase = &stack.hbase;
     match name {
-        "raw_get" => hbase
-            .get(
-                &tables.raw,
-                &Get::new(row(rng.gen_range(0..rows))).column(F, Q),
-            )
-            .map(drop),
-        "raw_put" => hbase.put(
-            &tables.raw,
-            &Put::new(row(rng.gen_range(0..rows))).add(F, Q, "7"),
-        ),
+        "raw_get" => hbase.get(&tables.raw, &Get::new(row(rng.gen_range(0..rows))).column(F, Q)).map(drop),
+        "raw_put" => hbase.put(&tables.raw, &Put::new(row(rng.gen_range(0..rows))).add(F, Q, "7")),
         "raw_rmw2" => {
             let (a, b) = two_rows(rng, rows);
-            let got = hbase.get_many(
-                &tables.raw,
-                &[Get::new(row(a)).column(F, Q), Get::new(row(b)).column(F, Q)],
-            )?;
+            let got = hbase.get_many(&tables.raw, &[Get::new(row(a)).column(F, Q), Get::new(row(b)).column(F, Q)])?;
             let puts = [
                 Put::new(row(a)).add(F, Q, add_one(got[0].value(F.as_bytes(), Q.as_bytes()))),
                 Put::new(row(b)).add(F, Q, add_one(got[1].value(F.as_bytes(), Q.as_bytes()))),
             ];
             hbase.put_many(&tables.raw, &puts)
         }
-        "txn_get" => client
-            .begin()?
-            .get(&tables.txn, row(rng.gen_range(0..rows)), F, Q)
-            .map(drop),
+        "txn_get" => client.begin()?.get(&tables.txn, row(rng.gen_range(0..rows)), F, Q).map(drop),
         "txn_put1" => {
             let mut t = client.begin()?;
             t.set(&tables.txn, row(rng.gen_range(0..rows)), F, Q, "7")?;
@@ -175,13 +137,7 @@ fn op(
             let mut t = client.begin()?;
             let got = t.get_many(&keys)?;
             for (k, v) in keys.iter().zip(&got) {
-                t.set(
-                    &k.table,
-                    &k.row,
-                    &k.family,
-                    &k.qualifier,
-                    add_one(v.as_deref()),
-                )?;
+                t.set(&k.table, &k.row, &k.family, &k.qualifier, add_one(v.as_deref()))?;
             }
             t.commit().map(drop)
         }
@@ -233,10 +189,7 @@ fn measure(
             .collect();
         std::thread::sleep(config.duration);
         stop.store(true, Ordering::Relaxed);
-        workers
-            .into_iter()
-            .map(|w| w.join().expect("bench thread"))
-            .collect()
+        workers.into_iter().map(|w| w.join().expect("bench thread")).collect()
     });
     let elapsed = started.elapsed().as_secs_f64();
     let rpcs = stack.hbase.rpc_count() - rpcs_before;
@@ -249,11 +202,7 @@ fn measure(
         ops_per_s: ops as f64 / elapsed,
         p50_us: all.quantile(0.5) as f64 / 1000.0,
         p99_us: all.quantile(0.99) as f64 / 1000.0,
-        rpcs_per_op: if ops == 0 {
-            0.0
-        } else {
-            rpcs as f64 / ops as f64
-        },
+        rpcs_per_op: if ops == 0 { 0.0 } else { rpcs as f64 / ops as f64 },
         ops,
         errors: errors.load(Ordering::Relaxed),
     })

@@ -10,25 +10,15 @@ use crate::txn::{LivenessConfig, Seam};
 use crate::workload::bank::{self, BankConfig, BankReport, Progress};
 use crate::workload::stack::Stack;
 
-/// `percolator demo` options (also its command-line arguments).
-#[derive(Clone, Debug, clap::Args)]
+#[derive(Clone, Debug)]
 pub struct DemoConfig {
-    #[arg(long, default_value_t = 20)]
     pub seconds: u64,
-    /// HBase Thrift2 gateway host:port (default: embedded emulator).
-    #[arg(long)]
     pub hbase: Option<String>,
-    /// Timestamp oracle host:port (default: embedded oracle).
-    #[arg(long)]
     pub oracle: Option<String>,
-    #[arg(long, default_value_t = 8)]
     pub clients: usize,
-    #[arg(long, default_value_t = 2)]
     pub auditors: usize,
-    #[arg(long, default_value_t = 50)]
     pub accounts_per_table: usize,
     /// Chance that a client dies at each protocol seam it passes.
-    #[arg(long, default_value_t = 0.005)]
     pub crash_rate: f64,
 }
 
@@ -37,11 +27,7 @@ pub fn run(config: &DemoConfig) -> Result<BankReport> {
     println!(
         "percolator demo: HBase gateway {} ({}), oracle {}",
         stack.hbase_addr,
-        if stack.is_embedded() {
-            "embedded emulator"
-        } else {
-            "external"
-        },
+        if stack.is_embedded() { "embedded emulator" } else { "external" },
         stack.oracle_addr
     );
     let suffix = format!("{}_{}", std::process::id(), rand::random::<u16>());
@@ -53,10 +39,7 @@ pub fn run(config: &DemoConfig) -> Result<BankReport> {
     let rate = config.crash_rate;
     options.crash_injector = Some(Arc::new(move |_seam: Seam| rand::random::<f64>() < rate));
     let bank = BankConfig {
-        tables: vec![
-            format!("demo_checking_{suffix}"),
-            format!("demo_savings_{suffix}"),
-        ],
+        tables: vec![format!("demo_checking_{suffix}"), format!("demo_savings_{suffix}")],
         accounts_per_table: config.accounts_per_table,
         initial_balance: 1000,
         clients: config.clients,
@@ -87,10 +70,7 @@ pub fn run(config: &DemoConfig) -> Result<BankReport> {
         report.settled_committed,
         report.audits
     );
-    println!(
-        "total {} (expected {})",
-        report.final_total, report.expected_total
-    );
+    println!("total {} (expected {})", report.final_total, report.expected_total);
     if report.violations.is_empty() {
         println!("all invariants hold: every snapshot summed to the same total, balances match the ledger, no lock left");
     } else {

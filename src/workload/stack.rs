@@ -6,9 +6,7 @@ use std::sync::Arc;
 use crate::emulator::{self, EmulatorHandle};
 use crate::error::{Error, Result};
 use crate::hbase::{HBaseClient, HBaseConfig};
-use crate::oracle::{
-    ClientConfig, MemoryStore, OracleClient, OracleHandle, OracleServer, TimestampSource,
-};
+use crate::oracle::{ClientConfig, MemoryStore, OracleClient, OracleHandle, OracleServer, TimestampSource};
 use crate::txn::{self, LivenessConfig, TxnOptions};
 
 /// Running services plus connected clients; in-process services stop when this is dropped.
@@ -27,8 +25,7 @@ impl Stack {
         let (emulator, hbase_addr) = match hbase {
             Some(addr) => (None, addr.to_string()),
             None => {
-                let handle = emulator::start_local()
-                    .map_err(|e| Error::io("starting the HBase emulator", e))?;
+                let handle = emulator::start_local().map_err(|e| Error::io("starting the HBase emulator", e))?;
                 let addr = handle.local_addr().to_string();
                 (Some(handle), addr)
             }
@@ -42,10 +39,7 @@ impl Stack {
             }
         };
         let hbase = HBaseClient::connect(HBaseConfig::new(hbase_addr.clone()).pool_size(64))?;
-        let tso = Arc::new(OracleClient::connect(
-            std::slice::from_ref(&oracle_addr),
-            ClientConfig::default(),
-        )?);
+        let tso = Arc::new(OracleClient::connect(std::slice::from_ref(&oracle_addr), ClientConfig::default())?);
         Ok(Stack {
             hbase,
             tso,

@@ -160,9 +160,7 @@ impl Env {
 mod oracle_fixture {
     use std::sync::Arc;
 
-    use percolator::oracle::{
-        ClientConfig, MemoryStore, OracleClient, OracleHandle, OracleServer, TimestampSource,
-    };
+    use percolator::oracle::{ClientConfig, MemoryStore, OracleClient, OracleHandle, OracleServer, TimestampSource};
 
     /// A timestamp oracle server on 127.0.0.1 and a batching client of it.
     pub struct Oracle {
@@ -173,9 +171,8 @@ mod oracle_fixture {
     impl Oracle {
         pub fn start() -> Oracle {
             let server = OracleServer::start_local(MemoryStore::new()).expect("start the oracle");
-            let client =
-                OracleClient::connect(&[server.local_addr().to_string()], ClientConfig::default())
-                    .expect("connect to the oracle");
+            let client = OracleClient::connect(&[server.local_addr().to_string()], ClientConfig::default())
+                .expect("connect to the oracle");
             Oracle {
                 source: Arc::new(client),
                 _server: server,
