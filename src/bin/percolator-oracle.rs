@@ -3,11 +3,16 @@
 //! Serving prints `listening on ADDR` on stdout once bound (scripts and tests wait for it);
 //! logs go to stderr (`RUST_LOG` filters them).
 
+// The crate's `Error` is deliberately rich; see `error.rs`.
+#![allow(clippy::result_large_err)]
+
 use std::io::Write;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
+use percolator::oracle::alloc::OffsetClock;
 use percolator::oracle::bench::{run_bench, BenchConfig};
 use percolator::oracle::store::{StoreSpec, DEFAULT_LEASE};
 use percolator::oracle::{run, ClientConfig, OracleClient, ServerConfig};
@@ -48,6 +53,9 @@ struct ServeArgs {
     /// Period of the stats log line, in seconds.
     #[arg(long, default_value_t = 10)]
     stats_interval_s: u64,
+    /// Shift the wall clock the server reads (tests: restarts across a clock step).
+    #[arg(long, default_value_t = 0, hide = true, allow_negative_numbers = true)]
+    clock_offset_ms: i64,
 }
 
 #[derive(Subcommand)]
@@ -152,6 +160,9 @@ fn serve(args: ServeArgs) -> Result<()> {
         extend_below: Duration::from_millis(args.window_ms / 2),
         max_connections: args.max_connections,
         stats_interval: Duration::from_secs(args.stats_interval_s.max(1)),
+        clock: Arc::new(OffsetClock {
+            offset_ms: args.clock_offset_ms,
+        }),
         ..ServerConfig::default()
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -46,6 +46,20 @@ impl Clock for SystemClock {
     }
 }
 
+/// The system clock shifted by a fixed offset: lets tests restart an oracle process on a clock
+/// that stepped backwards.
+#[derive(Clone, Copy, Debug)]
+pub struct OffsetClock {
+    pub offset_ms: i64,
+}
+
+impl Clock for OffsetClock {
+    fn now_ms(&self) -> u64 {
+        let shifted = SystemClock.now_ms() as i64 + self.offset_ms;
+        shifted.max(0) as u64
+    }
+}
+
 /// Hands out strictly increasing timestamp ranges, never above `top`.
 #[derive(Debug)]
 pub struct Allocator {

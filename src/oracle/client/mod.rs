@@ -65,24 +65,23 @@ pub struct OracleClient {
     shared: Arc<Shared>,
     runtime: tokio::runtime::Handle,
     stop: watch::Sender<bool>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    driver: Driver,
+}
+
+/// What runs the lanes.
+enum Driver {
+    /// The client's own thread and single-threaded runtime ([`OracleClient::connect`]).
+    Thread(Option<std::thread::JoinHandle<()>>),
+    /// Tasks on the caller's runtime ([`OracleClient::connect_async`]).
+    Tasks(Vec<tokio::task::JoinHandle<()>>),
 }
 
 impl OracleClient {
     /// Connects to the first reachable address of `addrs` (a fail-over list, preferred first).
+    /// The lanes run on a thread of the client's own, so this client can be used from any
+    /// thread or runtime.
     pub fn connect(addrs: &[String], config: ClientConfig) -> Result<OracleClient> {
-        if addrs.is_empty() || config.connections == 0 {
-            return Err(Error::IllegalArgument {
-                message: "an oracle client needs at least one address and one connection".into(),
-            });
-        }
-        let shared = Arc::new(Shared {
-            addrs: addrs.to_vec(),
-            lanes: (0..config.connections).map(|_| Lane::new()).collect(),
-            config,
-            next_lane: AtomicUsize::new(0),
-            preferred: AtomicUsize::new(0),
-        });
+        let shared = Shared::new(addrs, config)?;
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -95,27 +94,17 @@ impl OracleClient {
             .name("oracle-client".into())
             .spawn(move || {
                 runtime.block_on(async move {
-                    let first = match probe(&lanes_shared).await {
-                        Ok(conn) => {
+                    match start_lanes(&lanes_shared, &stop_rx).await {
+                        Ok(lanes) => {
                             let _ = ready_tx.send(Ok(()));
-                            conn
+                            for lane in lanes {
+                                let _ = lane.await;
+                            }
                         }
                         Err(e) => {
                             let _ = ready_tx.send(Err(e));
-                            return;
                         }
-                    };
-                    let mut lanes = tokio::task::JoinSet::new();
-                    let mut first = Some(first);
-                    for index in 0..lanes_shared.lanes.len() {
-                        lanes.spawn(worker::run_lane(
-                            Arc::clone(&lanes_shared),
-                            index,
-                            first.take(),
-                            stop_rx.clone(),
-                        ));
                     }
-                    while lanes.join_next().await.is_some() {}
                 })
             })
             .map_err(|e| Error::io("spawning the oracle client thread", e))?;
@@ -124,7 +113,7 @@ impl OracleClient {
                 shared,
                 runtime: handle,
                 stop,
-                thread: Some(thread),
+                driver: Driver::Thread(Some(thread)),
             }),
             Ok(Err(e)) => {
                 let _ = thread.join();
@@ -134,6 +123,31 @@ impl OracleClient {
                 addrs: addrs.to_vec(),
                 reason: "client thread died while connecting".into(),
             }),
+        }
+    }
+
+    /// Like [`connect`](Self::connect), but the lanes run as tasks on the current runtime:
+    /// cheaper wake-ups for askers on the same runtime. Its synchronous methods must then not
+    /// be called from that runtime's threads (they would block the lanes they wait for).
+    pub async fn connect_async(addrs: &[String], config: ClientConfig) -> Result<OracleClient> {
+        let shared = Shared::new(addrs, config)?;
+        let (stop, stop_rx) = watch::channel(false);
+        let lanes = start_lanes(&shared, &stop_rx).await?;
+        Ok(OracleClient {
+            shared,
+            runtime: tokio::runtime::Handle::current(),
+            stop,
+            driver: Driver::Tasks(lanes),
+        })
+    }
+
+    /// Stops the lanes and waits for them: pending askers get `Error::Shutdown`.
+    pub async fn close(mut self) {
+        let _ = self.stop.send(true);
+        if let Driver::Tasks(lanes) = &mut self.driver {
+            for lane in lanes.drain(..) {
+                let _ = lane.await;
+            }
         }
     }
 
@@ -153,19 +167,35 @@ impl OracleClient {
         batch.wait(slot, n).await
     }
 
+    /// Blocks the calling thread; also available as [`TimestampSource::get_timestamp`].
+    pub fn get_timestamp(&self) -> Result<u64> {
+        block_on(self.get_timestamp_async())
+    }
+
     pub fn get_timestamps(&self, n: u32) -> Result<Vec<u64>> {
         block_on(self.get_timestamps_async(n))
     }
 
     /// The counters of the server the client currently prefers.
     pub fn server_stats(&self) -> Result<StatsSnapshot> {
-        let at = self.shared.preferred.load(Ordering::Relaxed) % self.shared.addrs.len();
-        let addr = self.shared.addrs[at].clone();
-        let timeout = self.shared.config.request_timeout;
+        let (addr, timeout) = self.stats_target();
         let task = self
             .runtime
             .spawn(async move { fetch_stats(&addr, timeout).await });
         block_on(task).map_err(|_| Error::Shutdown)?
+    }
+
+    pub async fn server_stats_async(&self) -> Result<StatsSnapshot> {
+        let (addr, timeout) = self.stats_target();
+        fetch_stats(&addr, timeout).await
+    }
+
+    fn stats_target(&self) -> (String, Duration) {
+        let at = self.shared.preferred.load(Ordering::Relaxed) % self.shared.addrs.len();
+        (
+            self.shared.addrs[at].clone(),
+            self.shared.config.request_timeout,
+        )
     }
 
     fn lane(&self) -> &Lane {
@@ -176,17 +206,57 @@ impl OracleClient {
 
 impl TimestampSource for OracleClient {
     fn get_timestamp(&self) -> Result<u64> {
-        block_on(self.get_timestamp_async())
+        OracleClient::get_timestamp(self)
     }
 }
 
 impl Drop for OracleClient {
+    /// Lanes on the client's thread are joined; lanes on the caller's runtime finish by
+    /// themselves (use [`close`](OracleClient::close) to wait for them).
     fn drop(&mut self) {
         let _ = self.stop.send(true);
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
+        if let Driver::Thread(thread) = &mut self.driver {
+            if let Some(thread) = thread.take() {
+                let _ = thread.join();
+            }
         }
     }
+}
+
+impl Shared {
+    fn new(addrs: &[String], config: ClientConfig) -> Result<Arc<Shared>> {
+        if addrs.is_empty() || config.connections == 0 {
+            return Err(Error::IllegalArgument {
+                message: "an oracle client needs at least one address and one connection".into(),
+            });
+        }
+        Ok(Arc::new(Shared {
+            addrs: addrs.to_vec(),
+            lanes: (0..config.connections).map(|_| Lane::new()).collect(),
+            config,
+            next_lane: AtomicUsize::new(0),
+            preferred: AtomicUsize::new(0),
+        }))
+    }
+}
+
+/// Connects the first lane (proving an oracle is reachable) and spawns every lane's task on the
+/// current runtime.
+async fn start_lanes(
+    shared: &Arc<Shared>,
+    stop: &watch::Receiver<bool>,
+) -> Result<Vec<tokio::task::JoinHandle<()>>> {
+    let mut first = Some(probe(shared).await?);
+    Ok((0..shared.lanes.len())
+        .map(|index| {
+            tokio::spawn(worker::run_lane(
+                Arc::clone(shared),
+                index,
+                first.take(),
+                stop.clone(),
+            ))
+        })
+        .collect())
 }
 
 /// Opens one connection to the first address that answers, and makes it the preferred one.

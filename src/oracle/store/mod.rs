@@ -7,7 +7,7 @@
 //! flavours:
 //! - exclusive stores (the file store) hold an OS lock for the life of the process, so a second
 //!   oracle cannot even claim; [`WindowStore::lease`] is `None`.
-//! - shared stores (HBase, and the in-memory store that mirrors it for tests) let a newer oracle
+//! - shared stores ([`HBaseStore`], and the in-memory store that mirrors it for tests) let a newer oracle
 //!   take over: its claim rewrites the record under a new owner, so the older one's next
 //!   conditional advance fails and it stops ([`Error::OracleFenced`]). Because the older one may
 //!   still be serving from its current window until then, every advance also grants a lease of
@@ -21,6 +21,7 @@
 //! [`advance`]: WindowStore::advance
 
 mod file;
+mod hbase;
 mod memory;
 
 use std::path::PathBuf;
@@ -28,6 +29,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 pub use file::FileStore;
+pub use hbase::{HBaseStore, WindowRecord};
 pub use memory::MemoryStore;
 
 use crate::{Error, Result};
@@ -131,9 +133,9 @@ impl StoreSpec {
         match self {
             StoreSpec::Memory => Ok(Box::new(MemoryStore::with_lease(lease))),
             StoreSpec::File(path) => Ok(Box::new(FileStore::new(path))),
-            StoreSpec::HBase { addr, table } => Err(Error::IllegalArgument {
-                message: format!("hbase store {addr}/{table}: HBase client not merged yet"),
-            }),
+            StoreSpec::HBase { addr, table } => {
+                Ok(Box::new(HBaseStore::connect(addr, table, lease)?))
+            }
         }
     }
 }

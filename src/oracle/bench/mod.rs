@@ -2,11 +2,17 @@
 //! at a time through one shared [`OracleClient`], against a given oracle or one started
 //! in-process on the memory store.
 
+mod histogram;
+
+pub use histogram::Histogram;
+
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
+
+use self::histogram::Recorder;
 
 use super::client::{ClientConfig, OracleClient};
 use super::server::{OracleServer, ServerConfig};
@@ -82,19 +88,27 @@ pub fn run_bench(config: &BenchConfig) -> Result<BenchReport> {
         (None, Some(s)) => vec![s.local_addr().to_string()],
         (None, None) => unreachable!("a server was started above"),
     };
-    let client = Arc::new(OracleClient::connect(&addrs, config.client.clone())?);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(config.threads.max(1))
         .enable_all()
         .build()
         .map_err(|e| Error::io("building the bench runtime", e))?;
     let phase = Arc::new(AtomicU8::new(WARMUP));
-    let (tallies, before, seconds) = runtime.block_on(async {
+    let recorder = Arc::new(Recorder::new());
+    let (tallies, seconds, server_requests, mean_batch) = runtime.block_on(async {
+        // Lanes on the requesters' runtime: completing a batch wakes its askers locally.
+        let client = Arc::new(OracleClient::connect_async(&addrs, config.client.clone()).await?);
         let requesters: Vec<_> = (0..config.concurrency)
-            .map(|_| tokio::spawn(requester(Arc::clone(&client), Arc::clone(&phase))))
+            .map(|_| {
+                tokio::spawn(requester(
+                    Arc::clone(&client),
+                    Arc::clone(&phase),
+                    Arc::clone(&recorder),
+                ))
+            })
             .collect();
         tokio::time::sleep(config.warmup).await;
-        let before = stats_of(&client).await;
+        let before = client.server_stats_async().await.ok();
         phase.store(MEASURE, Ordering::Relaxed);
         let started = Instant::now();
         tokio::time::sleep(config.duration).await;
@@ -106,34 +120,36 @@ pub fn run_bench(config: &BenchConfig) -> Result<BenchReport> {
                 message: format!("bench requester failed: {e}"),
             })?);
         }
-        Ok::<_, Error>((tallies, before, seconds))
+        let after = client.server_stats_async().await.ok();
+        if let Ok(client) = Arc::try_unwrap(client) {
+            client.close().await;
+        }
+        let (server_requests, mean_batch) = match (before, after) {
+            (Some(b), Some(a)) if a.requests > b.requests => {
+                let requests = a.requests - b.requests;
+                let mean = (a.timestamps - b.timestamps) as f64 / requests as f64;
+                (requests, mean)
+            }
+            _ => (0, 0.0),
+        };
+        Ok::<_, Error>((tallies, seconds, server_requests, mean_batch))
     })?;
-    let after = runtime.block_on(stats_of(&client));
     let mut total = Tally::default();
     for t in &tallies {
         total.merge(t);
     }
-    let (server_requests, mean_batch) = match (before, after) {
-        (Some(b), Some(a)) if a.requests > b.requests => {
-            let requests = a.requests - b.requests;
-            (
-                requests,
-                (a.timestamps - b.timestamps) as f64 / requests as f64,
-            )
-        }
-        _ => (0, 0.0),
-    };
+    let latency = recorder.merged();
     let us = |ns: u64| ns as f64 / 1000.0;
     Ok(BenchReport {
         concurrency: config.concurrency,
         connections: config.client.connections,
         seconds,
-        timestamps: total.latency.count(),
-        timestamps_per_s: total.latency.count() as f64 / seconds,
-        p50_us: us(total.latency.quantile(0.50)),
-        p99_us: us(total.latency.quantile(0.99)),
-        p999_us: us(total.latency.quantile(0.999)),
-        max_us: us(total.latency.max()),
+        timestamps: latency.count(),
+        timestamps_per_s: latency.count() as f64 / seconds,
+        p50_us: us(latency.quantile(0.50)),
+        p99_us: us(latency.quantile(0.99)),
+        p999_us: us(latency.quantile(0.999)),
+        max_us: us(latency.max()),
         errors: total.errors,
         order_violations: total.order_violations,
         server_requests,
@@ -142,30 +158,24 @@ pub fn run_bench(config: &BenchConfig) -> Result<BenchReport> {
     })
 }
 
-async fn stats_of(client: &Arc<OracleClient>) -> Option<super::StatsSnapshot> {
-    let client = Arc::clone(client);
-    tokio::task::spawn_blocking(move || client.server_stats().ok())
-        .await
-        .ok()
-        .flatten()
-}
-
 #[derive(Default)]
 struct Tally {
-    latency: Histogram,
     errors: u64,
     order_violations: u64,
 }
 
 impl Tally {
     fn merge(&mut self, other: &Tally) {
-        self.latency.merge(&other.latency);
         self.errors += other.errors;
         self.order_violations += other.order_violations;
     }
 }
 
-async fn requester(client: Arc<OracleClient>, phase: Arc<AtomicU8>) -> Tally {
+async fn requester(
+    client: Arc<OracleClient>,
+    phase: Arc<AtomicU8>,
+    recorder: Arc<Recorder>,
+) -> Tally {
     let mut tally = Tally::default();
     let mut last = 0u64;
     loop {
@@ -183,7 +193,7 @@ async fn requester(client: Arc<OracleClient>, phase: Arc<AtomicU8>) -> Tally {
                 }
                 last = ts;
                 if p == MEASURE {
-                    tally.latency.record(elapsed.as_nanos() as u64);
+                    recorder.record(elapsed.as_nanos() as u64);
                 }
             }
             Err(e) => {
@@ -192,111 +202,5 @@ async fn requester(client: Arc<OracleClient>, phase: Arc<AtomicU8>) -> Tally {
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
         }
-    }
-}
-
-/// Log-linear latency histogram: 32 buckets per power of two (about 3% resolution).
-pub struct Histogram {
-    counts: Vec<u64>,
-    count: u64,
-    max: u64,
-}
-
-const SUB_BITS: u32 = 5;
-const SUB: u64 = 1 << SUB_BITS;
-
-impl Default for Histogram {
-    fn default() -> Self {
-        Histogram {
-            counts: vec![0; ((64 - SUB_BITS as usize) + 1) * SUB as usize],
-            count: 0,
-            max: 0,
-        }
-    }
-}
-
-impl Histogram {
-    fn index(v: u64) -> usize {
-        if v < SUB {
-            return v as usize;
-        }
-        let exp = 63 - v.leading_zeros();
-        let sub = (v >> (exp - SUB_BITS)) & (SUB - 1);
-        ((exp - SUB_BITS + 1) as u64 * SUB + sub) as usize
-    }
-
-    /// Middle of bucket `i`'s value range.
-    fn value_at(i: usize) -> u64 {
-        let (group, sub) = (i as u64 / SUB, i as u64 % SUB);
-        if group == 0 {
-            return sub;
-        }
-        let shift = group - 1;
-        ((SUB + sub) << shift) + ((1u64 << shift) >> 1)
-    }
-
-    pub fn record(&mut self, v: u64) {
-        self.counts[Self::index(v)] += 1;
-        self.count += 1;
-        self.max = self.max.max(v);
-    }
-
-    pub fn merge(&mut self, other: &Histogram) {
-        for (a, b) in self.counts.iter_mut().zip(&other.counts) {
-            *a += b;
-        }
-        self.count += other.count;
-        self.max = self.max.max(other.max);
-    }
-
-    pub fn count(&self) -> u64 {
-        self.count
-    }
-
-    pub fn max(&self) -> u64 {
-        self.max
-    }
-
-    /// The value at quantile `q` (0..=1), to bucket resolution; 0 if empty.
-    pub fn quantile(&self, q: f64) -> u64 {
-        if self.count == 0 {
-            return 0;
-        }
-        let rank = ((q * self.count as f64).ceil() as u64).clamp(1, self.count);
-        let mut seen = 0;
-        for (i, &c) in self.counts.iter().enumerate() {
-            seen += c;
-            if seen >= rank {
-                return Self::value_at(i).min(self.max);
-            }
-        }
-        self.max
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn histogram_quantiles_are_within_bucket_resolution() {
-        let mut h = Histogram::default();
-        for v in 1..=100_000u64 {
-            h.record(v);
-        }
-        for (q, exact) in [(0.5, 50_000.0), (0.99, 99_000.0), (0.999, 99_900.0)] {
-            let got = h.quantile(q) as f64;
-            assert!((got - exact).abs() / exact < 0.04, "q{q}: {got} vs {exact}");
-        }
-        assert_eq!(h.quantile(1.0), 100_000);
-        assert_eq!(h.count(), 100_000);
-    }
-
-    #[test]
-    fn histogram_buckets_cover_every_value_in_order() {
-        let samples = [0u64, 1, 31, 32, 33, 63, 64, 1000, 1 << 40, u64::MAX];
-        let idx: Vec<usize> = samples.iter().map(|&v| Histogram::index(v)).collect();
-        assert!(idx.windows(2).all(|w| w[0] <= w[1]), "{idx:?}");
-        assert!(*idx.last().unwrap() < Histogram::default().counts.len());
     }
 }
