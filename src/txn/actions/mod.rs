@@ -77,8 +77,23 @@ pub(crate) fn corrupted(what: &'static str, key: &CellKey, e: CodecError) -> Err
 
 #[cfg(test)]
 pub(crate) mod fixtures {
-    use crate::txn::codec::{Lock, MutationKind};
+    use crate::hbase::Cell;
+    use crate::txn::codec::{encode_write, Lock, MutationKind, WriteKind, WriteRecord};
     use crate::txn::key::CellKey;
+
+    /// A write-record cell as HBase returns it, at version `at`.
+    pub fn write_cell(at: i64, kind: WriteKind, start_ts: u64, value: Option<&[u8]>) -> Cell {
+        Cell {
+            family: b"_pw".to_vec(),
+            qualifier: b"\x01fq".to_vec(),
+            timestamp: at,
+            value: encode_write(&WriteRecord {
+                kind,
+                start_ts,
+                short_value: value.map(<[u8]>::to_vec),
+            }),
+        }
+    }
 
     pub fn key(row: &str) -> CellKey {
         CellKey::new("t", row.as_bytes().to_vec(), b"f".to_vec(), b"q".to_vec()).unwrap()

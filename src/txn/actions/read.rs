@@ -61,21 +61,7 @@ pub fn read_column(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::txn::actions::fixtures::lock;
-    use crate::txn::codec::{encode_write, WriteRecord};
-
-    fn rec(at: i64, kind: WriteKind, start_ts: u64, v: Option<&[u8]>) -> Cell {
-        Cell {
-            family: b"_pw".to_vec(),
-            qualifier: b"\x01fq".to_vec(),
-            timestamp: at,
-            value: encode_write(&WriteRecord {
-                kind,
-                start_ts,
-                short_value: v.map(<[u8]>::to_vec),
-            }),
-        }
-    }
+    use crate::txn::actions::fixtures::{lock, write_cell as rec};
 
     #[test]
     fn newest_committed_put_at_or_below_the_snapshot_wins() {

@@ -59,20 +59,10 @@ pub fn txn_status(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::txn::actions::fixtures::lock;
-    use crate::txn::codec::{encode_write, WriteRecord};
+    use crate::txn::actions::fixtures::{lock, write_cell};
 
     fn write(at: i64, kind: WriteKind, start_ts: u64) -> Cell {
-        Cell {
-            family: b"_pw".to_vec(),
-            qualifier: b"\x01fq".to_vec(),
-            timestamp: at,
-            value: encode_write(&WriteRecord {
-                kind,
-                start_ts,
-                short_value: None,
-            }),
-        }
+        write_cell(at, kind, start_ts, None)
     }
 
     #[test]
