@@ -59,7 +59,7 @@ impl Client {
             liveness,
             opts: options,
             stats: Stats::default(),
-            checked_tables: Mutex::new(HashSet::new()),
+            checked_tables: parking_lot::RwLock::new(HashSet::new()),
             primaries: Mutex::new(HashMap::new()),
             dead: AtomicBool::new(false),
             keeper: Mutex::new(None),

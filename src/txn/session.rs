@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use parking_lot::{Condvar, Mutex};
+use parking_lot::{Condvar, Mutex, RwLock};
 use serde::Serialize;
 
 use crate::error::{Error, Result};
@@ -93,7 +93,7 @@ pub(crate) struct Inner {
     pub liveness: Liveness,
     pub executor: Executor,
     pub stats: Stats,
-    pub checked_tables: Mutex<HashSet<String>>,
+    pub checked_tables: RwLock<HashSet<String>>,
     pub primaries: Mutex<HashMap<u64, Arc<Mutex<PrimaryGuard>>>>,
     /// Set by `Client::kill`: the client behaves as if its process had died.
     pub dead: AtomicBool,
@@ -122,13 +122,13 @@ impl Inner {
     /// Fails with `NotTransactional` unless the table has the percolator families. Checked once
     /// per table per client.
     pub fn check_table(&self, table: &str) -> Result<()> {
-        if self.checked_tables.lock().contains(table) {
+        if self.checked_tables.read().contains(table) {
             return Ok(());
         }
         Stats::bump(&self.stats.hbase_rpcs);
         let desc = self.store.table_descriptor(table)?;
         self.opts.schema.check(&desc)?;
-        self.checked_tables.lock().insert(table.to_string());
+        self.checked_tables.write().insert(table.to_string());
         Ok(())
     }
 
