@@ -88,6 +88,10 @@ enum Command {
         /// Runtime threads for the requesters.
         #[arg(long, default_value_t = 2)]
         threads: usize,
+        /// Run the client's connections on a thread of their own instead of on the
+        /// requesters' runtime.
+        #[arg(long)]
+        client_thread: bool,
         /// Print one JSON object instead of a line of text.
         #[arg(long)]
         json: bool,
@@ -112,6 +116,7 @@ fn main() -> ExitCode {
             seconds,
             connections,
             threads,
+            client_thread,
             json,
         }) => bench(
             BenchConfig {
@@ -123,6 +128,7 @@ fn main() -> ExitCode {
                     ..ClientConfig::default()
                 },
                 threads,
+                client_thread,
                 ..BenchConfig::default()
             },
             json,
