@@ -14,8 +14,10 @@
 //! - [`txn`]: the Percolator protocol (pure actions, resolver, two-phase commit) and the
 //!   transaction API ([`Client`], [`Transaction`]).
 //! - [`workload`]: the bank demo and the benchmark behind the `percolator` binary.
+//! - `clock`: the wall-clock seam shared by the oracle and the transaction layer.
 //! - `error`: the crate's one error type and its retry classification.
 
+mod clock;
 pub mod emulator;
 mod error;
 pub mod hbase;

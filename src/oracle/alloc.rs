@@ -4,8 +4,6 @@
 //! The allocator is pure (the caller passes the clock reading in), so every rule about clocks
 //! stepping backwards or logical overflow is checked by unit tests with made-up readings.
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
 /// Bits of the logical counter below the physical milliseconds.
 pub const LOGICAL_BITS: u32 = 18;
 /// Timestamps per millisecond.
@@ -26,25 +24,7 @@ pub fn last_of_ms(physical_ms: u64) -> u64 {
     compose(physical_ms, LOGICAL_PER_MS - 1)
 }
 
-/// Wall-clock source, injectable so tests can step it backwards.
-pub trait Clock: Send + Sync + 'static {
-    /// Milliseconds since the Unix epoch.
-    fn now_ms(&self) -> u64;
-}
-
-/// The system's wall clock.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct SystemClock;
-
-impl Clock for SystemClock {
-    fn now_ms(&self) -> u64 {
-        // A clock before 1970 reads as 0: the allocator then keeps its last physical value.
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_millis() as u64)
-            .unwrap_or(0)
-    }
-}
+pub use crate::clock::{Clock, SystemClock};
 
 /// The system clock shifted by a fixed offset: lets tests restart an oracle process on a clock
 /// that stepped backwards.

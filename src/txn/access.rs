@@ -45,20 +45,3 @@ impl HBaseAccess for HBaseClient {
         self.admin().table_descriptor(table)
     }
 }
-
-/// Wall-clock milliseconds, injectable so lock staleness can be tested without sleeping.
-pub trait Clock: Send + Sync + 'static {
-    fn now_ms(&self) -> u64;
-}
-
-/// The system wall clock.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct SystemClock;
-
-impl Clock for SystemClock {
-    fn now_ms(&self) -> u64 {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as u64)
-    }
-}

@@ -22,7 +22,8 @@ pub mod setup;
 mod transaction;
 mod twopc;
 
-pub use access::{Clock, HBaseAccess, SystemClock};
+pub use crate::clock::{Clock, SystemClock};
+pub use access::HBaseAccess;
 pub use client::{AsyncClient, Client};
 pub use key::CellKey;
 pub use liveness::LivenessConfig;

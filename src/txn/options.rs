@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::txn::access::{Clock, SystemClock};
+use crate::clock::{Clock, SystemClock};
 use crate::txn::liveness::LivenessConfig;
 use crate::txn::schema::Schema;
 
