@@ -44,7 +44,11 @@ impl Stack {
         let hbase = HBaseClient::connect(HBaseConfig::new(hbase_addr.clone()).pool_size(64))?;
         let tso = Arc::new(OracleClient::connect(
             std::slice::from_ref(&oracle_addr),
-            ClientConfig::default(),
+            ClientConfig {
+                // One lane batches the most: measured 10% more txn_put1 than two lanes here.
+                connections: 1,
+                ..ClientConfig::default()
+            },
         )?);
         Ok(Stack {
             hbase,
