@@ -30,7 +30,8 @@ enum Command {
         threads: usize,
         #[arg(long, default_value_t = 10_000)]
         rows: usize,
-        /// Comma-separated subset of raw_get,raw_put,raw_rmw2,txn_get,txn_put1,txn_transfer2.
+        /// Comma-separated subset of raw_get,raw_put,raw_cas,raw_rmw2,txn_get,txn_put1,
+        /// txn_transfer2.
         #[arg(long)]
         workloads: Option<String>,
         #[arg(long)]

@@ -10,7 +10,7 @@ use rand::Rng;
 use serde::Serialize;
 
 use crate::error::Result;
-use crate::hbase::{FamilyDescriptor, Get, Put, TableDescriptor};
+use crate::hbase::{CheckAndMutate, CompareOp, FamilyDescriptor, Get, Put, TableDescriptor};
 use crate::oracle::bench::Histogram;
 use crate::txn::{self, CellKey, Client, LivenessConfig};
 use crate::workload::stack::Stack;
@@ -144,6 +144,14 @@ fn op(
                 &Get::new(row(rng.gen_range(0..rows))).column(F, Q),
             )
             .map(drop),
+        // A checkAndMutate that always passes: column `f:c` stays empty, and an empty expected
+        // value matches an absent or empty cell.
+        "raw_cas" => {
+            let r = row(rng.gen_range(0..rows));
+            let cam = CheckAndMutate::new(r.clone(), F, "c", CompareOp::Equal, "")
+                .put(Put::new(r).add(F, "c", ""));
+            hbase.check_and_mutate(&tables.raw, &cam).map(drop)
+        }
         "raw_put" => hbase.put(
             &tables.raw,
             &Put::new(row(rng.gen_range(0..rows))).add(F, Q, "7"),
