@@ -123,7 +123,7 @@ impl Session {
     }
 
     fn crashed(&self, start_ts: u64, seam: Seam) -> Error {
-        tracing::warn!(
+        tracing::info!(
             start_ts,
             seam = seam.name(),
             "client dies at an injected crash"
