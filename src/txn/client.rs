@@ -134,34 +134,7 @@ impl Client {
     /// `Some(commit_ts)`, or `None` when it is rolled back or not (yet) committed. Resolves the
     /// primary if its owner is gone, so the answer is final unless the owner is alive.
     pub fn transaction_status(&self, primary: &CellKey, start_ts: u64) -> Result<Option<u64>> {
-        use crate::txn::actions::TxnStatus;
-        let session = Session::new(self.inner.clone());
-        for _ in 0..3 {
-            let (raw, status) = session.primary_status(primary, start_ts)?;
-            match status {
-                TxnStatus::Committed { commit_ts } => return Ok(Some(commit_ts)),
-                TxnStatus::RolledBack => return Ok(None),
-                TxnStatus::Locked { lock } => {
-                    if !session.resolve_lock(primary, &lock, &raw.unwrap_or_default())? {
-                        return Ok(None);
-                    }
-                }
-                TxnStatus::PrimaryNotLocked { .. } | TxnStatus::BlockedBy { .. } => {
-                    let probe = crate::txn::codec::Lock {
-                        start_ts,
-                        kind: crate::txn::codec::MutationKind::Put,
-                        primary: primary.clone(),
-                        owner: String::new(),
-                        wall_ms: 0,
-                        ttl_ms: 0,
-                        short_value: None,
-                    };
-                    // A stale probe lock: the resolver fences the primary at start_ts.
-                    session.resolve_lock(primary, &probe, &[])?;
-                }
-            }
-        }
-        Ok(None)
+        Session::new(self.inner.clone()).settle_transaction(primary, start_ts)
     }
 
     pub fn stats(&self) -> ClientStats {

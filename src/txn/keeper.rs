@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex};
 
-use crate::hbase::{CheckAndMutate, CompareOp, Put};
+use crate::txn::actions;
 use crate::txn::codec::encode_lock;
 use crate::txn::session::{Inner, KeeperHandle, Stats};
 
@@ -69,16 +69,7 @@ fn refresh_primaries(inner: &Inner) {
         let mut lock = g.lock.clone();
         lock.wall_ms = now;
         let bytes = encode_lock(&lock);
-        let schema = &inner.opts.schema;
-        let q = schema.qualifier(&g.key);
-        let cam = CheckAndMutate::new(
-            g.key.row.clone(),
-            schema.lock_family.clone(),
-            q.clone(),
-            CompareOp::Equal,
-            g.bytes.clone(),
-        )
-        .put(Put::new(g.key.row.clone()).add(schema.lock_family.clone(), q, bytes.clone()));
+        let cam = actions::refresh_lock(&inner.opts.schema, &g.key, &g.bytes, &bytes);
         Stats::bump(&inner.stats.hbase_rpcs);
         match inner.store.check_and_mutate(&g.key.table, &cam) {
             Ok(true) => {

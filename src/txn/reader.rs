@@ -10,7 +10,7 @@ use crate::hbase::{Get, RowResult, Scan, TimeRange};
 use crate::txn::actions::{corrupted, read_column, ts, ReadDecision};
 use crate::txn::codec::{decode_lock_state, split_column_qualifier, LockState};
 use crate::txn::key::CellKey;
-use crate::txn::session::{Session, Stats};
+use crate::txn::session::Session;
 
 /// Write-record versions fetched per column on the first try: the newest is almost always a
 /// commit; a second covers one rollback record in front of it.
@@ -143,7 +143,7 @@ impl Session {
     }
 
     /// Backs off while a live transaction holds a lock; gives up after `max_lock_wait`.
-    pub fn wait_for_lock(&self, key: &CellKey, started: Instant, waits: &mut u32) -> Result<()> {
+    fn wait_for_lock(&self, key: &CellKey, started: Instant, waits: &mut u32) -> Result<()> {
         let opts = &self.inner.opts;
         if started.elapsed() >= opts.max_lock_wait {
             let holder = self.describe_lock(key);
@@ -155,7 +155,6 @@ impl Session {
                 primary: holder.map(|l| Box::new(l.primary)),
             });
         }
-        Stats::bump(&self.inner.stats.lock_waits);
         std::thread::sleep(opts.retry.backoff(*waits));
         *waits += 1;
         Ok(())
@@ -163,15 +162,9 @@ impl Session {
 
     /// For the error only: who holds the lock now (best effort).
     fn describe_lock(&self, key: &CellKey) -> Option<crate::txn::codec::Lock> {
-        let schema = &self.inner.opts.schema;
-        let q = schema.qualifier(key);
-        let get = Get::new(key.row.clone()).column(schema.lock_family.clone(), q.clone());
-        let state = self
-            .get_many(&key.table, &[get])
-            .ok()
-            .and_then(|rows| decode_lock_state(rows[0].value(&schema.lock_family, &q)).ok());
-        match state {
-            Some(LockState::Locked(l)) => Some(l),
+        let raw = self.lock_cell(key).ok()?;
+        match decode_lock_state(raw.as_deref()).ok()? {
+            LockState::Locked(l) => Some(l),
             _ => None,
         }
     }

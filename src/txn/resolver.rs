@@ -4,7 +4,7 @@
 use crate::error::{Error, Result};
 use crate::hbase::{Get, TimeRange};
 use crate::txn::actions::{self, corrupted, ts, TxnStatus};
-use crate::txn::codec::{decode_lock_state, Lock};
+use crate::txn::codec::{decode_lock_state, Lock, MutationKind};
 use crate::txn::key::CellKey;
 use crate::txn::session::{Session, Stats};
 
@@ -75,6 +75,37 @@ impl Session {
             }
         }
         Ok(false)
+    }
+
+    /// Whether the transaction `start_ts` with primary `primary` committed: `Some(commit_ts)`,
+    /// or `None` when it is rolled back or its owner is alive. A primary left locked by a dead or
+    /// stale owner is rolled back and one not locked yet is fenced, so `None` is final unless
+    /// the owner is alive.
+    pub fn settle_transaction(&self, primary: &CellKey, start_ts: u64) -> Result<Option<u64>> {
+        // The transaction as its primary stands for it, owned by no one and long stale: every
+        // "may it be cleaned" about it is yes, while a lock still on the primary is judged on
+        // its own owner and wall time.
+        let stale = Lock {
+            start_ts,
+            kind: MutationKind::Put,
+            primary: primary.clone(),
+            owner: String::new(),
+            wall_ms: 0,
+            ttl_ms: 0,
+            short_value: None,
+        };
+        for _ in 0..3 {
+            match self.primary_status(primary, start_ts)?.1 {
+                TxnStatus::Committed { commit_ts } => return Ok(Some(commit_ts)),
+                TxnStatus::RolledBack => return Ok(None),
+                _ => {
+                    if !self.resolve(primary, &stale, &[], 0)? {
+                        return Ok(None);
+                    }
+                }
+            }
+        }
+        Ok(None)
     }
 
     /// Reads the primary's lock cell and its write records at or after `start_ts` (two Gets of

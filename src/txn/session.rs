@@ -211,6 +211,15 @@ impl Session {
         Ok(rows)
     }
 
+    /// The raw lock cell of `key` (one Get).
+    pub fn lock_cell(&self, key: &CellKey) -> Result<Option<Vec<u8>>> {
+        let schema = &self.inner.opts.schema;
+        let q = schema.qualifier(key);
+        let get = Get::new(key.row.clone()).column(schema.lock_family.clone(), q.clone());
+        let rows = self.get_many(&key.table, &[get])?;
+        Ok(rows[0].value(&schema.lock_family, &q).map(<[u8]>::to_vec))
+    }
+
     pub fn cas(&self, table: &str, cam: &CheckAndMutate) -> Result<bool> {
         self.count();
         self.inner.store.check_and_mutate(table, cam)

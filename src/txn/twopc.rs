@@ -1,14 +1,12 @@
 //! Two-phase commit: parallel prewrite of every cell, the commit point on the primary, then
 //! the secondaries in the background (tracked). Failure handling follows DESIGN.md 1-4, 7, 9.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
 use parking_lot::Mutex;
 
 use crate::error::{Error, Result};
-use crate::hbase::Get;
 use crate::txn::actions::{self, after_failed_prewrite, PrewriteNext, TxnStatus};
 use crate::txn::codec::{encode_lock, Lock, MutationKind};
 use crate::txn::key::CellKey;
@@ -16,7 +14,6 @@ use crate::txn::options::Seam;
 use crate::txn::session::{PrimaryGuard, Session, Stats};
 
 /// One buffered write, ready to prewrite.
-#[derive(Clone)]
 pub(crate) struct Mutation {
     pub key: CellKey,
     pub lock: Lock,
@@ -39,13 +36,15 @@ impl Session {
         for table in writes.iter().map(|(k, _)| &k.table) {
             inner.check_table(table)?;
         }
-        let muts = self.build_mutations(start_ts, writes);
+        // Shared, not copied: the prewrite jobs and the secondary commits read the same values.
+        let muts: Vec<Arc<Mutation>> = self.build_mutations(start_ts, writes);
         let primary = muts[0].key.clone();
 
         let results = {
             let session = self.clone();
-            let muts: Vec<Arc<Mutation>> = muts.iter().cloned().map(Arc::new).collect();
-            inner.executor.map(muts, move |m| session.prewrite_cell(&m))
+            inner
+                .executor
+                .map(muts.clone(), move |m| session.prewrite_cell(&m))
         };
         let mut locked = Vec::new();
         let mut failure = None;
@@ -88,7 +87,7 @@ impl Session {
         &self,
         start_ts: u64,
         writes: Vec<(CellKey, Option<Vec<u8>>)>,
-    ) -> Vec<Mutation> {
+    ) -> Vec<Arc<Mutation>> {
         let opts = &self.inner.opts;
         let primary = writes[0].0.clone();
         let wall_ms = self.inner.now_ms();
@@ -112,12 +111,12 @@ impl Session {
                         .cloned(),
                 };
                 let bytes = encode_lock(&lock);
-                Mutation {
+                Arc::new(Mutation {
                     key,
                     lock,
                     bytes,
                     value,
-                }
+                })
             })
             .collect()
     }
@@ -178,7 +177,7 @@ impl Session {
                 Ok(false) | Err(Error::OutcomeUnknown { .. }) => {}
                 Err(e) => return Err(e),
             }
-            let raw = self.read_lock_cell(&m.key)?;
+            let raw = self.lock_cell(&m.key)?;
             match after_failed_prewrite(&m.key, m.lock.start_ts, &m.bytes, raw.as_deref())? {
                 PrewriteNext::AlreadyLocked => return Ok(()),
                 PrewriteNext::RetryAbsent => absent = true,
@@ -222,14 +221,6 @@ impl Session {
         })
     }
 
-    fn read_lock_cell(&self, key: &CellKey) -> Result<Option<Vec<u8>>> {
-        let schema = &self.inner.opts.schema;
-        let q = schema.qualifier(key);
-        let get = Get::new(key.row.clone()).column(schema.lock_family.clone(), q.clone());
-        let rows = self.get_many(&key.table, &[get])?;
-        Ok(rows[0].value(&schema.lock_family, &q).map(<[u8]>::to_vec))
-    }
-
     /// Registers the primary lock for wall-time refreshes while the commit is under way.
     fn guard_primary(&self, m: &Mutation) {
         let guard = PrimaryGuard {
@@ -245,38 +236,39 @@ impl Session {
     }
 
     /// Rolls back the cells this transaction locked itself (after a failed prewrite round).
-    fn roll_back_own(&self, locked: &[&Mutation]) {
+    fn roll_back_own(&self, locked: &[&Arc<Mutation>]) {
         let Some(first) = locked.first() else {
             return;
         };
         let start_ts = first.lock.start_ts;
-        let primary_bytes = self.take_primary(start_ts).map(|(_, bytes)| bytes);
-        let jobs: Vec<(CellKey, Lock, Vec<u8>)> = locked
+        let primary_bytes = self.take_primary(start_ts);
+        // The primary's bytes may have been refreshed by the keeper: use what is stored.
+        let jobs: Vec<(Arc<Mutation>, Vec<u8>)> = locked
             .iter()
             .map(|m| {
                 let bytes = match (&primary_bytes, m.key == m.lock.primary) {
                     (Some(b), true) => b.clone(),
                     _ => m.bytes.clone(),
                 };
-                (m.key.clone(), m.lock.clone(), bytes)
+                (Arc::clone(m), bytes)
             })
             .collect();
         let session = self.clone();
-        self.inner.executor.map(jobs, move |(key, lock, bytes)| {
-            let cam = actions::rollback(&session.inner.opts.schema, &key, &lock, &bytes);
-            if let Err(e) = session.cas(&key.table, &cam) {
+        self.inner.executor.map(jobs, move |(m, bytes)| {
+            let cam = actions::rollback(&session.inner.opts.schema, &m.key, &m.lock, &bytes);
+            if let Err(e) = session.cas(&m.key.table, &cam) {
                 // Left for lazy cleanup by whoever meets the lock.
-                tracing::debug!(%key, error = %e, "rollback of own lock failed");
+                tracing::debug!(key = %m.key, error = %e, "rollback of own lock failed");
             }
         });
     }
 
-    /// Stops heartbeats of the primary and returns its current lock and bytes.
-    fn take_primary(&self, start_ts: u64) -> Option<(Lock, Vec<u8>)> {
+    /// Stops heartbeats of the primary and returns its lock's bytes as stored now.
+    fn take_primary(&self, start_ts: u64) -> Option<Vec<u8>> {
         let guard = self.inner.primaries.lock().remove(&start_ts)?;
         let mut g = guard.lock();
         g.live = false;
-        Some((g.lock.clone(), g.bytes.clone()))
+        Some(g.bytes.clone())
     }
 
     /// The commit point (DESIGN.md invariant 3), with a lost reply settled by re-reading the
@@ -357,21 +349,15 @@ impl Session {
 
     /// Commits the secondaries in parallel (in the background unless `sync_secondaries`);
     /// failures are left to lazy roll-forward by readers. Tracked by the executor, drained on
-    /// shutdown. Returns true when the client died at a seam between them (sync mode only).
-    fn commit_secondaries(&self, secondaries: Vec<Mutation>, commit_ts: u64) -> bool {
+    /// shutdown. A client that dies at a seam between them (it marks itself dead) commits no
+    /// more; returns true when that happened while we waited (sync mode).
+    fn commit_secondaries(&self, secondaries: Vec<Arc<Mutation>>, commit_ts: u64) -> bool {
         if secondaries.is_empty() {
             return false;
         }
-        let crashed = Arc::new(AtomicBool::new(false));
-        let died = crashed.clone();
-        let sync = self.inner.opts.sync_secondaries;
-        let jobs: Vec<_> = secondaries
-            .into_iter()
-            .map(|m| (m, crashed.clone()))
-            .collect();
         let session = self.clone();
-        let work = move |(m, crashed): (Mutation, Arc<AtomicBool>)| {
-            if crashed.load(Ordering::SeqCst) || session.inner.is_dead() {
+        let work = move |m: Arc<Mutation>| {
+            if session.inner.is_dead() {
                 return;
             }
             let cam = actions::commit(
@@ -385,18 +371,17 @@ impl Session {
                 tracing::debug!(key = %m.key, error = %e, "secondary commit left for roll-forward");
             }
             if session.inner.crash_at(Seam::BetweenSecondaryCommits) {
-                crashed.store(true, Ordering::SeqCst);
                 session.inner.die();
             }
         };
-        if sync {
-            self.inner.executor.map(jobs, work);
-            died.load(Ordering::SeqCst)
+        if self.inner.opts.sync_secondaries {
+            self.inner.executor.map(secondaries, work);
+            self.inner.is_dead()
         } else {
             let work = Arc::new(work);
-            for job in jobs {
+            for m in secondaries {
                 let work = work.clone();
-                self.inner.executor.spawn(move || work(job));
+                self.inner.executor.spawn(move || work(m));
             }
             false
         }

@@ -105,9 +105,7 @@ pub fn setup(stack: &Stack, config: &BankConfig) -> Result<()> {
     for table in &config.tables {
         txn::setup::create_table(&stack.hbase, &config.options.schema, table, &[FAMILY])?;
     }
-    let mut options = config.options.clone();
-    options.crash_injector = None;
-    let client = stack.client(options)?;
+    let client = steady_client(stack, config)?;
     for chunk in config.accounts().chunks(64) {
         client.run(|t| {
             for key in chunk {
@@ -177,8 +175,16 @@ pub fn run(
     )
 }
 
+/// A transferring client: it may die at a seam (the configured crash injector).
 fn fresh_client(stack: &Stack, config: &BankConfig) -> Result<Client> {
     stack.client(config.options.clone())
+}
+
+/// A client that never dies at a seam: setup, auditors and settlement.
+fn steady_client(stack: &Stack, config: &BankConfig) -> Result<Client> {
+    let mut options = config.options.clone();
+    options.crash_injector = None;
+    stack.client(options)
 }
 
 fn transfer_loop(
@@ -304,9 +310,7 @@ fn audit_loop(
     progress: &Progress,
     stop: &AtomicBool,
 ) -> Result<()> {
-    let mut options = config.options.clone();
-    options.crash_injector = None;
-    let client = stack.client(options)?;
+    let client = steady_client(stack, config)?;
     let expected = config.expected_total();
     while !stop.load(Ordering::Relaxed) {
         match read_total(&client, accounts) {
@@ -336,9 +340,7 @@ fn settle(
     progress: &Progress,
     seconds: f64,
 ) -> Result<BankReport> {
-    let mut options = config.options.clone();
-    options.crash_injector = None;
-    let client = stack.client(options)?;
+    let client = steady_client(stack, config)?;
     let mut settled_committed = 0;
     for u in std::mem::take(&mut ledger.unsettled) {
         if client

@@ -37,12 +37,44 @@ pub fn commit(
     .put(put)
 }
 
+/// The heartbeat of a long commit: replaces our lock with the same lock at a newer wall time,
+/// conditional on the exact bytes stored (a resolver may have rolled it back meanwhile).
+pub fn refresh_lock(
+    schema: &Schema,
+    key: &CellKey,
+    stored: &[u8],
+    refreshed: &[u8],
+) -> CheckAndMutate {
+    let q = schema.qualifier(key);
+    CheckAndMutate::new(
+        key.row.clone(),
+        schema.lock_family.clone(),
+        q.clone(),
+        CompareOp::Equal,
+        stored.to_vec(),
+    )
+    .put(Put::new(key.row.clone()).add(schema.lock_family.clone(), q, refreshed.to_vec()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::hbase::Mutation;
     use crate::txn::actions::fixtures::{key, lock};
     use crate::txn::codec::{decode_lock_state, decode_write, encode_lock, LockState};
+
+    #[test]
+    fn refresh_replaces_exactly_the_stored_lock() {
+        let schema = Schema::default();
+        let (old, new) = (encode_lock(&lock(100, "r1")), b"newer".to_vec());
+        let cam = refresh_lock(&schema, &key("r1"), &old, &new);
+        assert_eq!((cam.op, cam.value), (CompareOp::Equal, old));
+        let Mutation::Put(put) = &cam.mutations.mutations[0] else {
+            panic!("expected a put")
+        };
+        assert_eq!(put.cells[0].value, new);
+        assert_eq!(put.cells[0].family, schema.lock_family);
+    }
 
     #[test]
     fn commit_is_conditional_on_our_exact_lock_and_releases_at_commit_ts() {

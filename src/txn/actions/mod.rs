@@ -8,7 +8,7 @@ mod read;
 mod rollback;
 mod status;
 
-pub use commit::commit;
+pub use commit::{commit, refresh_lock};
 pub use prewrite::{after_failed_prewrite, prewrite, PrewriteNext};
 pub use read::{read_column, ReadDecision};
 pub use rollback::{fence, rollback};
