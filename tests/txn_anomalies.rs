@@ -10,7 +10,7 @@ use std::time::Duration;
 use percolator::txn::{Client, ScannedRow, Transaction};
 use percolator::{Error, RetryClass};
 use txn_support::faulty::{CasKind, Fault, FaultyStore, Gate};
-use txn_support::{Env, FAMILY};
+use txn_support::{begin_now, Env, FAMILY};
 
 fn get(txn: &Transaction, table: &str, row: &str) -> Option<Vec<u8>> {
     txn.get(table, row, FAMILY, "q").unwrap()
@@ -75,15 +75,15 @@ fn dirty_write_prevented() {
     let t = env.table("g0");
     let client = env.client();
     seed(&client, &t, &[("x", "0"), ("y", "0")]);
-    let mut t1 = client.begin().unwrap();
-    let mut t2 = client.begin().unwrap();
+    let mut t1 = begin_now(&client);
+    let mut t2 = begin_now(&client);
     set(&mut t1, &t, "x", "11");
     set(&mut t2, &t, "x", "12");
     set(&mut t1, &t, "y", "21");
     set(&mut t2, &t, "y", "22");
     t1.commit().unwrap();
     assert_conflict(t2.commit());
-    let r = client.begin().unwrap();
+    let r = begin_now(&client);
     assert_eq!(
         (get(&r, &t, "x"), get(&r, &t, "y")),
         (value("11"), value("21"))
@@ -100,21 +100,21 @@ fn dirty_write_prevented_while_locks_are_held() {
     let client = env.client();
     seed(&client, &t, &[("x", "0"), ("y", "0")]);
     let (holder, gate) = paused_before_commit(&env, "x");
-    let mut t1 = holder.begin().unwrap();
+    let mut t1 = begin_now(&holder);
     set(&mut t1, &t, "x", "1");
     set(&mut t1, &t, "y", "1");
     std::thread::scope(|s| {
         let _release = gate.opens_on_drop();
         let committing = s.spawn(|| t1.commit());
         assert!(gate.wait_reached(Duration::from_secs(10)));
-        let mut t2 = client.begin().unwrap();
+        let mut t2 = begin_now(&client);
         set(&mut t2, &t, "y", "2");
         set(&mut t2, &t, "x", "2");
         assert_conflict(t2.commit());
         gate.open();
         committing.join().unwrap().expect("T1 commits");
     });
-    let r = client.begin().unwrap();
+    let r = begin_now(&client);
     assert_eq!(
         (get(&r, &t, "x"), get(&r, &t, "y")),
         (value("1"), value("1"))
@@ -134,14 +134,14 @@ fn dirty_read_prevented() {
     let client = env.client();
     seed(&client, &t, &[("x", "0"), ("y", "0")]);
 
-    let mut aborted = client.begin().unwrap();
+    let mut aborted = begin_now(&client);
     set(&mut aborted, &t, "x", "aborted");
     aborted.rollback();
-    assert_eq!(get(&client.begin().unwrap(), &t, "x"), value("0"));
+    assert_eq!(get(&begin_now(&client), &t, "x"), value("0"));
 
-    let older = client.begin().unwrap();
+    let older = begin_now(&client);
     let (holder, gate) = paused_before_commit(&env, "x");
-    let mut t1 = holder.begin().unwrap();
+    let mut t1 = begin_now(&holder);
     set(&mut t1, &t, "x", "1");
     set(&mut t1, &t, "y", "1");
     let impatient = env.client_with(percolator::TxnOptions {
@@ -152,7 +152,7 @@ fn dirty_read_prevented() {
         let _release = gate.opens_on_drop();
         let committing = s.spawn(|| t1.commit());
         assert!(gate.wait_reached(Duration::from_secs(10)));
-        let during = impatient.begin().unwrap();
+        let during = begin_now(&impatient);
         for row in ["x", "y"] {
             let err = during.get(&t, row, FAMILY, "q").unwrap_err();
             assert!(matches!(err, Error::KeyLocked { .. }), "{row}: {err}");
@@ -165,7 +165,7 @@ fn dirty_read_prevented() {
         gate.open();
         committing.join().unwrap().expect("T1 commits");
     });
-    let after = client.begin().unwrap();
+    let after = begin_now(&client);
     assert_eq!(
         (get(&after, &t, "x"), get(&after, &t, "y")),
         (value("1"), value("1"))
@@ -182,8 +182,8 @@ fn lost_update_prevented() {
     let t = env.table("p4");
     let client = env.client();
     seed(&client, &t, &[("x", "100")]);
-    let mut t1 = client.begin().unwrap();
-    let mut t2 = client.begin().unwrap();
+    let mut t1 = begin_now(&client);
+    let mut t2 = begin_now(&client);
     assert_eq!(get(&t1, &t, "x"), value("100"));
     assert_eq!(get(&t2, &t, "x"), value("100"));
     set(&mut t1, &t, "x", "111");
@@ -191,7 +191,7 @@ fn lost_update_prevented() {
     t1.commit().unwrap();
     let err = assert_conflict(t2.commit());
     assert!(matches!(err, Error::WriteConflict { .. }), "{err}");
-    assert_eq!(get(&client.begin().unwrap(), &t, "x"), value("111"));
+    assert_eq!(get(&begin_now(&client), &t, "x"), value("111"));
     client.shutdown();
 }
 
@@ -203,9 +203,9 @@ fn read_skew_prevented() {
     let t = env.table("gsingle");
     let client = env.client();
     seed(&client, &t, &[("x", "50"), ("y", "50")]);
-    let t1 = client.begin().unwrap();
+    let t1 = begin_now(&client);
     assert_eq!(get(&t1, &t, "x"), value("50"));
-    let mut t2 = client.begin().unwrap();
+    let mut t2 = begin_now(&client);
     assert_eq!(get(&t2, &t, "x"), value("50"));
     set(&mut t2, &t, "x", "25");
     set(&mut t2, &t, "y", "75");
@@ -222,13 +222,13 @@ fn fuzzy_read_prevented() {
     let t = env.table("p2");
     let client = env.client();
     seed(&client, &t, &[("x", "1")]);
-    let t1 = client.begin().unwrap();
+    let t1 = begin_now(&client);
     assert_eq!(get(&t1, &t, "x"), value("1"));
     seed(&client, &t, &[("x", "2")]);
     assert_eq!(get(&t1, &t, "x"), value("1"));
     client.run(|txn| txn.delete(&t, "x", FAMILY, "q")).unwrap();
     assert_eq!(get(&t1, &t, "x"), value("1"));
-    assert_eq!(get(&client.begin().unwrap(), &t, "x"), None);
+    assert_eq!(get(&begin_now(&client), &t, "x"), None);
     client.shutdown();
 }
 
@@ -240,13 +240,13 @@ fn phantom_in_scanned_range_prevented() {
     let t = env.table("phantom");
     let client = env.client();
     seed(&client, &t, &[("b", "1"), ("d", "2"), ("f", "3")]);
-    let t1 = client.begin().unwrap();
+    let t1 = begin_now(&client);
     let first = scan_rows(&t1, &t);
     assert_eq!(first.len(), 3);
     seed(&client, &t, &[("c", "new")]);
     client.run(|txn| txn.delete(&t, "f", FAMILY, "q")).unwrap();
     assert_eq!(scan_rows(&t1, &t), first);
-    let later = scan_rows(&client.begin().unwrap(), &t);
+    let later = scan_rows(&begin_now(&client), &t);
     let rows: Vec<&str> = later.iter().map(|(r, _)| r.as_str()).collect();
     assert_eq!(rows, ["b", "c", "d"]);
     client.shutdown();
@@ -262,8 +262,8 @@ fn write_skew_allowed_under_snapshot_isolation() {
     let t = env.table("g2");
     let client = env.client();
     seed(&client, &t, &[("alice", "on"), ("bob", "on")]);
-    let mut t1 = client.begin().unwrap();
-    let mut t2 = client.begin().unwrap();
+    let mut t1 = begin_now(&client);
+    let mut t2 = begin_now(&client);
     for txn in [&t1, &t2] {
         assert_eq!(
             (get(txn, &t, "alice"), get(txn, &t, "bob")),
@@ -275,7 +275,7 @@ fn write_skew_allowed_under_snapshot_isolation() {
     t1.commit().expect("T1 commits");
     t2.commit()
         .expect("T2 commits: snapshot isolation allows write skew");
-    let r = client.begin().unwrap();
+    let r = begin_now(&client);
     assert_eq!(
         (get(&r, &t, "alice"), get(&r, &t, "bob")),
         (value("off"), value("off"))
@@ -290,7 +290,7 @@ fn reads_its_own_writes() {
     let t = env.table("ryw");
     let client = env.client();
     seed(&client, &t, &[("x", "old"), ("y", "old")]);
-    let mut txn = client.begin().unwrap();
+    let mut txn = begin_now(&client);
     set(&mut txn, &t, "x", "mine");
     txn.delete(&t, "y", FAMILY, "q").unwrap();
     set(&mut txn, &t, "z", "created");
@@ -302,13 +302,13 @@ fn reads_its_own_writes() {
         txn.get_many(&keys).unwrap(),
         [value("created"), value("mine"), None]
     );
-    let other = client.begin().unwrap();
+    let other = begin_now(&client);
     assert_eq!(
         (get(&other, &t, "x"), get(&other, &t, "y")),
         (value("old"), value("old"))
     );
     txn.commit().unwrap();
-    let after = client.begin().unwrap();
+    let after = begin_now(&client);
     assert_eq!(
         after.get_many(&keys).unwrap(),
         [value("created"), value("mine"), None]
@@ -323,7 +323,7 @@ fn reads_across_two_tables_in_one_snapshot() {
     let (orders, stock) = (env.table("orders"), env.table("stock"));
     let client = env.client();
     seed(&client, &stock, &[("widget", "10")]);
-    let before = client.begin().unwrap();
+    let before = begin_now(&client);
     client
         .run(|txn| {
             txn.set(&orders, "o1", FAMILY, "q", "widget")?;
@@ -332,7 +332,7 @@ fn reads_across_two_tables_in_one_snapshot() {
         .unwrap();
     let keys = [env.key(&orders, "o1"), env.key(&stock, "widget")];
     assert_eq!(before.get_many(&keys).unwrap(), [None, value("10")]);
-    let after = client.begin().unwrap();
+    let after = begin_now(&client);
     assert_eq!(
         after.get_many(&keys).unwrap(),
         [value("widget"), value("9")]
@@ -350,7 +350,7 @@ fn scan_includes_own_buffered_writes() {
     let t = env.table("scanown");
     let client = env.client();
     seed(&client, &t, &[("b", "1"), ("d", "2"), ("f", "3")]);
-    let mut txn = client.begin().unwrap();
+    let mut txn = begin_now(&client);
     txn.delete(&t, "b", FAMILY, "q").unwrap();
     set(&mut txn, &t, "d", "changed");
     set(&mut txn, &t, "e", "inserted");
@@ -385,7 +385,7 @@ fn scan_without_limit_includes_stored_and_buffered_rows() {
     let t = env.table("scanall");
     let client = env.client();
     seed(&client, &t, &[("b", "1"), ("d", "2")]);
-    let mut txn = client.begin().unwrap();
+    let mut txn = begin_now(&client);
     set(&mut txn, &t, "c", "mine");
     let rows = scan_rows(&txn, &t);
     let unlimited = txn.scan(&t, "a", "z", usize::MAX);

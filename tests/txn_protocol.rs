@@ -315,7 +315,7 @@ fn reader_waits_on_live_locks_and_ignores_newer_ones() {
     let writer = env.client();
     writer.run(|txn| txn.set(&t, "x", "f", "q", "old")).unwrap();
 
-    let early_reader = writer.begin().unwrap();
+    let early_reader = txn_support::begin_now(&writer);
     let live = Script::owned_by(&env, &x, writer.owner_id());
     assert!(live.prewrite(&x, b"new"));
 
@@ -348,7 +348,7 @@ fn transactional_delete_is_a_write_record() {
     let x = env.key(&t, "x");
     let client = env.client();
     client.run(|txn| txn.set(&t, "x", "f", "q", "v1")).unwrap();
-    let before = client.begin().unwrap();
+    let before = txn_support::begin_now(&client);
     client.run(|txn| txn.delete(&t, "x", "f", "q")).unwrap();
     assert_eq!(
         before.get(&t, "x", "f", "q").unwrap().as_deref(),
@@ -434,4 +434,44 @@ fn dropping_a_client_finishes_its_background_commits() {
             );
         }
     }
+}
+
+/// The snapshot is taken by a transaction's first operation, never before `begin`: what
+/// committed before that operation is visible, and the timestamp rides with it (one oracle
+/// call, one RPC). `start_ts()` pins the snapshot explicitly.
+#[test]
+fn snapshot_is_taken_by_the_first_read_or_pinned_by_start_ts() {
+    let env = Env::start();
+    let t = env.table("lazy");
+    let client = env.client();
+    let write = |v: &str| {
+        let mut txn = client.begin().unwrap();
+        txn.set(&t, "x", txn_support::FAMILY, "q", v).unwrap();
+        txn.commit().unwrap()
+    };
+    write("1");
+    let lazy = client.begin().unwrap();
+    let pinned = txn_support::begin_now(&client);
+    let commit_ts = write("2");
+    let before = client.stats();
+    let seen = lazy.get(&t, "x", txn_support::FAMILY, "q").unwrap();
+    assert_eq!(
+        seen.as_deref(),
+        Some(&b"2"[..]),
+        "a commit before the first read is seen"
+    );
+    assert!(lazy.start_ts().unwrap() > commit_ts);
+    let after = client.stats();
+    assert_eq!(
+        (after.timestamps - before.timestamps, lazy.rpc_count()),
+        (1, 1),
+        "the first read fetched one timestamp and made one RPC"
+    );
+    let old = pinned.get(&t, "x", txn_support::FAMILY, "q").unwrap();
+    assert_eq!(
+        old.as_deref(),
+        Some(&b"1"[..]),
+        "a pinned snapshot predates the commit"
+    );
+    client.shutdown();
 }

@@ -103,15 +103,15 @@ fn run_bench(
     }
     if !json {
         println!(
-            "{:<14} {:>10} {:>9} {:>9} {:>9}",
-            "workload", "ops/s", "p50 us", "p99 us", "rpcs/op"
+            "{:<14} {:>10} {:>9} {:>9} {:>9} {:>10} {:>10}",
+            "workload", "ops/s", "p50 us", "p99 us", "rpcs/op", "cpu us/op", "switch/op"
         );
     }
     let report = bench::run(&stack, config, |name, r| {
         if !json {
             println!(
-                "{name:<14} {:>10.0} {:>9.0} {:>9.0} {:>9.2}",
-                r.ops_per_s, r.p50_us, r.p99_us, r.rpcs_per_op
+                "{name:<14} {:>10.0} {:>9.0} {:>9.0} {:>9.2} {:>10.1} {:>10.2}",
+                r.ops_per_s, r.p50_us, r.p99_us, r.rpcs_per_op, r.cpu_us_per_op, r.switches_per_op
             );
         }
     })?;

@@ -15,7 +15,11 @@ use r2d2::PooledConnection;
 use super::admin::Admin;
 use super::async_client::AsyncHBaseClient;
 use super::config::HBaseConfig;
-use super::conn::{ConnectLog, Connection, Manager, ThriftClient, TraceErrors};
+use super::conn::{
+    CallFailure, ConnectLog, Connection, Manager, ReceiveFailure, ThriftClient, TraceErrors,
+};
+use super::deferred::Sender;
+use super::hot::{Reply, Request};
 use super::scanner::Scanner;
 use super::types::*;
 use super::{convert, errors};
@@ -44,6 +48,16 @@ pub(crate) struct CallSpec<'a> {
     pub row: &'a [u8],
     pub replay: Replay,
 }
+
+/// A pipelined call whose request is out (or failed to go out) and whose reply is pending.
+struct SentCall {
+    conn: PooledConnection<Manager>,
+    encoded: super::deferred::Encoded,
+    outcome: std::result::Result<(), CallFailure>,
+}
+
+/// Requests one thread keeps in flight at once in [`HBaseClient::check_and_mutate_all`].
+const PIPELINE_DEPTH: usize = 16;
 
 enum Attempt<T> {
     Done(Result<T>),
@@ -121,17 +135,49 @@ impl HBaseClient {
 
     pub fn get(&self, table: &str, get: &Get) -> Result<RowResult> {
         let spec = CallSpec::safe("get", table, &get.row);
-        let result = self.call(spec, |c| c.get(bytes(table), convert::get(get)))?;
-        convert::row_result(result)
+        let request = Request::Get {
+            table: bytes(table),
+            get: convert::get(get),
+        };
+        match self.hot(spec, &request)? {
+            Reply::Row(row) => convert::row_result(row),
+            other => Err(unexpected(other)),
+        }
     }
 
     /// Results come back in request order; missing rows are empty results.
     pub fn get_many(&self, table: &str, gets: &[Get]) -> Result<Vec<RowResult>> {
         let spec = CallSpec::safe("getMultiple", table, first_row(gets, |g| &g.row));
-        let results = self.call(spec, |c| {
-            c.get_multiple(bytes(table), gets.iter().map(convert::get).collect())
-        })?;
-        convert::row_results(results)
+        let request = Request::GetMultiple {
+            table: bytes(table),
+            gets: gets.iter().map(convert::get).collect(),
+        };
+        rows(self.hot(spec, &request)?)
+    }
+
+    /// Like [`get_many`](Self::get_many), but the gets are given later, from any thread,
+    /// through the [`Sender`] handed to `start` (see `deferred`); meanwhile this thread waits
+    /// for the reply. If the sender is abandoned, its error is returned.
+    pub(crate) fn get_many_deferred(
+        &self,
+        table: &str,
+        start: impl FnOnce(Sender),
+    ) -> Result<Vec<RowResult>> {
+        rows(self.deferred(CallSpec::safe("getMultiple", table, &[]), start)?)
+    }
+
+    /// Like [`check_and_mutate`](Self::check_and_mutate) for `row`, with the mutation given
+    /// later through the [`Sender`] handed to `start`.
+    pub(crate) fn check_and_mutate_deferred(
+        &self,
+        table: &str,
+        row: &[u8],
+        start: impl FnOnce(Sender),
+    ) -> Result<bool> {
+        match self.deferred(CallSpec::once("checkAndMutate", table, row), start)? {
+            Reply::Applied(applied) => Ok(applied),
+            other => Err(unexpected(other)),
+        }
     }
 
     pub fn exists(&self, table: &str, get: &Get) -> Result<bool> {
@@ -182,17 +228,87 @@ impl HBaseClient {
     /// Applies `cam.mutations` iff `cam.value OP cell` (HBase's reversed direction).
     pub fn check_and_mutate(&self, table: &str, cam: &CheckAndMutate) -> Result<bool> {
         let spec = CallSpec::once("checkAndMutate", table, &cam.row);
-        self.call(spec, |c| {
-            c.check_and_mutate(
-                bytes(table),
-                cam.row.clone(),
-                cam.family.clone(),
-                cam.qualifier.clone(),
-                convert::compare_op(cam.op),
-                cam.value.clone(),
-                convert::row_mutations(&cam.mutations),
-            )
-        })
+        match self.hot(spec, &cam_request(table, cam))? {
+            Reply::Applied(applied) => Ok(applied),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// The checkAndMutates pipelined: each request goes out on its own connection before any
+    /// reply is read, so the round trips overlap without a thread per call (at most
+    /// `PIPELINE_DEPTH` at a time, and only on connections free now: a drained pool degrades to
+    /// one call at a time instead of waiting on itself). Each call follows the usual rules (a
+    /// lost reply is `OutcomeUnknown`); results in order.
+    pub fn check_and_mutate_all(&self, calls: &[(&str, &CheckAndMutate)]) -> Vec<Result<bool>> {
+        let mut results = Vec::with_capacity(calls.len());
+        let mut rest = calls;
+        while !rest.is_empty() {
+            let mut inflight = Vec::new();
+            for &(table, cam) in rest.iter().take(PIPELINE_DEPTH) {
+                let conn = if inflight.is_empty() {
+                    match self.checkout() {
+                        Ok(conn) => conn,
+                        Err(e) => {
+                            inflight.push(Err(e));
+                            break;
+                        }
+                    }
+                } else {
+                    match self.inner.pool.try_get() {
+                        Some(conn) => conn,
+                        None => break,
+                    }
+                };
+                inflight.push(Ok(self.send_cam(conn, table, cam)));
+            }
+            let (now, later) = rest.split_at(inflight.len());
+            rest = later;
+            for (&(table, cam), sent) in now.iter().zip(inflight) {
+                results.push(sent.and_then(|sent| self.finish_cam(sent, table, cam)));
+            }
+        }
+        results
+    }
+
+    fn send_cam(
+        &self,
+        mut conn: PooledConnection<Manager>,
+        table: &str,
+        cam: &CheckAndMutate,
+    ) -> SentCall {
+        self.inner.rpc_count.fetch_add(1, Ordering::Relaxed);
+        let encoded = conn.encode(&cam_request(table, cam));
+        let outcome = conn.send_encoded(true, &encoded);
+        SentCall {
+            conn,
+            encoded,
+            outcome,
+        }
+    }
+
+    fn finish_cam(&self, sent: SentCall, table: &str, cam: &CheckAndMutate) -> Result<bool> {
+        let SentCall {
+            mut conn,
+            encoded,
+            outcome,
+        } = sent;
+        let spec = CallSpec::once("checkAndMutate", table, &cam.row);
+        let attempt = match outcome.and_then(|()| conn.recv_encoded(&encoded)) {
+            Ok(reply) => Attempt::Done(Ok(reply)),
+            Err(failure) => self.classify(failure, &spec),
+        };
+        // A failed connection is marked broken: returning it makes the pool discard it.
+        drop(conn);
+        let reply = match attempt {
+            Attempt::Done(result) => result,
+            Attempt::Replay(first) => self.replay(&spec, first, |conn, arm| {
+                conn.exchange_encoded(arm, &encoded)
+            }),
+        }?;
+        match reply {
+            Reply::Applied(applied) => Ok(applied),
+            other => Err(unexpected(other)),
+        }
     }
 
     /// Puts iff the cell equals `value`. `None` means "no such cell"; it is sent as the empty
@@ -307,6 +423,19 @@ impl HBaseClient {
         spec: CallSpec<'_>,
         mut f: impl FnMut(&mut ThriftClient) -> thrift::Result<T>,
     ) -> Result<T> {
+        self.with_retries(spec, |conn, arm| conn.call(arm, &mut f))
+    }
+
+    /// A hot call (hand-encoded, see `hot`) under the same rules.
+    fn hot(&self, spec: CallSpec<'_>, request: &Request) -> Result<Reply> {
+        self.with_retries(spec, |conn, arm| conn.exchange(arm, request))
+    }
+
+    fn with_retries<T>(
+        &self,
+        spec: CallSpec<'_>,
+        mut f: impl FnMut(&mut Connection, bool) -> std::result::Result<T, CallFailure>,
+    ) -> Result<T> {
         let mut pooled = self.checkout()?;
         let first = match self.attempt(&mut pooled, &spec, &mut f) {
             Attempt::Done(result) => return result,
@@ -314,11 +443,43 @@ impl HBaseClient {
         };
         // The failed connection is marked broken; returning it makes the pool discard it.
         drop(pooled);
+        self.replay(&spec, first, f)
+    }
+
+    fn replay<T>(
+        &self,
+        spec: &CallSpec<'_>,
+        first: Error,
+        mut f: impl FnMut(&mut Connection, bool) -> std::result::Result<T, CallFailure>,
+    ) -> Result<T> {
         tracing::debug!(method = spec.method, table = spec.table, error = %first, "replaying once on a fresh connection");
         let mut fresh = Connection::open(&self.inner.config).map_err(|e| self.transport(e))?;
-        match self.attempt(&mut fresh, &spec, &mut f) {
+        match self.attempt(&mut fresh, spec, &mut f) {
             Attempt::Done(result) => result,
             Attempt::Replay(error) => Err(error),
+        }
+    }
+
+    /// A deferred call (see `deferred`): one try, and a replay of the request under the usual
+    /// rules if it was built.
+    fn deferred(&self, spec: CallSpec<'_>, start: impl FnOnce(Sender)) -> Result<Reply> {
+        let mut pooled = self.checkout()?;
+        self.inner.rpc_count.fetch_add(1, Ordering::Relaxed);
+        let outbox = pooled.outbox();
+        start(Sender::new(outbox.clone()));
+        let arm = spec.replay == Replay::OutcomeUnknown;
+        let (failure, encoded) = match pooled.receive(arm, &outbox) {
+            Ok(reply) => return Ok(reply),
+            Err(ReceiveFailure::Abandoned(error)) => return Err(error),
+            Err(ReceiveFailure::Call(failure, encoded)) => (failure, encoded),
+        };
+        drop(pooled);
+        match (self.classify(failure, &spec), encoded) {
+            (Attempt::Done(result), _) => result,
+            (Attempt::Replay(error), None) => Err(error),
+            (Attempt::Replay(error), Some(encoded)) => self.replay(&spec, error, |conn, arm| {
+                conn.exchange_encoded(arm, &encoded)
+            }),
         }
     }
 
@@ -326,13 +487,17 @@ impl HBaseClient {
         &self,
         conn: &mut Connection,
         spec: &CallSpec<'_>,
-        f: &mut impl FnMut(&mut ThriftClient) -> thrift::Result<T>,
+        f: &mut impl FnMut(&mut Connection, bool) -> std::result::Result<T, CallFailure>,
     ) -> Attempt<T> {
         self.inner.rpc_count.fetch_add(1, Ordering::Relaxed);
-        let failure = match conn.call(spec.replay == Replay::OutcomeUnknown, |c| f(c)) {
-            Ok(value) => return Attempt::Done(Ok(value)),
-            Err(failure) => failure,
-        };
+        match f(conn, spec.replay == Replay::OutcomeUnknown) {
+            Ok(value) => Attempt::Done(Ok(value)),
+            Err(failure) => self.classify(failure, spec),
+        }
+    }
+
+    /// What a failed try means under the retry rules.
+    fn classify<T>(&self, failure: CallFailure, spec: &CallSpec<'_>) -> Attempt<T> {
         if !errors::is_connection_failure(&failure.error) {
             return Attempt::Done(Err(errors::server_error(
                 failure.error,
@@ -411,6 +576,35 @@ impl<'a> CallSpec<'a> {
             row,
             replay: Replay::OutcomeUnknown,
         }
+    }
+}
+
+pub(crate) fn cam_request(table: &str, cam: &CheckAndMutate) -> Request {
+    Request::CheckAndMutate {
+        table: bytes(table),
+        row: cam.row.clone(),
+        family: cam.family.clone(),
+        qualifier: cam.qualifier.clone(),
+        op: convert::compare_op(cam.op),
+        value: cam.value.clone(),
+        mutations: convert::row_mutations(&cam.mutations),
+    }
+}
+
+/// A get answers with one row, a getMultiple with several: either is rows to the caller.
+fn rows(reply: Reply) -> Result<Vec<RowResult>> {
+    match reply {
+        Reply::Row(row) => Ok(vec![convert::row_result(row)?]),
+        Reply::Rows(rows) => convert::row_results(rows),
+        other => Err(unexpected(other)),
+    }
+}
+
+/// `hot` checks that a reply answers the method sent; a mismatch here is a bug of ours.
+fn unexpected(reply: Reply) -> Error {
+    Error::Protocol {
+        peer: Peer::HBase,
+        message: format!("unexpected reply to {}", reply.method()),
     }
 }
 

@@ -17,9 +17,12 @@ use thrift::protocol::{
 use thrift::transport::{
     TBufferedReadTransport, TBufferedWriteTransport, TFramedReadTransport, TFramedWriteTransport,
 };
+use thrift::TThriftClient;
 
 use super::config::{HBaseConfig, Protocol, Transport};
+use super::deferred::{Encoded, Outbox, State};
 use super::errors;
+use super::hot::{self, Reply, Request};
 use crate::thrift::hbase::THBaseServiceSyncClient;
 use crate::{Error, Peer};
 
@@ -116,9 +119,23 @@ pub(crate) struct CallFailure {
     pub reply_started: bool,
 }
 
+/// Why a deferred call failed.
+pub(crate) enum ReceiveFailure {
+    /// The request was never built; the sender's reason.
+    Abandoned(Error),
+    /// The call failed; with the request when it was built (so it can be replayed).
+    Call(CallFailure, Option<Encoded>),
+}
+
 pub(crate) struct Connection {
     client: ThriftClient,
     tap: Tap,
+    /// The socket again, for hand-encoded requests written by this or another thread.
+    writer: Arc<TcpStream>,
+    protocol: Protocol,
+    transport: Transport,
+    /// Sequence ids of hand-encoded calls (the generated client keeps its own).
+    next_seq: i32,
     last_used: Instant,
     broken: bool,
 }
@@ -130,6 +147,7 @@ impl Connection {
         stream.set_read_timeout(Some(config.read_timeout))?;
         stream.set_write_timeout(Some(config.read_timeout))?;
         let tap = Tap::default();
+        let raw_writer = Arc::new(stream.try_clone()?);
         let reader = TapReader {
             stream: stream.try_clone()?,
             tap: tap.clone(),
@@ -142,9 +160,172 @@ impl Connection {
         Ok(Connection {
             client: THBaseServiceSyncClient::new(input, output),
             tap,
+            writer: raw_writer,
+            protocol: config.protocol,
+            transport: config.transport,
+            next_seq: 0,
             last_used: Instant::now(),
             broken: false,
         })
+    }
+
+    fn next_seq(&mut self) -> i32 {
+        self.next_seq = self.next_seq.wrapping_add(1);
+        self.next_seq
+    }
+
+    /// Runs one hot call (see `hot`).
+    pub(crate) fn exchange(
+        &mut self,
+        arm_lost_reply: bool,
+        request: &Request,
+    ) -> Result<Reply, CallFailure> {
+        let encoded = self.encode(request);
+        self.exchange_encoded(arm_lost_reply, &encoded)
+    }
+
+    /// Sends an already encoded request (a first try, or a replay) and reads its reply.
+    pub(crate) fn exchange_encoded(
+        &mut self,
+        arm_lost_reply: bool,
+        encoded: &Encoded,
+    ) -> Result<Reply, CallFailure> {
+        self.send_encoded(arm_lost_reply, encoded)?;
+        self.recv_encoded(encoded)
+    }
+
+    /// Encodes `request` for this connection (its next sequence id).
+    pub(crate) fn encode(&mut self, request: &Request) -> Encoded {
+        let seq = self.next_seq();
+        Encoded {
+            bytes: request.encode(self.protocol, self.transport, seq),
+            method: request.method(),
+            seq,
+        }
+    }
+
+    /// The first half of a pipelined call: the request only. [`recv_encoded`] must follow.
+    pub(crate) fn send_encoded(
+        &mut self,
+        arm_lost_reply: bool,
+        encoded: &Encoded,
+    ) -> Result<(), CallFailure> {
+        self.begin_call(arm_lost_reply);
+        let sent = self.tap.keep(hot::send(&self.writer, &encoded.bytes));
+        self.end_call(sent.map_err(thrift::Error::from))
+    }
+
+    /// The second half: the reply to `encoded`.
+    pub(crate) fn recv_encoded(&mut self, encoded: &Encoded) -> Result<Reply, CallFailure> {
+        let reply = hot::read_reply(self.client.i_prot_mut(), encoded.seq)
+            .and_then(|reply| hot::check_method(reply, encoded.method));
+        self.end_call(reply)
+    }
+
+    /// An outbox for one deferred call on this connection (see `deferred`).
+    pub(crate) fn outbox(&mut self) -> Arc<Outbox> {
+        let seq = self.next_seq();
+        Arc::new(Outbox::new(
+            Arc::clone(&self.writer),
+            self.protocol,
+            self.transport,
+            seq,
+        ))
+    }
+
+    /// Waits for the reply to the request written through `outbox`, whoever writes it.
+    pub(crate) fn receive(
+        &mut self,
+        arm_lost_reply: bool,
+        outbox: &Outbox,
+    ) -> Result<Reply, ReceiveFailure> {
+        // A request abandoned before we wait (an inline timestamp source failed) costs no read.
+        if matches!(
+            *outbox.state.lock(),
+            State::Abandoned(_) | State::WriteFailed(..)
+        ) {
+            return Err(self.unanswered(outbox, None));
+        }
+        match self.call(arm_lost_reply, |client| {
+            hot::read_reply(client.i_prot_mut(), outbox.seq())
+        }) {
+            Ok(reply) => match &*outbox.state.lock() {
+                State::Sent(encoded) => hot::check_method(reply, encoded.method).map_err(|error| {
+                    self.broken = true;
+                    ReceiveFailure::Call(
+                        CallFailure {
+                            error,
+                            io_error: None,
+                            reply_started: true,
+                        },
+                        None,
+                    )
+                }),
+                // A reply to nothing we sent: the stream is out of step.
+                _ => {
+                    self.broken = true;
+                    Err(ReceiveFailure::Call(
+                        CallFailure {
+                            error: thrift::Error::Application(thrift::ApplicationError::new(
+                                thrift::ApplicationErrorKind::BadSequenceId,
+                                "a reply arrived before its request was sent",
+                            )),
+                            io_error: None,
+                            reply_started: true,
+                        },
+                        None,
+                    ))
+                }
+            },
+            Err(failure) => Err(self.unanswered(outbox, Some(failure))),
+        }
+    }
+
+    /// The failure of a deferred call that got no reply, settled against what the sender did.
+    fn unanswered(&mut self, outbox: &Outbox, failure: Option<CallFailure>) -> ReceiveFailure {
+        let mut state = outbox.cancel();
+        let outcome = std::mem::replace(&mut *state, State::Cancelled);
+        drop(state);
+        // A sent request's failure was judged by `call`; anything else left the socket shut
+        // down, cancelled or out of step.
+        if !matches!(outcome, State::Sent(_)) {
+            self.broken = true;
+        }
+        let not_sent = |failure: Option<CallFailure>, io: Option<io::Error>| {
+            let (error, io_error) = match failure {
+                Some(f) => (f.error, f.io_error.or(io)),
+                None => (
+                    thrift::Error::from(io::Error::new(
+                        io::ErrorKind::NotConnected,
+                        "request not sent",
+                    )),
+                    io,
+                ),
+            };
+            CallFailure {
+                error,
+                io_error,
+                reply_started: false,
+            }
+        };
+        match outcome {
+            State::Abandoned(error) => ReceiveFailure::Abandoned(error),
+            State::WriteFailed(encoded, e) => {
+                let kind = e.kind();
+                let message = e.to_string();
+                let mut f = not_sent(failure, Some(e));
+                f.error = thrift::Error::from(io::Error::new(kind, message));
+                ReceiveFailure::Call(f, Some(encoded))
+            }
+            State::Sent(encoded) => {
+                let mut f = not_sent(failure, None);
+                f.reply_started = true;
+                ReceiveFailure::Call(f, Some(encoded))
+            }
+            State::Waiting | State::Cancelled => {
+                ReceiveFailure::Call(not_sent(failure, None), None)
+            }
+        }
     }
 
     /// Runs one Thrift call. `arm_lost_reply` marks a non-idempotent call for the
@@ -154,11 +335,19 @@ impl Connection {
         arm_lost_reply: bool,
         f: impl FnOnce(&mut ThriftClient) -> thrift::Result<T>,
     ) -> Result<T, CallFailure> {
+        self.begin_call(arm_lost_reply);
+        let result = f(&mut self.client);
+        self.end_call(result)
+    }
+
+    fn begin_call(&mut self, arm_lost_reply: bool) {
         *self.tap.0.lock() = CallTrace {
             lost_reply_armed: arm_lost_reply,
             ..CallTrace::default()
         };
-        let result = f(&mut self.client);
+    }
+
+    fn end_call<T>(&mut self, result: thrift::Result<T>) -> Result<T, CallFailure> {
         self.last_used = Instant::now();
         result.map_err(|error| {
             let trace = std::mem::take(&mut *self.tap.0.lock());

@@ -16,7 +16,9 @@ mod client;
 mod config;
 mod conn;
 mod convert;
+mod deferred;
 mod errors;
+mod hot;
 mod scanner;
 pub mod types;
 
@@ -24,5 +26,6 @@ pub use admin::{Admin, RegionLocation, ServerType};
 pub use async_client::AsyncHBaseClient;
 pub use client::HBaseClient;
 pub use config::{HBaseConfig, Protocol, Transport};
+pub use deferred::Sender;
 pub use scanner::Scanner;
 pub use types::*;

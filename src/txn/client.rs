@@ -95,13 +95,13 @@ impl Client {
         &self.inner.opts
     }
 
-    /// Starts a transaction at a fresh snapshot.
+    /// Starts a transaction. Its snapshot is taken after this call, by its first operation
+    /// (see [`Transaction`]).
     pub fn begin(&self) -> Result<Transaction> {
         if self.inner.is_dead() {
             return Err(Error::Shutdown);
         }
-        let start_ts = self.inner.timestamp()?;
-        Ok(Transaction::new(Session::new(self.inner.clone()), start_ts))
+        Ok(Transaction::new(Session::new(self.inner.clone())))
     }
 
     /// Runs `body` in a transaction and commits it, retrying with backoff while the error is

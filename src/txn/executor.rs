@@ -1,11 +1,11 @@
-//! A fixed pool of worker threads for the RPCs a transaction issues in parallel (the Thrift
-//! client is blocking: parallel round trips need parallel threads), plus tracking of the
-//! background work that outlives a call (secondary commits), so shutdown can drain it.
+//! A fixed pool of worker threads for the work that outlives a call (background secondary
+//! commits), tracked so shutdown can drain it. Round trips a transaction overlaps itself are
+//! pipelined on its own thread (`HBaseClient::check_and_mutate_all`), not handed out here.
 
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use crossbeam_channel::{bounded, unbounded, Sender};
+use crossbeam_channel::{unbounded, Sender};
 use parking_lot::{Condvar, Mutex};
 
 type Job = Box<dyn FnOnce() + Send + 'static>;
@@ -51,42 +51,6 @@ impl Executor {
             Some(tx) => tx.send(job).map_err(|e| e.0),
             None => Err(job),
         }
-    }
-
-    /// Runs `f` over `items` in parallel, the first on the calling thread, and returns the
-    /// results in order. Must not be called from a worker (it would wait on its own pool).
-    pub fn map<T, R, F>(&self, items: Vec<T>, f: F) -> Vec<R>
-    where
-        T: Send + 'static,
-        R: Send + 'static,
-        F: Fn(T) -> R + Send + Sync + 'static,
-    {
-        let n = items.len();
-        let f = Arc::new(f);
-        let (tx, rx) = bounded::<(usize, R)>(n);
-        let mut items = items.into_iter();
-        let first = items.next();
-        for (i, item) in items.enumerate() {
-            let (f, tx) = (f.clone(), tx.clone());
-            let job: Job = Box::new(move || {
-                let _ = tx.send((i + 1, f(item)));
-            });
-            if let Err(job) = self.submit(job) {
-                // Pool shut down: run it here instead of losing it.
-                job();
-            }
-        }
-        let mut out: Vec<Option<R>> = (0..n).map(|_| None).collect();
-        if let Some(item) = first {
-            out[0] = Some(f(item));
-        }
-        drop(tx);
-        for (i, r) in rx.iter() {
-            out[i] = Some(r);
-        }
-        out.into_iter()
-            .map(|r| r.expect("every job reports exactly once"))
-            .collect()
     }
 
     /// Runs `job` in the background, tracked until it finishes (see [`Executor::drain`]).
@@ -145,14 +109,6 @@ impl Executor {
 mod tests {
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
-
-    #[test]
-    fn map_keeps_order_and_runs_everything() {
-        let ex = Executor::new(3);
-        let out = ex.map((0..50).collect(), |i: i32| i * 2);
-        assert_eq!(out, (0..50).map(|i| i * 2).collect::<Vec<_>>());
-        ex.shutdown();
-    }
 
     #[test]
     fn drain_waits_for_background_jobs() {

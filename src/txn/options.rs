@@ -85,7 +85,7 @@ pub struct TxnOptions {
     pub short_value_limit: usize,
     /// Values above this are refused with `ValueTooLarge` (the gateway's frame is 2 MB).
     pub max_value_size: usize,
-    /// Threads for parallel prewrites and commits.
+    /// Threads for background secondary commits.
     pub workers: usize,
     /// Wait for secondary commits before `commit` returns (they run in the background
     /// otherwise, tracked and drained on shutdown).

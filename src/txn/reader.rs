@@ -25,8 +25,13 @@ pub struct ScannedRow {
 }
 
 impl Session {
-    /// Reads `keys` (any tables and rows) at `snapshot`; values in the order of `keys`.
-    pub fn read(&self, snapshot: u64, keys: &[CellKey]) -> Result<Vec<Option<Vec<u8>>>> {
+    /// Reads `keys` (any tables and rows) at `snapshot`; values in the order of `keys`. With
+    /// no snapshot yet, the first read fetches one and carries it (it is set here).
+    pub fn read(
+        &self,
+        snapshot: &mut Option<u64>,
+        keys: &[CellKey],
+    ) -> Result<Vec<Option<Vec<u8>>>> {
         let mut by_table: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
         for (i, k) in keys.iter().enumerate() {
             by_table.entry(k.table.as_str()).or_default().push(i);
@@ -41,7 +46,11 @@ impl Session {
         Ok(out)
     }
 
-    fn read_table(&self, snapshot: u64, keys: Vec<CellKey>) -> Result<Vec<Option<Vec<u8>>>> {
+    fn read_table(
+        &self,
+        snapshot: &mut Option<u64>,
+        keys: Vec<CellKey>,
+    ) -> Result<Vec<Option<Vec<u8>>>> {
         let table = keys[0].table.clone();
         // A table without the percolator families is a typed error, not FamilyNotFound.
         self.inner.check_table(&table)?;
@@ -52,11 +61,18 @@ impl Session {
         let started = Instant::now();
         let mut waits = 0u32;
         while !pending.is_empty() {
-            let gets = row_gets(schema, &keys, &pending, snapshot, versions);
-            let rows = self.get_many(
-                &table,
-                &gets.iter().map(|(g, _)| g.clone()).collect::<Vec<_>>(),
-            )?;
+            let gets = row_gets(schema, &keys, &pending, snapshot.unwrap_or(0), versions);
+            let plain: Vec<Get> = gets.iter().map(|(g, _)| g.clone()).collect();
+            let (snapshot, rows) = match *snapshot {
+                Some(s) => (s, self.get_many(&table, &plain)?),
+                None => {
+                    let (s, rows) = self.get_many_fresh(&table, plain, |g, s| {
+                        g.time_range(TimeRange::up_to(ts(s)))
+                    })?;
+                    *snapshot = Some(s);
+                    (s, rows)
+                }
+            };
             let mut retry = Vec::new();
             let mut fetch = Vec::new();
             let mut more_versions = false;
@@ -253,7 +269,7 @@ impl Session {
             values.push(value);
         }
         if unsettled {
-            values = self.read(snapshot, &keys)?;
+            values = self.read(&mut Some(snapshot), &keys)?;
         }
         let columns: Vec<_> = keys
             .into_iter()

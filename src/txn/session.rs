@@ -12,7 +12,7 @@ use serde::Serialize;
 use crate::error::{Error, Result};
 use crate::hbase::{CheckAndMutate, Get, RowResult, Scan};
 use crate::oracle::TimestampSource;
-use crate::txn::access::HBaseAccess;
+use crate::txn::access::{HBaseAccess, WithTimestamp};
 use crate::txn::codec::Lock;
 use crate::txn::executor::Executor;
 use crate::txn::key::CellKey;
@@ -202,13 +202,43 @@ impl Session {
     pub fn get_many(&self, table: &str, gets: &[Get]) -> Result<Vec<RowResult>> {
         self.count();
         let rows = self.inner.store.get_many(table, gets)?;
-        if rows.len() != gets.len() {
-            return Err(Error::Protocol {
-                peer: crate::error::Peer::HBase,
-                message: format!("asked for {} rows, got {}", gets.len(), rows.len()),
-            });
-        }
-        Ok(rows)
+        check_rows(gets.len(), rows)
+    }
+
+    /// A read that carries a fresh timestamp (a transaction's first read fixes its snapshot):
+    /// the gets built from it go out as soon as it arrives. Returns the timestamp and rows.
+    pub fn get_many_fresh(
+        &self,
+        table: &str,
+        gets: Vec<Get>,
+        at: fn(Get, u64) -> Get,
+    ) -> Result<(u64, Vec<RowResult>)> {
+        self.count();
+        Stats::bump(&self.inner.stats.timestamps);
+        let asked = gets.len();
+        let build = Box::new(move |ts| gets.into_iter().map(|g| at(g, ts)).collect());
+        let (ts, rows) = self
+            .inner
+            .store
+            .get_many_at(table, self.inner.tso.as_ref(), build)?;
+        Ok((ts, check_rows(asked, rows)?))
+    }
+
+    /// A checkAndMutate of `row` built from a fresh timestamp (see
+    /// [`HBaseAccess::check_and_mutate_at`] for the two levels of result).
+    pub fn cas_fresh(
+        &self,
+        table: &str,
+        row: &[u8],
+        cam: WithTimestamp<CheckAndMutate>,
+    ) -> Result<(u64, Result<bool>)> {
+        Stats::bump(&self.inner.stats.timestamps);
+        let (ts, applied) =
+            self.inner
+                .store
+                .check_and_mutate_at(table, row, self.inner.tso.as_ref(), cam)?;
+        self.count();
+        Ok((ts, applied))
     }
 
     /// The raw lock cell of `key` (one Get).
@@ -225,8 +255,26 @@ impl Session {
         self.inner.store.check_and_mutate(table, cam)
     }
 
+    /// Overlapping checkAndMutates (one RPC each); results in order.
+    pub fn cas_all(&self, calls: &[(&str, &CheckAndMutate)]) -> Vec<Result<bool>> {
+        for _ in calls {
+            self.count();
+        }
+        self.inner.store.check_and_mutate_all(calls)
+    }
+
     pub fn scan_page(&self, table: &str, scan: &Scan, rows: i32) -> Result<Vec<RowResult>> {
         self.count();
         self.inner.store.scan_page(table, scan, rows)
     }
+}
+
+fn check_rows(asked: usize, rows: Vec<RowResult>) -> Result<Vec<RowResult>> {
+    if rows.len() != asked {
+        return Err(Error::Protocol {
+            peer: crate::error::Peer::HBase,
+            message: format!("asked for {asked} rows, got {}", rows.len()),
+        });
+    }
+    Ok(rows)
 }

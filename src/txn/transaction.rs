@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
+use std::sync::OnceLock;
 
 use crate::error::{Error, Result};
 use crate::txn::key::CellKey;
@@ -20,9 +21,14 @@ enum State {
 
 /// A snapshot-isolated transaction. Reads see the snapshot at `start_ts` plus this
 /// transaction's own writes; writes are buffered until `commit`.
+///
+/// The start timestamp is fetched by the first operation that needs it, and travels with that
+/// operation's request (the first read, or the primary's prewrite of a transaction that only
+/// writes): the snapshot is still taken after `begin`, which is all snapshot isolation and
+/// real-time order ask, and the caller waits once instead of twice.
 pub struct Transaction {
     session: Session,
-    start_ts: u64,
+    start_ts: OnceLock<u64>,
     /// `None` = delete.
     writes: BTreeMap<CellKey, Option<Vec<u8>>>,
     /// The first written key becomes the primary.
@@ -31,19 +37,29 @@ pub struct Transaction {
 }
 
 impl Transaction {
-    pub(crate) fn new(session: Session, start_ts: u64) -> Transaction {
+    pub(crate) fn new(session: Session) -> Transaction {
         Stats::bump(&session.inner.stats.begun);
         Transaction {
             session,
-            start_ts,
+            start_ts: OnceLock::new(),
             writes: BTreeMap::new(),
             first: None,
             state: State::Active,
         }
     }
 
-    pub fn start_ts(&self) -> u64 {
-        self.start_ts
+    /// The snapshot timestamp, fetched now if no operation has fixed it yet.
+    pub fn start_ts(&self) -> Result<u64> {
+        if let Some(&ts) = self.start_ts.get() {
+            return Ok(ts);
+        }
+        let ts = self.session.inner.timestamp()?;
+        Ok(*self.start_ts.get_or_init(|| ts))
+    }
+
+    /// The start timestamp if it is fixed already (for error reports).
+    fn known_start_ts(&self) -> u64 {
+        self.start_ts.get().copied().unwrap_or(0)
     }
 
     /// HBase RPCs this transaction has made so far (reads, prewrites, commits, resolution).
@@ -55,11 +71,11 @@ impl Transaction {
         match self.state {
             State::Active => Ok(()),
             State::Committed => Err(Error::TransactionClosed {
-                start_ts: self.start_ts,
+                start_ts: self.known_start_ts(),
                 state: "committed",
             }),
             State::RolledBack => Err(Error::TransactionClosed {
-                start_ts: self.start_ts,
+                start_ts: self.known_start_ts(),
                 state: "rolled back",
             }),
         }
@@ -85,7 +101,12 @@ impl Transaction {
             .filter(|k| !self.writes.contains_key(*k))
             .cloned()
             .collect();
-        let mut fetched = self.session.read(self.start_ts, &unbuffered)?.into_iter();
+        let mut snapshot = self.start_ts.get().copied();
+        let fetched = self.session.read(&mut snapshot, &unbuffered);
+        if let Some(ts) = snapshot {
+            let _ = self.start_ts.set(ts);
+        }
+        let mut fetched = fetched?.into_iter();
         Ok(keys
             .iter()
             .map(|k| match self.writes.get(k) {
@@ -107,7 +128,7 @@ impl Transaction {
         self.check_active()?;
         let (start, stop) = (start.as_ref(), stop.as_ref());
         let stored = self.session.scan(
-            self.start_ts,
+            self.start_ts()?,
             table,
             start,
             stop,
@@ -206,14 +227,14 @@ impl Transaction {
         self.check_active()?;
         self.state = State::Committed;
         let Some(primary) = self.first.take() else {
-            return Ok(self.start_ts);
+            return self.start_ts();
         };
         let mut writes = std::mem::take(&mut self.writes);
         let primary_value = writes.remove(&primary).flatten();
         let mut ordered = Vec::with_capacity(writes.len() + 1);
         ordered.push((primary, primary_value));
         ordered.extend(writes);
-        self.session.commit(self.start_ts, ordered)
+        self.session.commit(self.start_ts.get().copied(), ordered)
     }
 
     /// Discards the buffered writes. Nothing was written before commit, so nothing to undo.

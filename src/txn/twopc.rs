@@ -7,6 +7,7 @@ use std::time::Instant;
 use parking_lot::Mutex;
 
 use crate::error::{Error, Result};
+use crate::hbase::CheckAndMutate;
 use crate::txn::actions::{self, after_failed_prewrite, PrewriteNext, TxnStatus};
 use crate::txn::codec::{encode_lock, Lock, MutationKind};
 use crate::txn::key::CellKey;
@@ -21,6 +22,13 @@ pub(crate) struct Mutation {
     pub value: Option<Vec<u8>>,
 }
 
+/// Why the commit point was not reached.
+enum Uncommitted {
+    /// No commit timestamp: nothing was sent, our locks can be rolled back.
+    NoTimestamp(Error),
+    Failed(Error),
+}
+
 /// How a prewrite of one cell ended.
 enum Prewritten {
     Locked,
@@ -29,22 +37,76 @@ enum Prewritten {
     Crashed(Seam),
 }
 
+/// What every lock of one commit shares, fixed before the start timestamp may be known.
+#[derive(Clone)]
+struct LockTemplate {
+    primary: CellKey,
+    owner: String,
+    wall_ms: u64,
+    ttl_ms: u64,
+    short_value_limit: usize,
+}
+
+impl LockTemplate {
+    fn mutation(&self, start_ts: u64, key: CellKey, value: Option<Vec<u8>>) -> Mutation {
+        let lock = Lock {
+            start_ts,
+            kind: if value.is_some() {
+                MutationKind::Put
+            } else {
+                MutationKind::Delete
+            },
+            primary: self.primary.clone(),
+            owner: self.owner.clone(),
+            wall_ms: self.wall_ms,
+            ttl_ms: self.ttl_ms,
+            short_value: value
+                .as_ref()
+                .filter(|v| v.len() <= self.short_value_limit)
+                .cloned(),
+        };
+        let bytes = encode_lock(&lock);
+        Mutation {
+            key,
+            lock,
+            bytes,
+            value,
+        }
+    }
+}
+
 impl Session {
-    /// Commits `writes` (the first is the primary). Returns commit_ts.
-    pub fn commit(&self, start_ts: u64, writes: Vec<(CellKey, Option<Vec<u8>>)>) -> Result<u64> {
+    /// Commits `writes` (the first is the primary) and returns commit_ts. Without a start
+    /// timestamp yet (the transaction only wrote), the primary's prewrite fetches and carries it.
+    pub fn commit(
+        &self,
+        start_ts: Option<u64>,
+        writes: Vec<(CellKey, Option<Vec<u8>>)>,
+    ) -> Result<u64> {
         let inner = &self.inner;
         for table in writes.iter().map(|(k, _)| &k.table) {
             inner.check_table(table)?;
         }
+        let template = self.lock_template(&writes[0].0);
+        let (start_ts, primary_outcome) = match start_ts {
+            Some(ts) => (ts, None),
+            None => {
+                let (ts, outcome) = self.prewrite_primary_fresh(&template, &writes[0])?;
+                (ts, Some(outcome))
+            }
+        };
         // Shared, not copied: the prewrite jobs and the secondary commits read the same values.
-        let muts: Vec<Arc<Mutation>> = self.build_mutations(start_ts, writes);
+        let muts: Vec<Arc<Mutation>> = writes
+            .into_iter()
+            .map(|(key, value)| Arc::new(template.mutation(start_ts, key, value)))
+            .collect();
         let primary = muts[0].key.clone();
 
-        let results = {
-            let session = self.clone();
-            inner
-                .executor
-                .map(muts.clone(), move |m| session.prewrite_cell(&m))
+        // Every first CAS overlaps: the primary's went out with the start timestamp, or goes
+        // out now with the others.
+        let results = match primary_outcome {
+            None => self.prewrite_all(&muts, Vec::new()),
+            Some(outcome) => self.prewrite_all(&muts, vec![outcome]),
         };
         let mut locked = Vec::new();
         let mut failure = None;
@@ -61,18 +123,19 @@ impl Session {
             return Err(e);
         }
 
-        // Invariant 9: commit_ts is fetched only now, after every lock is in place.
-        let commit_ts = match inner.timestamp() {
-            Ok(t) => t,
-            Err(e) => {
-                self.roll_back_own(&locked);
-                return Err(e);
-            }
-        };
         if inner.crash_at(Seam::BeforePrimaryCommit) {
             return Err(self.crashed(start_ts, Seam::BeforePrimaryCommit));
         }
-        self.commit_primary(&primary, start_ts, commit_ts)?;
+        // Invariant 9: commit_ts is fetched only now, after every lock is in place; it travels
+        // with the commit point's request.
+        let commit_ts = match self.commit_primary(&primary, start_ts) {
+            Ok(commit_ts) => commit_ts,
+            Err(Uncommitted::NoTimestamp(e)) => {
+                self.roll_back_own(&locked);
+                return Err(e);
+            }
+            Err(Uncommitted::Failed(e)) => return Err(e),
+        };
         Stats::bump(&inner.stats.committed);
         if inner.crash_at(Seam::AfterPrimaryCommit) {
             return Err(self.crashed(start_ts, Seam::AfterPrimaryCommit));
@@ -83,42 +146,43 @@ impl Session {
         Ok(commit_ts)
     }
 
-    fn build_mutations(
-        &self,
-        start_ts: u64,
-        writes: Vec<(CellKey, Option<Vec<u8>>)>,
-    ) -> Vec<Arc<Mutation>> {
+    fn lock_template(&self, primary: &CellKey) -> LockTemplate {
         let opts = &self.inner.opts;
-        let primary = writes[0].0.clone();
-        let wall_ms = self.inner.now_ms();
-        writes
-            .into_iter()
-            .map(|(key, value)| {
-                let lock = Lock {
-                    start_ts,
-                    kind: if value.is_some() {
-                        MutationKind::Put
-                    } else {
-                        MutationKind::Delete
-                    },
-                    primary: primary.clone(),
-                    owner: self.inner.liveness.owner().to_string(),
-                    wall_ms,
-                    ttl_ms: opts.lock_ttl.as_millis() as u64,
-                    short_value: value
-                        .as_ref()
-                        .filter(|v| v.len() <= opts.short_value_limit)
-                        .cloned(),
-                };
-                let bytes = encode_lock(&lock);
-                Arc::new(Mutation {
-                    key,
-                    lock,
-                    bytes,
-                    value,
-                })
-            })
-            .collect()
+        LockTemplate {
+            primary: primary.clone(),
+            owner: self.inner.liveness.owner().to_string(),
+            wall_ms: self.inner.now_ms(),
+            ttl_ms: opts.lock_ttl.as_millis() as u64,
+            short_value_limit: opts.short_value_limit,
+        }
+    }
+
+    /// The first prewrite CAS of the primary, carrying a fresh start timestamp. Returns the
+    /// timestamp and the CAS outcome, which `prewrite_cell` then takes over.
+    fn prewrite_primary_fresh(
+        &self,
+        template: &LockTemplate,
+        (key, value): &(CellKey, Option<Vec<u8>>),
+    ) -> Result<(u64, Result<bool>)> {
+        let (template, key, value) = (template.clone(), key.clone(), value.clone());
+        let schema = self.inner.opts.schema.clone();
+        let row = key.row.clone();
+        let table = key.table.clone();
+        self.cas_fresh(
+            &table,
+            &row,
+            Box::new(move |start_ts| {
+                let m = template.mutation(start_ts, key, value);
+                actions::prewrite(
+                    &schema,
+                    &m.key,
+                    &m.lock,
+                    &m.bytes,
+                    m.value.as_deref(),
+                    false,
+                )
+            }),
+        )
     }
 
     fn crashed(&self, start_ts: u64, seam: Seam) -> Error {
@@ -136,9 +200,37 @@ impl Session {
 
     /// One cell's prewrite: the CAS, and on failure one read of the lock cell to learn why
     /// (DESIGN.md invariant 2). A lost reply is settled by that same read (invariant 7).
-    fn prewrite_cell(&self, m: &Mutation) -> Prewritten {
+    /// Prewrites `muts`; `done` holds the outcomes of the first CASes already sent for the
+    /// leading ones. A failed primary stops the others from being tried.
+    fn prewrite_all(&self, muts: &[Arc<Mutation>], mut done: Vec<Result<bool>>) -> Vec<Prewritten> {
+        let mut results = Vec::with_capacity(muts.len());
+        if !done.is_empty() {
+            results.push(self.prewrite_cell(&muts[0], Some(done.remove(0))));
+            if !matches!(results[0], Prewritten::Locked) {
+                return results;
+            }
+        }
+        let todo = &muts[results.len()..];
+        let schema = &self.inner.opts.schema;
+        let cams: Vec<_> = todo
+            .iter()
+            .map(|m| {
+                actions::prewrite(schema, &m.key, &m.lock, &m.bytes, m.value.as_deref(), false)
+            })
+            .collect();
+        let outcomes = self.cas_all(&calls(todo, &cams));
+        results.extend(
+            todo.iter()
+                .zip(outcomes)
+                .map(|(m, first)| self.prewrite_cell(m, Some(first))),
+        );
+        results
+    }
+
+    /// `first` is the outcome of a first CAS already sent (it carried the start timestamp).
+    fn prewrite_cell(&self, m: &Mutation, first: Option<Result<bool>>) -> Prewritten {
         let is_primary = m.key == m.lock.primary;
-        match self.try_prewrite(m) {
+        match self.try_prewrite(m, first) {
             Ok(()) => {
                 if is_primary {
                     self.guard_primary(m);
@@ -158,21 +250,24 @@ impl Session {
         }
     }
 
-    fn try_prewrite(&self, m: &Mutation) -> Result<()> {
+    fn try_prewrite(&self, m: &Mutation, mut first: Option<Result<bool>>) -> Result<()> {
         let schema = &self.inner.opts.schema;
         let mut absent = false;
         let started = Instant::now();
         let mut waits = 0;
         for _ in 0..16 {
-            let cam = actions::prewrite(
-                schema,
-                &m.key,
-                &m.lock,
-                &m.bytes,
-                m.value.as_deref(),
-                absent,
-            );
-            match self.cas(&m.key.table, &cam) {
+            let outcome = first.take().unwrap_or_else(|| {
+                let cam = actions::prewrite(
+                    schema,
+                    &m.key,
+                    &m.lock,
+                    &m.bytes,
+                    m.value.as_deref(),
+                    absent,
+                );
+                self.cas(&m.key.table, &cam)
+            });
+            match outcome {
                 Ok(true) => return Ok(()),
                 Ok(false) | Err(Error::OutcomeUnknown { .. }) => {}
                 Err(e) => return Err(e),
@@ -253,14 +348,18 @@ impl Session {
                 (Arc::clone(m), bytes)
             })
             .collect();
-        let session = self.clone();
-        self.inner.executor.map(jobs, move |(m, bytes)| {
-            let cam = actions::rollback(&session.inner.opts.schema, &m.key, &m.lock, &bytes);
-            if let Err(e) = session.cas(&m.key.table, &cam) {
+        let schema = &self.inner.opts.schema;
+        let cams: Vec<_> = jobs
+            .iter()
+            .map(|(m, bytes)| actions::rollback(schema, &m.key, &m.lock, bytes))
+            .collect();
+        let muts: Vec<_> = jobs.into_iter().map(|(m, _)| m).collect();
+        for (m, outcome) in muts.iter().zip(self.cas_all(&calls(&muts, &cams))) {
+            if let Err(e) = outcome {
                 // Left for lazy cleanup by whoever meets the lock.
                 tracing::debug!(key = %m.key, error = %e, "rollback of own lock failed");
             }
-        });
+        }
     }
 
     /// Stops heartbeats of the primary and returns its lock's bytes as stored now.
@@ -271,38 +370,46 @@ impl Session {
         Some(g.bytes.clone())
     }
 
-    /// The commit point (DESIGN.md invariant 3), with a lost reply settled by re-reading the
-    /// primary (invariant 7).
-    fn commit_primary(&self, primary: &CellKey, start_ts: u64, commit_ts: u64) -> Result<()> {
+    /// The commit point (DESIGN.md invariant 3): the primary's commit CAS, carrying a fresh
+    /// commit timestamp, with a lost reply settled by re-reading the primary (invariant 7).
+    fn commit_primary(
+        &self,
+        primary: &CellKey,
+        start_ts: u64,
+    ) -> std::result::Result<u64, Uncommitted> {
         let guard = self.inner.primaries.lock().get(&start_ts).cloned();
         let Some(guard) = guard else {
-            return Err(Error::RolledBack {
+            return Err(Uncommitted::Failed(Error::RolledBack {
                 start_ts,
                 table: primary.table.clone(),
                 row: primary.row.clone(),
-            });
+            }));
         };
-        // Build the CAS under the guard, send it outside: the keeper must not stall on this
-        // mutex (it also refreshes the liveness row) while the commit point is in flight.
-        let cam = {
+        // Take what the CAS needs under the guard, send it outside: the keeper must not stall
+        // on this mutex (it also refreshes the liveness row) while the commit point is in
+        // flight.
+        let (lock, bytes) = {
             let mut g = guard.lock();
             g.live = false;
-            actions::commit(
-                &self.inner.opts.schema,
-                primary,
-                &g.lock,
-                &g.bytes,
-                commit_ts,
-            )
+            (g.lock.clone(), g.bytes.clone())
         };
-        let outcome = self.cas(&primary.table, &cam);
+        let schema = self.inner.opts.schema.clone();
+        let key = primary.clone();
+        let sent = self.cas_fresh(
+            &primary.table,
+            &primary.row,
+            Box::new(move |commit_ts| actions::commit(&schema, &key, &lock, &bytes, commit_ts)),
+        );
+        // Without a timestamp the guard stays, with the bytes stored, for the rollback.
+        let (commit_ts, outcome) = sent.map_err(Uncommitted::NoTimestamp)?;
         self.inner.primaries.lock().remove(&start_ts);
         match outcome {
-            Ok(true) => Ok(()),
-            Ok(false) | Err(Error::OutcomeUnknown { .. }) => {
-                self.settle_primary(primary, start_ts, commit_ts)
-            }
-            Err(e) => Err(e),
+            Ok(true) => Ok(commit_ts),
+            Ok(false) | Err(Error::OutcomeUnknown { .. }) => self
+                .settle_primary(primary, start_ts, commit_ts)
+                .map(|()| commit_ts)
+                .map_err(Uncommitted::Failed),
+            Err(e) => Err(Uncommitted::Failed(e)),
         }
     }
 
@@ -347,7 +454,7 @@ impl Session {
         Err(undetermined("primary still locked after retries".into()))
     }
 
-    /// Commits the secondaries in parallel (in the background unless `sync_secondaries`);
+    /// Commits the secondaries, overlapped (in the background unless `sync_secondaries`);
     /// failures are left to lazy roll-forward by readers. Tracked by the executor, drained on
     /// shutdown. A client that dies at a seam between them (it marks itself dead) commits no
     /// more; returns true when that happened while we waited (sync mode).
@@ -355,35 +462,49 @@ impl Session {
         if secondaries.is_empty() {
             return false;
         }
-        let session = self.clone();
-        let work = move |m: Arc<Mutation>| {
-            if session.inner.is_dead() {
-                return;
-            }
-            let cam = actions::commit(
-                &session.inner.opts.schema,
-                &m.key,
-                &m.lock,
-                &m.bytes,
-                commit_ts,
-            );
-            if let Err(e) = session.cas(&m.key.table, &cam) {
-                tracing::debug!(key = %m.key, error = %e, "secondary commit left for roll-forward");
-            }
-            if session.inner.crash_at(Seam::BetweenSecondaryCommits) {
-                session.inner.die();
-            }
-        };
         if self.inner.opts.sync_secondaries {
-            self.inner.executor.map(secondaries, work);
+            self.commit_listed(&secondaries, commit_ts);
             self.inner.is_dead()
         } else {
-            let work = Arc::new(work);
-            for m in secondaries {
-                let work = work.clone();
-                self.inner.executor.spawn(move || work(m));
-            }
+            let session = self.clone();
+            self.inner
+                .executor
+                .spawn(move || session.commit_listed(&secondaries, commit_ts));
             false
         }
     }
+
+    /// The first secondary alone, then the rest together: the seam between them is where a
+    /// client can die with some secondaries committed and some not.
+    fn commit_listed(&self, secondaries: &[Arc<Mutation>], commit_ts: u64) {
+        let schema = &self.inner.opts.schema;
+        for group in [&secondaries[..1], &secondaries[1..]] {
+            if group.is_empty() || self.inner.is_dead() {
+                return;
+            }
+            let cams: Vec<_> = group
+                .iter()
+                .map(|m| actions::commit(schema, &m.key, &m.lock, &m.bytes, commit_ts))
+                .collect();
+            for (m, outcome) in group.iter().zip(self.cas_all(&calls(group, &cams))) {
+                if let Err(e) = outcome {
+                    tracing::debug!(key = %m.key, error = %e, "secondary commit left for roll-forward");
+                }
+            }
+            if self.inner.crash_at(Seam::BetweenSecondaryCommits) {
+                self.inner.die();
+            }
+        }
+    }
+}
+
+/// Pairs each mutation's table with its CAS, for `Session::cas_all`.
+fn calls<'a>(
+    muts: &'a [Arc<Mutation>],
+    cams: &'a [CheckAndMutate],
+) -> Vec<(&'a str, &'a CheckAndMutate)> {
+    muts.iter()
+        .map(|m| m.key.table.as_str())
+        .zip(cams)
+        .collect()
 }

@@ -218,8 +218,9 @@ fn transfer_loop(
         };
         let mut start_ts = 0;
         let outcome = client.begin().and_then(|mut t| {
-            start_ts = t.start_ts();
             transfer.moved = apply_transfer(&mut t, &transfer)?;
+            // Fixed by the reads above: no extra round trip.
+            start_ts = t.start_ts()?;
             t.commit()
         });
         match outcome {

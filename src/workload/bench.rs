@@ -38,8 +38,33 @@ pub struct WorkloadResult {
     pub p50_us: f64,
     pub p99_us: f64,
     pub rpcs_per_op: f64,
+    /// CPU time of this whole process (client, and the embedded gateway and oracle) per op:
+    /// what bounds throughput on a small machine, and steadier than ops/s when it is shared.
+    pub cpu_us_per_op: f64,
+    /// Context switches of this process per op (each is a thread going to sleep).
+    pub switches_per_op: f64,
     pub ops: u64,
     pub errors: u64,
+}
+
+/// CPU time and context switches of this process so far.
+#[derive(Clone, Copy)]
+struct Usage {
+    cpu_us: f64,
+    switches: f64,
+}
+
+impl Usage {
+    fn now() -> Usage {
+        // SAFETY: getrusage only writes the struct it is given.
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+        let us = |t: libc::timeval| t.tv_sec as f64 * 1e6 + t.tv_usec as f64;
+        Usage {
+            cpu_us: us(ru.ru_utime) + us(ru.ru_stime),
+            switches: (ru.ru_nvcsw + ru.ru_nivcsw) as f64,
+        }
+    }
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -217,6 +242,7 @@ fn measure(
     let stop = AtomicBool::new(false);
     let errors = AtomicU64::new(0);
     let rpcs_before = stack.hbase.rpc_count();
+    let usage_before = Usage::now();
     let started = Instant::now();
     let histograms: Vec<Histogram> = std::thread::scope(|s| {
         let workers: Vec<_> = (0..config.threads)
@@ -247,21 +273,21 @@ fn measure(
             .collect()
     });
     let elapsed = started.elapsed().as_secs_f64();
+    let usage = Usage::now();
     let rpcs = stack.hbase.rpc_count() - rpcs_before;
     let mut all = Histogram::default();
     for h in &histograms {
         all.merge(h);
     }
     let ops = all.count();
+    let per_op = |v: f64| if ops == 0 { 0.0 } else { v / ops as f64 };
     Ok(WorkloadResult {
+        cpu_us_per_op: per_op(usage.cpu_us - usage_before.cpu_us),
+        switches_per_op: per_op(usage.switches - usage_before.switches),
         ops_per_s: ops as f64 / elapsed,
         p50_us: all.quantile(0.5) as f64 / 1000.0,
         p99_us: all.quantile(0.99) as f64 / 1000.0,
-        rpcs_per_op: if ops == 0 {
-            0.0
-        } else {
-            rpcs as f64 / ops as f64
-        },
+        rpcs_per_op: per_op(rpcs as f64),
         ops,
         errors: errors.load(Ordering::Relaxed),
     })

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use percolator::txn::codec::WriteKind;
 use percolator::txn::Seam;
 use percolator::{Error, RetryClass, TxnOptions};
 
@@ -181,8 +182,8 @@ fn rpc_counters_follow_the_cost_model() {
     assert_eq!(after.timestamps - before.timestamps, 2);
     assert_eq!(after.committed - before.committed, 1);
 
-    // A lost write-write race counts as aborted.
-    let mut loser = client.begin().unwrap();
+    // A lost write-write race counts as aborted (the loser's snapshot is pinned first).
+    let mut loser = crate::txn_support::begin_now(&client);
     client
         .run(|txn| txn.set(&t1, "x", FAMILY, "q", "3"))
         .unwrap();
@@ -190,5 +191,71 @@ fn rpc_counters_follow_the_cost_model() {
     let aborted = client.stats().aborted;
     assert!(matches!(loser.commit(), Err(Error::WriteConflict { .. })));
     assert_eq!(client.stats().aborted, aborted + 1);
+    client.shutdown();
+}
+
+/// Timestamps from the real oracle, except that calls numbered in `fail_on` (from 1) fail.
+struct FailingTso {
+    real: Arc<dyn percolator::oracle::TimestampSource>,
+    calls: std::sync::atomic::AtomicUsize,
+    fail_on: Vec<usize>,
+}
+
+impl percolator::oracle::TimestampSource for FailingTso {
+    fn get_timestamp(&self) -> percolator::Result<u64> {
+        let n = self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+        if self.fail_on.contains(&n) {
+            return Err(Error::OracleUnavailable {
+                addrs: vec!["test".into()],
+                reason: format!("call {n} refused"),
+            });
+        }
+        self.real.get_timestamp()
+    }
+}
+
+/// The first read and the commit point carry their timestamps in their requests. When the
+/// oracle fails there, the request is never sent: the error is the oracle's, a failed commit
+/// rolls its locks back, and the stored data is untouched.
+#[test]
+fn oracle_failures_where_timestamps_travel_with_requests_change_nothing() {
+    let env = Env::start();
+    let t = env.table("tso_fail");
+    let (x, y) = (env.key(&t, "x"), env.key(&t, "y"));
+    env.client()
+        .run(|txn| {
+            txn.set(&t, "x", FAMILY, "q", "1")?;
+            txn.set(&t, "y", FAMILY, "q", "1")
+        })
+        .unwrap();
+    // Call 1: the first read's start timestamp. Call 3: the commit timestamp (2 is the start of
+    // the blind write below, which prewrites; 3 is its commit point).
+    let tso = Arc::new(FailingTso {
+        real: env.tso.clone(),
+        calls: Default::default(),
+        fail_on: vec![1, 3],
+    });
+    let client = env.client_on(Arc::new(env.hbase.clone()), tso, env.options());
+    let reader = client.begin().unwrap();
+    let err = reader.get(&t, "x", FAMILY, "q").unwrap_err();
+    assert!(matches!(err, Error::OracleUnavailable { .. }), "{err}");
+    assert_eq!(reader.get(&t, "x", FAMILY, "q").unwrap(), value("1"));
+
+    let mut writer = client.begin().unwrap();
+    writer.set(&t, "x", FAMILY, "q", "2").unwrap();
+    writer.set(&t, "y", FAMILY, "q", "2").unwrap();
+    let err = writer.commit().unwrap_err();
+    assert!(matches!(err, Error::OracleUnavailable { .. }), "{err}");
+    env.assert_no_locks(&t);
+    for k in [&x, &y] {
+        let puts = env
+            .writes(k)
+            .into_iter()
+            .filter(|(_, w)| w.kind == WriteKind::Put);
+        assert_eq!(puts.count(), 1, "{k}: only the first write committed");
+    }
+    let after = env.client().begin().unwrap();
+    assert_eq!(get(&after, &t, "x"), value("1"));
+    assert_eq!(get(&after, &t, "y"), value("1"));
     client.shutdown();
 }

@@ -197,7 +197,7 @@ fn empty_row_key_is_an_illegal_argument() {
     illegal(txn.delete(&t, "", FAMILY, "q"));
     illegal(txn.get(&t, "", FAMILY, "q").map(drop));
     assert_eq!(txn.rpc_count(), 0);
-    let start_ts = txn.start_ts();
+    let start_ts = txn.start_ts().unwrap();
     assert_eq!(txn.commit().unwrap(), start_ts, "nothing was buffered");
     client.shutdown();
 }

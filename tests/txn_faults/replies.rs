@@ -129,7 +129,7 @@ fn commit_timestamp_is_taken_after_every_lock_is_stored() {
         let probe = ProbingTso::new(&env, cells.clone(), 2);
         let client = env.client_on(Arc::new(env.hbase.clone()), probe.clone(), env.options());
         let mut txn = client.begin().unwrap();
-        let start_ts = txn.start_ts();
+        let start_ts = txn.start_ts().unwrap();
         for k in &cells {
             txn.set(&k.table, &k.row, &k.family, &k.qualifier, "v")
                 .unwrap();

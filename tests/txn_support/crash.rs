@@ -27,7 +27,7 @@ pub fn crash_scenario(env: &Env, seam: Seam, crashing: impl FnOnce(TxnOptions) -
 
     let client = crashing(env.options());
     let mut txn = client.begin().unwrap();
-    let start_ts = txn.start_ts();
+    let start_ts = txn.start_ts().unwrap();
     for k in &cells {
         txn.set(&k.table, &k.row, &k.family, &k.qualifier, "new")
             .unwrap();

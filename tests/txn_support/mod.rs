@@ -29,6 +29,16 @@ pub struct Env {
 
 static UNIQUE: AtomicU64 = AtomicU64::new(0);
 
+/// Begins a transaction whose snapshot is taken now. A snapshot is otherwise taken by the
+/// transaction's first operation; scripts in which others commit between a `begin` and the
+/// first read pin it here.
+#[allow(dead_code)]
+pub fn begin_now(client: &percolator::txn::Client) -> percolator::txn::Transaction {
+    let txn = client.begin().unwrap();
+    txn.start_ts().unwrap();
+    txn
+}
+
 pub fn unique(prefix: &str) -> String {
     format!(
         "{prefix}_{}_{}",

@@ -25,10 +25,21 @@ use super::protocol::MAX_COUNT;
 use super::stats::StatsSnapshot;
 use crate::{Error, Peer, Result};
 
+/// Work to run with a timestamp once it is known (see [`TimestampSource::timestamp_then`]).
+pub type Continuation = Box<dyn FnOnce(Result<u64>) + Send>;
+
 /// Where transactions get their timestamps. Synchronous: the transaction layer is thread based.
 pub trait TimestampSource: Send + Sync {
     /// A timestamp greater than every one this source returned before it was called.
     fn get_timestamp(&self) -> Result<u64>;
+
+    /// Runs `then` with a timestamp obtained as `get_timestamp` would, or with the error, as
+    /// soon as it is known, possibly on another thread: the caller need not sleep until then
+    /// (a transaction hands over the request that carries the timestamp, and waits for its
+    /// reply instead). `then` runs exactly once. The default runs it here.
+    fn timestamp_then(&self, then: Continuation) {
+        then(self.get_timestamp())
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -216,6 +227,14 @@ impl OracleClient {
 impl TimestampSource for OracleClient {
     fn get_timestamp(&self) -> Result<u64> {
         OracleClient::get_timestamp(self)
+    }
+
+    /// `then` runs on the lane that receives the batch's answer.
+    fn timestamp_then(&self, then: Continuation) {
+        match self.lane().join(1) {
+            Ok((batch, slot)) => batch.then(slot, then),
+            Err(e) => then(Err(e)),
+        }
     }
 }
 
