@@ -37,6 +37,13 @@ enum Prewritten {
     Crashed(Seam),
 }
 
+/// Above this, a blind write's primary prewrite does not carry its start timestamp.
+const FUSED_VALUE_LIMIT: usize = 16 * 1024;
+
+fn value_len(value: &Option<Vec<u8>>) -> usize {
+    value.as_ref().map_or(0, Vec::len)
+}
+
 /// What every lock of one commit shares, fixed before the start timestamp may be known.
 #[derive(Clone)]
 struct LockTemplate {
@@ -88,6 +95,12 @@ impl Session {
             inner.check_table(table)?;
         }
         let template = self.lock_template(&writes[0].0);
+        // A large primary value is not handed to the oracle lane: writing it could block the
+        // lane (and every other transaction's timestamp) while the gateway reads it.
+        let start_ts = match start_ts {
+            None if value_len(&writes[0].1) > FUSED_VALUE_LIMIT => Some(inner.timestamp()?),
+            other => other,
+        };
         let (start_ts, primary_outcome) = match start_ts {
             Some(ts) => (ts, None),
             None => {
