@@ -18,7 +18,7 @@ use super::config::HBaseConfig;
 use super::conn::{
     CallFailure, ConnectLog, Connection, Manager, ReceiveFailure, ThriftClient, TraceErrors,
 };
-use super::deferred::Sender;
+use super::deferred::{Encoded, Sender};
 use super::hot::{Reply, Request};
 use super::scanner::Scanner;
 use super::types::*;
@@ -52,7 +52,7 @@ pub(crate) struct CallSpec<'a> {
 /// A pipelined call whose request is out (or failed to go out) and whose reply is pending.
 struct SentCall {
     conn: PooledConnection<Manager>,
-    encoded: super::deferred::Encoded,
+    encoded: Encoded,
     outcome: std::result::Result<(), CallFailure>,
 }
 
@@ -174,10 +174,7 @@ impl HBaseClient {
         row: &[u8],
         start: impl FnOnce(Sender),
     ) -> Result<bool> {
-        match self.deferred(CallSpec::once("checkAndMutate", table, row), start)? {
-            Reply::Applied(applied) => Ok(applied),
-            other => Err(unexpected(other)),
-        }
+        applied(self.deferred(CallSpec::once("checkAndMutate", table, row), start)?)
     }
 
     pub fn exists(&self, table: &str, get: &Get) -> Result<bool> {
@@ -228,10 +225,7 @@ impl HBaseClient {
     /// Applies `cam.mutations` iff `cam.value OP cell` (HBase's reversed direction).
     pub fn check_and_mutate(&self, table: &str, cam: &CheckAndMutate) -> Result<bool> {
         let spec = CallSpec::once("checkAndMutate", table, &cam.row);
-        match self.hot(spec, &cam_request(table, cam))? {
-            Reply::Applied(applied) => Ok(applied),
-            other => Err(unexpected(other)),
-        }
+        applied(self.hot(spec, &cam_request(table, cam))?)
     }
 
     /// The checkAndMutates pipelined: each request goes out on its own connection before any
@@ -293,22 +287,11 @@ impl HBaseClient {
             outcome,
         } = sent;
         let spec = CallSpec::once("checkAndMutate", table, &cam.row);
-        let attempt = match outcome.and_then(|()| conn.recv_encoded(&encoded)) {
-            Ok(reply) => Attempt::Done(Ok(reply)),
-            Err(failure) => self.classify(failure, &spec),
+        let reply = match outcome.and_then(|()| conn.recv_encoded(&encoded)) {
+            Ok(reply) => Ok(reply),
+            Err(failure) => self.after_failure(&spec, failure, conn, Some(&encoded)),
         };
-        // A failed connection is marked broken: returning it makes the pool discard it.
-        drop(conn);
-        let reply = match attempt {
-            Attempt::Done(result) => result,
-            Attempt::Replay(first) => self.replay(&spec, first, |conn, arm| {
-                conn.exchange_encoded(arm, &encoded)
-            }),
-        }?;
-        match reply {
-            Reply::Applied(applied) => Ok(applied),
-            other => Err(unexpected(other)),
-        }
+        applied(reply?)
     }
 
     /// Puts iff the cell equals `value`. `None` means "no such cell"; it is sent as the empty
@@ -468,18 +451,33 @@ impl HBaseClient {
         let outbox = pooled.outbox();
         start(Sender::new(outbox.clone()));
         let arm = spec.replay == Replay::OutcomeUnknown;
-        let (failure, encoded) = match pooled.receive(arm, &outbox) {
-            Ok(reply) => return Ok(reply),
-            Err(ReceiveFailure::Abandoned(error)) => return Err(error),
-            Err(ReceiveFailure::Call(failure, encoded)) => (failure, encoded),
-        };
-        drop(pooled);
-        match (self.classify(failure, &spec), encoded) {
+        match pooled.receive(arm, &outbox) {
+            Ok(reply) => Ok(reply),
+            Err(ReceiveFailure::Abandoned(error)) => Err(error),
+            Err(ReceiveFailure::Call(failure, encoded)) => {
+                self.after_failure(&spec, failure, pooled, encoded.as_ref())
+            }
+        }
+    }
+
+    /// A failed try of an encoded request, under the retry rules: replayed once on a fresh
+    /// connection when they allow it and the request was built.
+    fn after_failure(
+        &self,
+        spec: &CallSpec<'_>,
+        failure: CallFailure,
+        conn: PooledConnection<Manager>,
+        encoded: Option<&Encoded>,
+    ) -> Result<Reply> {
+        let attempt = self.classify(failure, spec);
+        // A failed connection is marked broken: returning it makes the pool discard it.
+        drop(conn);
+        match (attempt, encoded) {
             (Attempt::Done(result), _) => result,
             (Attempt::Replay(error), None) => Err(error),
-            (Attempt::Replay(error), Some(encoded)) => self.replay(&spec, error, |conn, arm| {
-                conn.exchange_encoded(arm, &encoded)
-            }),
+            (Attempt::Replay(error), Some(encoded)) => {
+                self.replay(spec, error, |conn, arm| conn.exchange_encoded(arm, encoded))
+            }
         }
     }
 
@@ -596,6 +594,13 @@ fn rows(reply: Reply) -> Result<Vec<RowResult>> {
     match reply {
         Reply::Row(row) => Ok(vec![convert::row_result(row)?]),
         Reply::Rows(rows) => convert::row_results(rows),
+        other => Err(unexpected(other)),
+    }
+}
+
+fn applied(reply: Reply) -> Result<bool> {
+    match reply {
+        Reply::Applied(applied) => Ok(applied),
         other => Err(unexpected(other)),
     }
 }

@@ -246,84 +246,54 @@ impl Connection {
         ) {
             return Err(self.unanswered(outbox, None));
         }
-        match self.call(arm_lost_reply, |client| {
-            hot::read_reply(client.i_prot_mut(), outbox.seq())
-        }) {
-            Ok(reply) => match &*outbox.state.lock() {
-                State::Sent(encoded) => hot::check_method(reply, encoded.method).map_err(|error| {
-                    self.broken = true;
-                    ReceiveFailure::Call(
-                        CallFailure {
-                            error,
-                            io_error: None,
-                            reply_started: true,
-                        },
-                        None,
-                    )
-                }),
-                // A reply to nothing we sent: the stream is out of step.
-                _ => {
-                    self.broken = true;
-                    Err(ReceiveFailure::Call(
-                        CallFailure {
-                            error: thrift::Error::Application(thrift::ApplicationError::new(
-                                thrift::ApplicationErrorKind::BadSequenceId,
-                                "a reply arrived before its request was sent",
-                            )),
-                            io_error: None,
-                            reply_started: true,
-                        },
-                        None,
-                    ))
-                }
-            },
-            Err(failure) => Err(self.unanswered(outbox, Some(failure))),
-        }
+        // A reply is checked against what was sent; a mismatch is a connection failure, so
+        // `call` marks the socket broken and the retry rules treat it like any other.
+        self.call(arm_lost_reply, |client| {
+            let reply = hot::read_reply(client.i_prot_mut(), outbox.seq())?;
+            match &*outbox.state.lock() {
+                State::Sent(encoded) => hot::check_method(reply, encoded.method),
+                _ => Err(hot::out_of_step(
+                    "a reply arrived before its request was sent",
+                )),
+            }
+        })
+        .map_err(|failure| self.unanswered(outbox, Some(failure)))
     }
 
     /// The failure of a deferred call that got no reply, settled against what the sender did.
     fn unanswered(&mut self, outbox: &Outbox, failure: Option<CallFailure>) -> ReceiveFailure {
-        let mut state = outbox.cancel();
-        let outcome = std::mem::replace(&mut *state, State::Cancelled);
-        drop(state);
+        let outcome = std::mem::replace(&mut *outbox.cancel(), State::Cancelled);
         // A sent request's failure was judged by `call`; anything else left the socket shut
         // down, cancelled or out of step.
         if !matches!(outcome, State::Sent(_)) {
             self.broken = true;
         }
-        let not_sent = |failure: Option<CallFailure>, io: Option<io::Error>| {
-            let (error, io_error) = match failure {
-                Some(f) => (f.error, f.io_error.or(io)),
-                None => (
-                    thrift::Error::from(io::Error::new(
-                        io::ErrorKind::NotConnected,
-                        "request not sent",
-                    )),
-                    io,
-                ),
-            };
-            CallFailure {
-                error,
-                io_error,
-                reply_started: false,
-            }
+        let (error, io_error) = match failure {
+            Some(f) => (f.error, f.io_error),
+            None => (
+                thrift::Error::from(io::Error::new(
+                    io::ErrorKind::NotConnected,
+                    "request not sent",
+                )),
+                None,
+            ),
+        };
+        let failed = |error, io_error, reply_started| CallFailure {
+            error,
+            io_error,
+            reply_started,
         };
         match outcome {
             State::Abandoned(error) => ReceiveFailure::Abandoned(error),
             State::WriteFailed(encoded, e) => {
-                let kind = e.kind();
-                let message = e.to_string();
-                let mut f = not_sent(failure, Some(e));
-                f.error = thrift::Error::from(io::Error::new(kind, message));
-                ReceiveFailure::Call(f, Some(encoded))
+                let copy = thrift::Error::from(io::Error::new(e.kind(), e.to_string()));
+                ReceiveFailure::Call(failed(copy, Some(e), false), Some(encoded))
             }
             State::Sent(encoded) => {
-                let mut f = not_sent(failure, None);
-                f.reply_started = true;
-                ReceiveFailure::Call(f, Some(encoded))
+                ReceiveFailure::Call(failed(error, io_error, true), Some(encoded))
             }
             State::Waiting | State::Cancelled => {
-                ReceiveFailure::Call(not_sent(failure, None), None)
+                ReceiveFailure::Call(failed(error, io_error, false), None)
             }
         }
     }

@@ -65,6 +65,16 @@ impl Outbox {
         self.seq
     }
 
+    /// Gives up on the call if nothing was written yet: the waiting caller gets `error`.
+    fn abandon(&self, error: Error) {
+        let mut state = self.state.lock();
+        if matches!(*state, State::Waiting) {
+            *state = State::Abandoned(error);
+            // Wakes the caller's read; the connection is discarded afterwards.
+            let _ = self.stream.shutdown(Shutdown::Both);
+        }
+    }
+
     /// Called by the caller when its wait ended without a reply: a request not yet written is
     /// never written. Returns the state as it is now.
     pub fn cancel(&self) -> parking_lot::MutexGuard<'_, State> {
@@ -111,12 +121,7 @@ impl Sender {
     /// Gives up on the call: the waiting caller gets `error`.
     pub fn abandon(mut self, error: Error) {
         if let Some(outbox) = self.outbox.take() {
-            let mut state = outbox.state.lock();
-            if matches!(*state, State::Waiting) {
-                *state = State::Abandoned(error);
-                // Wakes the caller's read; the connection is discarded afterwards.
-                let _ = outbox.stream.shutdown(Shutdown::Both);
-            }
+            outbox.abandon(error);
         }
     }
 
@@ -147,11 +152,8 @@ impl Sender {
 
 impl Drop for Sender {
     fn drop(&mut self) {
-        if self.outbox.is_some() {
-            let me = Sender {
-                outbox: self.outbox.take(),
-            };
-            me.abandon(Error::Shutdown);
+        if let Some(outbox) = self.outbox.take() {
+            outbox.abandon(Error::Shutdown);
         }
     }
 }

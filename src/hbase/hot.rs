@@ -226,6 +226,11 @@ pub(crate) fn check_method(reply: Reply, sent: &'static str) -> thrift::Result<R
     }
 }
 
+/// A reply that cannot belong to the request in flight.
+pub(crate) fn out_of_step(message: &str) -> thrift::Error {
+    app_error(ApplicationErrorKind::BadSequenceId, message.to_string())
+}
+
 fn app_error(kind: ApplicationErrorKind, message: String) -> thrift::Error {
     thrift::Error::Application(ApplicationError::new(kind, message))
 }

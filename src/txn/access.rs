@@ -5,7 +5,7 @@ use std::sync::{Arc, OnceLock};
 
 use crate::error::{Error, Result};
 use crate::hbase::{
-    CheckAndMutate, Delete, Get, HBaseClient, Put, RowResult, Scan, TableDescriptor,
+    CheckAndMutate, Delete, Get, HBaseClient, Put, RowResult, Scan, Sender, TableDescriptor,
 };
 use crate::oracle::TimestampSource;
 
@@ -82,18 +82,14 @@ impl HBaseAccess for HBaseClient {
         gets: WithTimestamp<Vec<Get>>,
     ) -> Result<(u64, Vec<RowResult>)> {
         let stamp = Arc::new(OnceLock::new());
-        let seen = Arc::clone(&stamp);
         let owned = table.to_string();
         let rows = self.get_many_deferred(table, |sender| {
-            tso.timestamp_then(Box::new(move |ts| match ts {
-                Ok(ts) => {
-                    let _ = seen.set(ts);
-                    sender.get_many(&owned, &gets(ts));
-                }
-                Err(e) => sender.abandon(e),
-            }))
+            send_when_stamped(tso, &stamp, sender, move |sender, ts| {
+                sender.get_many(&owned, &gets(ts))
+            })
         })?;
-        Ok((stamped(&stamp)?, rows))
+        let ts = stamp.get().copied().ok_or_else(no_timestamp)?;
+        Ok((ts, rows))
     }
 
     fn check_and_mutate_at(
@@ -104,21 +100,16 @@ impl HBaseAccess for HBaseClient {
         cam: WithTimestamp<CheckAndMutate>,
     ) -> Result<(u64, Result<bool>)> {
         let stamp = Arc::new(OnceLock::new());
-        let seen = Arc::clone(&stamp);
         let owned = table.to_string();
         let applied = self.check_and_mutate_deferred(table, row, |sender| {
-            tso.timestamp_then(Box::new(move |ts| match ts {
-                Ok(ts) => {
-                    let _ = seen.set(ts);
-                    sender.check_and_mutate(&owned, &cam(ts));
-                }
-                Err(e) => sender.abandon(e),
-            }))
+            send_when_stamped(tso, &stamp, sender, move |sender, ts| {
+                sender.check_and_mutate(&owned, &cam(ts))
+            })
         });
-        match (stamp.get(), applied) {
-            (Some(&ts), applied) => Ok((ts, applied)),
-            (None, Err(e)) => Err(e),
-            (None, Ok(_)) => Err(no_timestamp()),
+        match stamp.get() {
+            Some(&ts) => Ok((ts, applied)),
+            // No timestamp: the call was abandoned with the oracle's error.
+            None => Err(applied.err().unwrap_or_else(no_timestamp)),
         }
     }
 
@@ -139,9 +130,22 @@ impl HBaseAccess for HBaseClient {
     }
 }
 
-/// The timestamp a deferred call was built with: set before its request was written.
-fn stamped(stamp: &OnceLock<u64>) -> Result<u64> {
-    stamp.get().copied().ok_or_else(no_timestamp)
+/// Starts a deferred call: once `tso` answers, records the timestamp in `stamp` and sends the
+/// request through `send`; an oracle error abandons the call with that error.
+fn send_when_stamped(
+    tso: &dyn TimestampSource,
+    stamp: &Arc<OnceLock<u64>>,
+    sender: Sender,
+    send: impl FnOnce(Sender, u64) + Send + 'static,
+) {
+    let seen = Arc::clone(stamp);
+    tso.timestamp_then(Box::new(move |ts| match ts {
+        Ok(ts) => {
+            let _ = seen.set(ts);
+            send(sender, ts);
+        }
+        Err(e) => sender.abandon(e),
+    }))
 }
 
 fn no_timestamp() -> Error {

@@ -65,10 +65,14 @@ impl Session {
             let plain: Vec<Get> = gets.iter().map(|(g, _)| g.clone()).collect();
             let (snapshot, rows) = match *snapshot {
                 Some(s) => (s, self.get_many(&table, &plain)?),
+                // The time range built above is a placeholder until the timestamp exists.
                 None => {
-                    let (s, rows) = self.get_many_fresh(&table, plain, |g, s| {
-                        g.time_range(TimeRange::up_to(ts(s)))
-                    })?;
+                    let asked = plain.len();
+                    let at_snapshot = Box::new(move |s| {
+                        let range = TimeRange::up_to(ts(s));
+                        plain.into_iter().map(|g| g.time_range(range)).collect()
+                    });
+                    let (s, rows) = self.get_many_fresh(&table, asked, at_snapshot)?;
                     *snapshot = Some(s);
                     (s, rows)
                 }

@@ -210,17 +210,15 @@ impl Session {
     pub fn get_many_fresh(
         &self,
         table: &str,
-        gets: Vec<Get>,
-        at: fn(Get, u64) -> Get,
+        asked: usize,
+        gets: WithTimestamp<Vec<Get>>,
     ) -> Result<(u64, Vec<RowResult>)> {
         self.count();
         Stats::bump(&self.inner.stats.timestamps);
-        let asked = gets.len();
-        let build = Box::new(move |ts| gets.into_iter().map(|g| at(g, ts)).collect());
         let (ts, rows) = self
             .inner
             .store
-            .get_many_at(table, self.inner.tso.as_ref(), build)?;
+            .get_many_at(table, self.inner.tso.as_ref(), gets)?;
         Ok((ts, check_rows(asked, rows)?))
     }
 
@@ -232,13 +230,11 @@ impl Session {
         row: &[u8],
         cam: WithTimestamp<CheckAndMutate>,
     ) -> Result<(u64, Result<bool>)> {
-        Stats::bump(&self.inner.stats.timestamps);
-        let (ts, applied) =
-            self.inner
-                .store
-                .check_and_mutate_at(table, row, self.inner.tso.as_ref(), cam)?;
         self.count();
-        Ok((ts, applied))
+        Stats::bump(&self.inner.stats.timestamps);
+        self.inner
+            .store
+            .check_and_mutate_at(table, row, self.inner.tso.as_ref(), cam)
     }
 
     /// The raw lock cell of `key` (one Get).
@@ -257,9 +253,7 @@ impl Session {
 
     /// Overlapping checkAndMutates (one RPC each); results in order.
     pub fn cas_all(&self, calls: &[(&str, &CheckAndMutate)]) -> Vec<Result<bool>> {
-        for _ in calls {
-            self.count();
-        }
+        calls.iter().for_each(|_| self.count());
         self.inner.store.check_and_mutate_all(calls)
     }
 

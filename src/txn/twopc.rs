@@ -12,6 +12,7 @@ use crate::txn::actions::{self, after_failed_prewrite, PrewriteNext, TxnStatus};
 use crate::txn::codec::{encode_lock, Lock, MutationKind};
 use crate::txn::key::CellKey;
 use crate::txn::options::Seam;
+use crate::txn::schema::Schema;
 use crate::txn::session::{PrimaryGuard, Session, Stats};
 
 /// One buffered write, ready to prewrite.
@@ -20,6 +21,20 @@ pub(crate) struct Mutation {
     pub lock: Lock,
     pub bytes: Vec<u8>,
     pub value: Option<Vec<u8>>,
+}
+
+impl Mutation {
+    /// This cell's prewrite CAS (`absent`: the variant for a never-written cell).
+    fn prewrite_cas(&self, schema: &Schema, absent: bool) -> CheckAndMutate {
+        actions::prewrite(
+            schema,
+            &self.key,
+            &self.lock,
+            &self.bytes,
+            self.value.as_deref(),
+            absent,
+        )
+    }
 }
 
 /// Why the commit point was not reached.
@@ -39,10 +54,6 @@ enum Prewritten {
 
 /// Above this, a blind write's primary prewrite does not carry its start timestamp.
 const FUSED_VALUE_LIMIT: usize = 16 * 1024;
-
-fn value_len(value: &Option<Vec<u8>>) -> usize {
-    value.as_ref().map_or(0, Vec::len)
-}
 
 /// What every lock of one commit shares, fixed before the start timestamp may be known.
 #[derive(Clone)]
@@ -95,14 +106,12 @@ impl Session {
             inner.check_table(table)?;
         }
         let template = self.lock_template(&writes[0].0);
-        // A large primary value is not handed to the oracle lane: writing it could block the
-        // lane (and every other transaction's timestamp) while the gateway reads it.
-        let start_ts = match start_ts {
-            None if value_len(&writes[0].1) > FUSED_VALUE_LIMIT => Some(inner.timestamp()?),
-            other => other,
-        };
+        let primary_len = writes[0].1.as_ref().map_or(0, Vec::len);
         let (start_ts, primary_outcome) = match start_ts {
             Some(ts) => (ts, None),
+            // A large primary value is not handed to the oracle lane: writing it could block
+            // the lane (and every other transaction's timestamp) while the gateway reads it.
+            None if primary_len > FUSED_VALUE_LIMIT => (inner.timestamp()?, None),
             None => {
                 let (ts, outcome) = self.prewrite_primary_fresh(&template, &writes[0])?;
                 (ts, Some(outcome))
@@ -117,10 +126,7 @@ impl Session {
 
         // Every first CAS overlaps: the primary's went out with the start timestamp, or goes
         // out now with the others.
-        let results = match primary_outcome {
-            None => self.prewrite_all(&muts, Vec::new()),
-            Some(outcome) => self.prewrite_all(&muts, vec![outcome]),
-        };
+        let results = self.prewrite_all(&muts, primary_outcome);
         let mut locked = Vec::new();
         let mut failure = None;
         for (m, r) in muts.iter().zip(results) {
@@ -177,23 +183,15 @@ impl Session {
         template: &LockTemplate,
         (key, value): &(CellKey, Option<Vec<u8>>),
     ) -> Result<(u64, Result<bool>)> {
-        let (template, key, value) = (template.clone(), key.clone(), value.clone());
         let schema = self.inner.opts.schema.clone();
-        let row = key.row.clone();
-        let table = key.table.clone();
+        let (template, owned, value) = (template.clone(), key.clone(), value.clone());
         self.cas_fresh(
-            &table,
-            &row,
+            &key.table,
+            &key.row,
             Box::new(move |start_ts| {
-                let m = template.mutation(start_ts, key, value);
-                actions::prewrite(
-                    &schema,
-                    &m.key,
-                    &m.lock,
-                    &m.bytes,
-                    m.value.as_deref(),
-                    false,
-                )
+                template
+                    .mutation(start_ts, owned, value)
+                    .prewrite_cas(&schema, false)
             }),
         )
     }
@@ -211,26 +209,24 @@ impl Session {
         }
     }
 
-    /// One cell's prewrite: the CAS, and on failure one read of the lock cell to learn why
-    /// (DESIGN.md invariant 2). A lost reply is settled by that same read (invariant 7).
-    /// Prewrites `muts`; `done` holds the outcomes of the first CASes already sent for the
-    /// leading ones. A failed primary stops the others from being tried.
-    fn prewrite_all(&self, muts: &[Arc<Mutation>], mut done: Vec<Result<bool>>) -> Vec<Prewritten> {
+    /// Prewrites `muts`, every first CAS overlapped. `primary` is the outcome of the primary's
+    /// first CAS when it already went out (carrying the start timestamp); a failed primary
+    /// then stops the others from being tried.
+    fn prewrite_all(
+        &self,
+        muts: &[Arc<Mutation>],
+        primary: Option<Result<bool>>,
+    ) -> Vec<Prewritten> {
         let mut results = Vec::with_capacity(muts.len());
-        if !done.is_empty() {
-            results.push(self.prewrite_cell(&muts[0], Some(done.remove(0))));
+        if let Some(first) = primary {
+            results.push(self.prewrite_cell(&muts[0], Some(first)));
             if !matches!(results[0], Prewritten::Locked) {
                 return results;
             }
         }
         let todo = &muts[results.len()..];
         let schema = &self.inner.opts.schema;
-        let cams: Vec<_> = todo
-            .iter()
-            .map(|m| {
-                actions::prewrite(schema, &m.key, &m.lock, &m.bytes, m.value.as_deref(), false)
-            })
-            .collect();
+        let cams: Vec<_> = todo.iter().map(|m| m.prewrite_cas(schema, false)).collect();
         let outcomes = self.cas_all(&calls(todo, &cams));
         results.extend(
             todo.iter()
@@ -240,6 +236,8 @@ impl Session {
         results
     }
 
+    /// One cell's prewrite: the CAS, and on failure one read of the lock cell to learn why
+    /// (DESIGN.md invariant 2). A lost reply is settled by that same read (invariant 7).
     /// `first` is the outcome of a first CAS already sent (it carried the start timestamp).
     fn prewrite_cell(&self, m: &Mutation, first: Option<Result<bool>>) -> Prewritten {
         let is_primary = m.key == m.lock.primary;
@@ -269,17 +267,9 @@ impl Session {
         let started = Instant::now();
         let mut waits = 0;
         for _ in 0..16 {
-            let outcome = first.take().unwrap_or_else(|| {
-                let cam = actions::prewrite(
-                    schema,
-                    &m.key,
-                    &m.lock,
-                    &m.bytes,
-                    m.value.as_deref(),
-                    absent,
-                );
-                self.cas(&m.key.table, &cam)
-            });
+            let outcome = first
+                .take()
+                .unwrap_or_else(|| self.cas(&m.key.table, &m.prewrite_cas(schema, absent)));
             match outcome {
                 Ok(true) => return Ok(()),
                 Ok(false) | Err(Error::OutcomeUnknown { .. }) => {}
@@ -351,28 +341,18 @@ impl Session {
         let start_ts = first.lock.start_ts;
         let primary_bytes = self.take_primary(start_ts);
         // The primary's bytes may have been refreshed by the keeper: use what is stored.
-        let jobs: Vec<(Arc<Mutation>, Vec<u8>)> = locked
+        let schema = &self.inner.opts.schema;
+        let cams: Vec<_> = locked
             .iter()
             .map(|m| {
                 let bytes = match (&primary_bytes, m.key == m.lock.primary) {
-                    (Some(b), true) => b.clone(),
-                    _ => m.bytes.clone(),
+                    (Some(b), true) => b,
+                    _ => &m.bytes,
                 };
-                (Arc::clone(m), bytes)
+                actions::rollback(schema, &m.key, &m.lock, bytes)
             })
             .collect();
-        let schema = &self.inner.opts.schema;
-        let cams: Vec<_> = jobs
-            .iter()
-            .map(|(m, bytes)| actions::rollback(schema, &m.key, &m.lock, bytes))
-            .collect();
-        let muts: Vec<_> = jobs.into_iter().map(|(m, _)| m).collect();
-        for (m, outcome) in muts.iter().zip(self.cas_all(&calls(&muts, &cams))) {
-            if let Err(e) = outcome {
-                // Left for lazy cleanup by whoever meets the lock.
-                tracing::debug!(key = %m.key, error = %e, "rollback of own lock failed");
-            }
-        }
+        self.cas_best_effort(locked, &cams, "rollback of own lock");
     }
 
     /// Stops heartbeats of the primary and returns its lock's bytes as stored now.
@@ -467,6 +447,21 @@ impl Session {
         Err(undetermined("primary still locked after retries".into()))
     }
 
+    /// Overlapped CASes whose failures are only logged: whoever meets the lock later settles
+    /// it (rolls it forward or back).
+    fn cas_best_effort<M: AsRef<Mutation>>(
+        &self,
+        muts: &[M],
+        cams: &[CheckAndMutate],
+        what: &'static str,
+    ) {
+        for (m, outcome) in muts.iter().zip(self.cas_all(&calls(muts, cams))) {
+            if let Err(e) = outcome {
+                tracing::debug!(key = %m.as_ref().key, error = %e, "{what} failed; left for lazy resolution");
+            }
+        }
+    }
+
     /// Commits the secondaries, overlapped (in the background unless `sync_secondaries`);
     /// failures are left to lazy roll-forward by readers. Tracked by the executor, drained on
     /// shutdown. A client that dies at a seam between them (it marks itself dead) commits no
@@ -499,11 +494,7 @@ impl Session {
                 .iter()
                 .map(|m| actions::commit(schema, &m.key, &m.lock, &m.bytes, commit_ts))
                 .collect();
-            for (m, outcome) in group.iter().zip(self.cas_all(&calls(group, &cams))) {
-                if let Err(e) = outcome {
-                    tracing::debug!(key = %m.key, error = %e, "secondary commit left for roll-forward");
-                }
-            }
+            self.cas_best_effort(group, &cams, "secondary commit");
             if self.inner.crash_at(Seam::BetweenSecondaryCommits) {
                 self.inner.die();
             }
@@ -512,12 +503,12 @@ impl Session {
 }
 
 /// Pairs each mutation's table with its CAS, for `Session::cas_all`.
-fn calls<'a>(
-    muts: &'a [Arc<Mutation>],
+fn calls<'a, M: AsRef<Mutation>>(
+    muts: &'a [M],
     cams: &'a [CheckAndMutate],
 ) -> Vec<(&'a str, &'a CheckAndMutate)> {
     muts.iter()
-        .map(|m| m.key.table.as_str())
+        .map(|m| m.as_ref().key.table.as_str())
         .zip(cams)
         .collect()
 }
