@@ -26,10 +26,17 @@ enum Command {
     Bench {
         #[arg(long, default_value_t = 5.0)]
         seconds: f64,
-        #[arg(long, default_value_t = 8)]
+        /// Concurrent clients, each one operation at a time. The default keeps the CPU busy in
+        /// every workload on a small machine; with fewer, a transaction's extra round trips
+        /// (the oracle's) leave it idle, and the ratios measure latency, not throughput.
+        #[arg(long, default_value_t = 32)]
         threads: usize,
         #[arg(long, default_value_t = 10_000)]
         rows: usize,
+        /// The workloads take turns this many times (each turn seconds/rounds long), so a
+        /// machine whose speed drifts slows them all alike and the ratios stay fair.
+        #[arg(long, default_value_t = 5)]
+        rounds: usize,
         /// Comma-separated subset of raw_get,raw_put,raw_cas,raw_rmw2,txn_get,txn_put1,
         /// txn_transfer2.
         #[arg(long)]
@@ -61,6 +68,7 @@ fn main() -> ExitCode {
             seconds,
             threads,
             rows,
+            rounds,
             workloads,
             json,
             hbase,
@@ -76,6 +84,7 @@ fn main() -> ExitCode {
                 threads: threads.max(1),
                 rows: rows.max(2),
                 workloads,
+                rounds: rounds.max(1),
             };
             run_bench(&config, json, hbase, oracle, local_timestamps)
         }

@@ -46,13 +46,20 @@ fn run(handler: &Handler, stream: &TcpStream, max_frame_bytes: usize) -> thrift:
     let mut framed_wire = None;
     let mut out = Vec::new();
     loop {
-        out.clear();
         let after = match unframed {
             Some(wire) => {
                 if reader.fill_buf()?.is_empty() {
                     return Ok(());
                 }
-                serve_one(handler, wire, &mut reader, max_frame_bytes, &mut out)?
+                let start = out.len();
+                match serve_one(handler, wire, &mut reader, max_frame_bytes, &mut out) {
+                    Ok(after) => after,
+                    Err(e) => {
+                        out.truncate(start);
+                        writer.write_all(&out)?;
+                        return Err(e);
+                    }
+                }
             }
             None => {
                 let Some(frame) = read_frame(&mut reader, max_frame_bytes)? else {
@@ -63,21 +70,33 @@ fn run(handler: &Handler, stream: &TcpStream, max_frame_bytes: usize) -> thrift:
                 if *framed_wire.get_or_insert(wire) != wire {
                     return Err(bad_input("protocol changed within a connection".into()));
                 }
+                let start = out.len();
                 out.extend_from_slice(&[0; FRAME_HEADER]);
                 // Frame boundaries resynchronise the stream, whatever happened inside a frame.
-                serve_one(
+                let served = serve_one(
                     handler,
                     wire,
                     Cursor::new(&frame[..]),
                     frame.len(),
                     &mut out,
-                )?;
-                let body_len = (out.len() - FRAME_HEADER) as u32;
-                out[..FRAME_HEADER].copy_from_slice(&body_len.to_be_bytes());
+                );
+                if let Err(e) = served {
+                    // Replies already made still go out before the connection closes.
+                    out.truncate(start);
+                    writer.write_all(&out)?;
+                    return Err(e);
+                }
+                let body_len = (out.len() - start - FRAME_HEADER) as u32;
+                out[start..start + FRAME_HEADER].copy_from_slice(&body_len.to_be_bytes());
                 After::Continue
             }
         };
-        writer.write_all(&out)?;
+        // Replies to requests that arrived together (a pipelining client) leave together:
+        // the client wakes once for all of them.
+        if after == After::Desynced || reader.buffer().is_empty() {
+            writer.write_all(&out)?;
+            out.clear();
+        }
         if after == After::Desynced {
             return Ok(());
         }

@@ -76,7 +76,7 @@ mod server;
 mod server_tests;
 mod store;
 #[cfg(test)]
-mod testutil;
+pub(crate) mod testutil;
 mod wire;
 
 use std::net::{Ipv4Addr, SocketAddr, TcpListener};

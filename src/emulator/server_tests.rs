@@ -88,6 +88,10 @@ fn every_transport_and_protocol_combination_is_served() {
 
 /// A raw binary-protocol call: `args` writes the argument fields.
 fn send(s: &mut TcpStream, name: &str, args: impl FnOnce(&mut dyn TOutputProtocol)) {
+    s.write_all(&message(name, args)).unwrap();
+}
+
+fn message(name: &str, args: impl FnOnce(&mut dyn TOutputProtocol)) -> Vec<u8> {
     let mut buf = Vec::new();
     {
         let mut o = TBinaryOutputProtocol::new(&mut buf, true);
@@ -100,7 +104,7 @@ fn send(s: &mut TcpStream, name: &str, args: impl FnOnce(&mut dyn TOutputProtoco
         o.write_struct_end().unwrap();
         o.write_message_end().unwrap();
     }
-    s.write_all(&buf).unwrap();
+    buf
 }
 
 fn field(
@@ -428,6 +432,42 @@ fn oversized_or_garbage_input_closes_only_that_connection() {
     // Nothing was stored, and the other connection still works.
     let r = healthy.get(b"t".to_vec(), tget(b"r")).unwrap();
     assert!(r.column_values.is_empty());
+    emu.shutdown();
+}
+
+#[test]
+fn pipelined_requests_are_answered_in_order_up_to_a_broken_one() {
+    let (emu, mut s) = setup();
+    let put = |row: &str| {
+        message("put", |o| {
+            bytes(o, 1, b"t");
+            strukt(o, 2, &tput(row, vec![cv("f", "q", None, "x")]));
+        })
+    };
+    let mut burst = put("r1");
+    burst.extend(put("r2"));
+    burst.extend(message("get", |o| {
+        bytes(o, 1, b"t");
+        strukt(o, 2, &tget(b"r1"));
+    }));
+    // A get whose first argument has no valid type: the stream is lost from there, while a
+    // well-formed request still waits behind it.
+    burst.extend_from_slice(&[0x80, 0x01, 0x00, 0x01]);
+    burst.extend_from_slice(&3u32.to_be_bytes());
+    burst.extend_from_slice(b"get");
+    burst.extend_from_slice(&1u32.to_be_bytes());
+    burst.extend_from_slice(&[0x7f, 0, 1]);
+    burst.extend(put("r3"));
+    s.write_all(&burst).unwrap();
+    assert!(receive(&mut s, |_| ()).is_ok());
+    assert!(receive(&mut s, |_| ()).is_ok());
+    let got = receive(&mut s, |i| TResult::read_from_in_protocol(i).unwrap());
+    assert_eq!(got.unwrap().unwrap().column_values.len(), 1);
+    // Whatever the broken request gets, the connection closes and nothing after it is served.
+    assert!(closed_by_server(&mut s));
+    let mut other = client(&emu, false, false);
+    let r3 = other.get(b"t".to_vec(), tget(b"r3")).unwrap();
+    assert!(r3.column_values.is_empty());
     emu.shutdown();
 }
 

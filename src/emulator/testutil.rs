@@ -1,4 +1,5 @@
-//! Builders for the generated Thrift structs that have no `Default`, for unit tests.
+//! Builders for the generated Thrift structs that have no `Default`, for unit tests, and an
+//! emulator with a connected client.
 
 use crate::thrift::hbase::{TGet, TScan};
 
@@ -188,4 +189,16 @@ impl Env {
         g.max_versions = Some(i32::MAX);
         self.get(table, &g)
     }
+}
+
+/// An emulator on 127.0.0.1 and a pooled client of it, with table `t` (family `f`) created.
+pub fn emulated_table() -> (super::EmulatorHandle, crate::hbase::HBaseClient) {
+    use crate::hbase::{FamilyDescriptor, HBaseClient, HBaseConfig, TableDescriptor};
+    let emulator = super::start_local().unwrap();
+    let client = HBaseClient::connect(HBaseConfig::new(emulator.local_addr().to_string())).unwrap();
+    client
+        .admin()
+        .create_table(&TableDescriptor::new("t").family(FamilyDescriptor::new("f")))
+        .unwrap();
+    (emulator, client)
 }

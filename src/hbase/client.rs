@@ -19,6 +19,7 @@ use super::conn::{
     CallFailure, ConnectLog, Connection, Manager, ReceiveFailure, ThriftClient, TraceErrors,
 };
 use super::deferred::{Encoded, Sender};
+use super::grouped::Groups;
 use super::hot::{Reply, Request};
 use super::scanner::Scanner;
 use super::types::*;
@@ -69,6 +70,8 @@ struct Inner {
     config: HBaseConfig,
     connect_log: Arc<ConnectLog>,
     rpc_count: AtomicU64,
+    read_groups: Groups<Vec<Get>>,
+    cam_groups: Groups<CheckAndMutate>,
 }
 
 /// A pooled Thrift2 client. Cheap to clone; clones share the pool and the RPC counter.
@@ -110,6 +113,8 @@ impl HBaseClient {
                 config,
                 connect_log,
                 rpc_count: AtomicU64::new(0),
+                read_groups: Groups::default(),
+                cam_groups: Groups::default(),
             }),
         };
         drop(client.checkout()?);
@@ -123,6 +128,20 @@ impl HBaseClient {
     /// Thrift calls made through this client and its clones, including replays.
     pub fn rpc_count(&self) -> u64 {
         self.inner.rpc_count.load(Ordering::Relaxed)
+    }
+
+    pub(super) fn read_groups(&self) -> &Groups<Vec<Get>> {
+        &self.inner.read_groups
+    }
+
+    pub(super) fn cam_groups(&self) -> &Groups<CheckAndMutate> {
+        &self.inner.cam_groups
+    }
+
+    pub(super) fn count_rpcs(&self, calls: usize) {
+        self.inner
+            .rpc_count
+            .fetch_add(calls as u64, Ordering::Relaxed);
     }
 
     pub fn admin(&self) -> Admin<'_> {
@@ -164,17 +183,6 @@ impl HBaseClient {
         start: impl FnOnce(Sender),
     ) -> Result<Vec<RowResult>> {
         rows(self.deferred(CallSpec::safe("getMultiple", table, &[]), start)?)
-    }
-
-    /// Like [`check_and_mutate`](Self::check_and_mutate) for `row`, with the mutation given
-    /// later through the [`Sender`] handed to `start`.
-    pub(crate) fn check_and_mutate_deferred(
-        &self,
-        table: &str,
-        row: &[u8],
-        start: impl FnOnce(Sender),
-    ) -> Result<bool> {
-        applied(self.deferred(CallSpec::once("checkAndMutate", table, row), start)?)
     }
 
     pub fn exists(&self, table: &str, get: &Get) -> Result<bool> {
@@ -228,22 +236,29 @@ impl HBaseClient {
         applied(self.hot(spec, &cam_request(table, cam))?)
     }
 
-    /// The checkAndMutates pipelined: each request goes out on its own connection before any
-    /// reply is read, so the round trips overlap without a thread per call (at most
-    /// `PIPELINE_DEPTH` at a time, and only on connections free now: a drained pool degrades to
-    /// one call at a time instead of waiting on itself). Each call follows the usual rules (a
+    /// The checkAndMutates pipelined: every request goes out before any reply is read, so the
+    /// round trips overlap without a thread per call. Up to `pipeline_per_connection` share a
+    /// connection (in one write), over at most `PIPELINE_DEPTH` connections at a time, and
+    /// beyond the first only on connections free now: a drained pool degrades to one
+    /// connection at a time instead of waiting on itself. Each call follows the usual rules (a
     /// lost reply is `OutcomeUnknown`); results in order.
     pub fn check_and_mutate_all(&self, calls: &[(&str, &CheckAndMutate)]) -> Vec<Result<bool>> {
+        let share = self
+            .inner
+            .config
+            .pipeline_per_connection
+            .clamp(1, calls.len().max(1))
+            .max(calls.len().div_ceil(PIPELINE_DEPTH));
         let mut results = Vec::with_capacity(calls.len());
         let mut rest = calls;
         while !rest.is_empty() {
             let mut inflight = Vec::new();
-            for &(table, cam) in rest.iter().take(PIPELINE_DEPTH) {
+            for chunk in rest.chunks(share).take(PIPELINE_DEPTH) {
                 let conn = if inflight.is_empty() {
                     match self.checkout() {
                         Ok(conn) => conn,
                         Err(e) => {
-                            inflight.push(Err(e));
+                            inflight.push((chunk, Err(e)));
                             break;
                         }
                     }
@@ -253,25 +268,64 @@ impl HBaseClient {
                         None => break,
                     }
                 };
-                inflight.push(Ok(self.send_cam(conn, table, cam)));
+                inflight.push((chunk, Ok(self.send_cams(conn, chunk))));
             }
-            let (now, later) = rest.split_at(inflight.len());
-            rest = later;
-            for (&(table, cam), sent) in now.iter().zip(inflight) {
-                results.push(sent.and_then(|sent| self.finish_cam(sent, table, cam)));
+            let sent: usize = inflight.iter().map(|(chunk, _)| chunk.len()).sum();
+            rest = &rest[sent..];
+            for (chunk, call) in inflight {
+                match call {
+                    Ok(call) => results.extend(self.finish_cams(call, chunk)),
+                    Err(e) => {
+                        // No connection: nothing of the chunk was sent. The first call fails
+                        // with the reason; the others try on their own.
+                        results.push(Err(e));
+                        results.extend(
+                            chunk[1..]
+                                .iter()
+                                .map(|&(table, cam)| self.check_and_mutate(table, cam)),
+                        );
+                    }
+                }
             }
         }
         results
     }
 
-    fn send_cam(
+    /// Sends one checkAndMutate now and returns how to read its reply later, on any thread
+    /// (the connection stays checked out until then).
+    pub(crate) fn send_check_and_mutate(
+        &self,
+        table: &str,
+        cam: CheckAndMutate,
+    ) -> impl FnOnce() -> Result<bool> + Send + 'static {
+        let client = self.clone();
+        let table = table.to_string();
+        let sent = self
+            .checkout()
+            .map(|conn| self.send_cams(conn, &[(&table, &cam)]));
+        move || {
+            let sent = sent?;
+            let mut results = client.finish_cams(sent, &[(&table, &cam)]);
+            results.pop().unwrap_or_else(|| {
+                Err(Error::Protocol {
+                    peer: Peer::HBase,
+                    message: "no result for a sent checkAndMutate".into(),
+                })
+            })
+        }
+    }
+
+    fn send_cams(
         &self,
         mut conn: PooledConnection<Manager>,
-        table: &str,
-        cam: &CheckAndMutate,
+        calls: &[(&str, &CheckAndMutate)],
     ) -> SentCall {
-        self.inner.rpc_count.fetch_add(1, Ordering::Relaxed);
-        let encoded = conn.encode(&cam_request(table, cam));
+        self.count_rpcs(calls.len());
+        let requests: Vec<Request> = calls
+            .iter()
+            .map(|&(table, cam)| cam_request(table, cam))
+            .collect();
+        let encoded = conn.encode_many(&requests);
         let outcome = conn.send_encoded(true, &encoded);
         SentCall {
             conn,
@@ -280,23 +334,59 @@ impl HBaseClient {
         }
     }
 
-    fn finish_cam(&self, sent: SentCall, table: &str, cam: &CheckAndMutate) -> Result<bool> {
+    /// The replies to a chunk sent by `send_cams`. A lone request whose write failed is
+    /// replayed under the usual rules; requests that shared a write never are (a failed write
+    /// may have delivered some of them).
+    fn finish_cams(&self, sent: SentCall, calls: &[(&str, &CheckAndMutate)]) -> Vec<Result<bool>> {
         let SentCall {
             mut conn,
             encoded,
             outcome,
         } = sent;
-        let spec = CallSpec::once("checkAndMutate", table, &cam.row);
-        let reply = match outcome.and_then(|()| conn.recv_encoded(&encoded)) {
-            Ok(reply) => Ok(reply),
-            Err(failure) => self.after_failure(&spec, failure, conn, Some(&encoded)),
-        };
-        applied(reply?)
+        if let [(table, cam)] = calls {
+            let spec = CallSpec::once("checkAndMutate", table, &cam.row);
+            let reply = match outcome.and_then(|()| conn.recv_encoded(&encoded)) {
+                Ok(reply) => Ok(reply),
+                Err(failure) => self.after_failure(&spec, failure, conn, Some(&encoded)),
+            };
+            return vec![reply.and_then(applied)];
+        }
+        let first = outcome.err().map(Err);
+        self.cam_replies(&mut conn, &encoded, calls, first)
     }
 
-    /// Puts iff the cell equals `value`. `None` means "no such cell"; it is sent as the empty
-    /// value (the generated client always sends the argument), which HBase also matches
-    /// against a cell whose value is empty.
+    /// The replies to checkAndMutates pipelined on `conn` under `encoded`'s sequence id, one
+    /// result each, in order. `first` is the first reply when it was already read (or failed).
+    /// After a connection failure, every reply not read is `OutcomeUnknown`.
+    pub(super) fn cam_replies(
+        &self,
+        conn: &mut Connection,
+        encoded: &Encoded,
+        calls: &[(&str, &CheckAndMutate)],
+        mut first: Option<std::result::Result<Reply, CallFailure>>,
+    ) -> Vec<Result<bool>> {
+        let mut broken: Option<String> = None;
+        let mut results = Vec::with_capacity(calls.len());
+        for &(table, cam) in calls {
+            let spec = CallSpec::once("checkAndMutate", table, &cam.row);
+            if let Some(cause) = &broken {
+                results.push(Err(self.lost_with_connection(&spec, cause)));
+                continue;
+            }
+            let reply = first.take().unwrap_or_else(|| conn.recv_encoded(encoded));
+            results.push(match reply {
+                Ok(reply) => applied(reply),
+                Err(failure) => {
+                    if errors::is_connection_failure(&failure.error) {
+                        broken = Some(failure.error.to_string());
+                    }
+                    Err(self.settle_once(failure, &spec))
+                }
+            });
+        }
+        results
+    }
+
     pub fn check_and_put(
         &self,
         table: &str,
@@ -517,8 +607,37 @@ impl HBaseClient {
         }
     }
 
+    /// The error of a failed call that must not be sent again: a lost reply, or a failed
+    /// write, is `OutcomeUnknown`.
+    fn settle_once(&self, failure: CallFailure, spec: &CallSpec<'_>) -> Error {
+        match self.classify::<()>(failure, spec) {
+            Attempt::Done(result) => result.err().unwrap_or_else(|| self.unknown(spec, None)),
+            Attempt::Replay(error) => self.unknown(spec, Some(error)),
+        }
+    }
+
+    /// `OutcomeUnknown` for a call whose reply was behind a failed one on the same connection.
+    fn lost_with_connection(&self, spec: &CallSpec<'_>, cause: &str) -> Error {
+        let source = std::io::Error::new(
+            std::io::ErrorKind::ConnectionAborted,
+            format!("an earlier reply on this connection failed: {cause}"),
+        );
+        self.unknown(spec, Some(self.transport(source)))
+    }
+
+    fn unknown(&self, spec: &CallSpec<'_>, source: Option<Error>) -> Error {
+        let source =
+            source.unwrap_or_else(|| self.transport(std::io::Error::other("no reply was read")));
+        Error::OutcomeUnknown {
+            method: spec.method,
+            table: spec.table.to_owned(),
+            row: spec.row.to_vec(),
+            source: Box::new(source),
+        }
+    }
+
     /// A pooled connection, or the connect error that kept the pool from making one.
-    fn checkout(&self) -> Result<PooledConnection<Manager>> {
+    pub(super) fn checkout(&self) -> Result<PooledConnection<Manager>> {
         let inner = &self.inner;
         let failures_before = inner.connect_log.failure_count();
         let wait = inner.config.connect_timeout + inner.config.read_timeout;

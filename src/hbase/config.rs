@@ -34,6 +34,11 @@ pub struct HBaseConfig {
     /// A pooled connection idle for longer than this is replaced instead of reused. The gateway
     /// drops connections idle for 60 s, so this must stay below that.
     pub max_idle: Duration,
+    /// How many checkAndMutates of one batch (`HBaseClient::check_and_mutate_all`) may share a
+    /// connection, pipelined. A gateway answers one connection's requests one after another,
+    /// so sharing costs latency on a real cluster and saves a gateway wake-up per request;
+    /// 1 spreads a batch over as many connections as it has requests (at most 16).
+    pub pipeline_per_connection: usize,
 }
 
 impl HBaseConfig {
@@ -46,6 +51,7 @@ impl HBaseConfig {
             read_timeout: Duration::from_secs(30),
             pool_size: 16,
             max_idle: Duration::from_secs(50),
+            pipeline_per_connection: 4,
         }
     }
 
@@ -78,6 +84,11 @@ impl HBaseConfig {
         self.max_idle = max_idle;
         self
     }
+
+    pub fn pipeline_per_connection(mut self, requests: usize) -> Self {
+        self.pipeline_per_connection = requests;
+        self
+    }
 }
 
 #[cfg(test)]
@@ -101,12 +112,14 @@ mod tests {
             .connect_timeout(Duration::from_millis(10))
             .read_timeout(Duration::from_millis(20))
             .pool_size(3)
-            .max_idle(Duration::from_millis(30));
+            .max_idle(Duration::from_millis(30))
+            .pipeline_per_connection(1);
         assert_eq!(config.transport, Transport::Framed);
         assert_eq!(config.protocol, Protocol::Compact);
         assert_eq!(config.connect_timeout, Duration::from_millis(10));
         assert_eq!(config.read_timeout, Duration::from_millis(20));
         assert_eq!(config.pool_size, 3);
         assert_eq!(config.max_idle, Duration::from_millis(30));
+        assert_eq!(config.pipeline_per_connection, 1);
     }
 }

@@ -204,6 +204,21 @@ impl Connection {
         }
     }
 
+    /// Several requests of one method in one write, all under one sequence id: the server
+    /// answers them in order (see `HBaseClient::check_and_mutate_all`).
+    pub(crate) fn encode_many(&mut self, requests: &[Request]) -> Encoded {
+        let seq = self.next_seq();
+        let mut bytes = Vec::new();
+        for request in requests {
+            bytes.extend(request.encode(self.protocol, self.transport, seq));
+        }
+        Encoded {
+            bytes,
+            method: requests.first().map_or("checkAndMutate", Request::method),
+            seq,
+        }
+    }
+
     /// The first half of a pipelined call: the request only. [`recv_encoded`] must follow.
     pub(crate) fn send_encoded(
         &mut self,

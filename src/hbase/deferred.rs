@@ -118,6 +118,20 @@ impl Sender {
         self.send(client::cam_request(table, cam))
     }
 
+    /// Several checkAndMutates pipelined in one write, all under this call's sequence id: the
+    /// replies come back in order (see `grouped`).
+    pub(crate) fn check_and_mutate_many(self, table: &str, cams: &[CheckAndMutate]) {
+        let Some(outbox) = self.outbox.as_ref() else {
+            return;
+        };
+        let mut bytes = Vec::new();
+        for cam in cams {
+            let request = client::cam_request(table, cam);
+            bytes.extend(request.encode(outbox.protocol, outbox.transport, outbox.seq));
+        }
+        self.write(bytes, "checkAndMutate")
+    }
+
     /// Gives up on the call: the waiting caller gets `error`.
     pub fn abandon(mut self, error: Error) {
         if let Some(outbox) = self.outbox.take() {
@@ -125,13 +139,21 @@ impl Sender {
         }
     }
 
-    fn send(mut self, request: Request) {
+    fn send(self, request: Request) {
+        let Some(outbox) = self.outbox.as_ref() else {
+            return;
+        };
+        let bytes = request.encode(outbox.protocol, outbox.transport, outbox.seq);
+        self.write(bytes, request.method())
+    }
+
+    fn write(mut self, bytes: Vec<u8>, method: &'static str) {
         let Some(outbox) = self.outbox.take() else {
             return;
         };
         let encoded = Encoded {
-            bytes: request.encode(outbox.protocol, outbox.transport, outbox.seq),
-            method: request.method(),
+            bytes,
+            method,
             seq: outbox.seq,
         };
         // Written under the lock: a caller that gives up either sees the request sent or
@@ -163,16 +185,10 @@ mod tests {
     use std::time::{Duration, Instant};
 
     use super::*;
-    use crate::hbase::{FamilyDescriptor, HBaseClient, HBaseConfig, Put, TableDescriptor};
+    use crate::hbase::{HBaseClient, Put};
 
     fn setup() -> (crate::emulator::EmulatorHandle, HBaseClient) {
-        let emulator = crate::emulator::start_local().unwrap();
-        let client =
-            HBaseClient::connect(HBaseConfig::new(emulator.local_addr().to_string())).unwrap();
-        client
-            .admin()
-            .create_table(&TableDescriptor::new("t").family(FamilyDescriptor::new("f")))
-            .unwrap();
+        let (emulator, client) = crate::emulator::testutil::emulated_table();
         client.put("t", &Put::new("r").add("f", "q", "v")).unwrap();
         (emulator, client)
     }
@@ -191,10 +207,10 @@ mod tests {
         assert_eq!(rows[0].value(b"f", b"q"), Some(&b"v"[..]));
         assert!(rows[1].cells.is_empty());
         let applied = client
-            .check_and_mutate_deferred("t", b"r", |sender| {
+            .check_and_mutate_grouped("t", None, |stamp| {
                 let cam = CheckAndMutate::new("r", "f", "q", crate::hbase::CompareOp::Equal, "v")
                     .put(Put::new("r").add("f", "q", "w"));
-                std::thread::spawn(move || sender.check_and_mutate("t", &cam));
+                std::thread::spawn(move || stamp.send(Ok(cam)));
             })
             .unwrap();
         assert!(applied);

@@ -55,7 +55,7 @@ mod stats;
 pub mod store;
 
 pub use client::{
-    fetch_stats, ClientConfig, Continuation, LocalTimestamps, OracleClient, TimestampSource,
+    fetch_stats, ClientConfig, Continuation, LocalTimestamps, OracleClient, Ticket, TimestampSource,
 };
 pub use server::{run, Oracle, OracleHandle, OracleServer, ServerConfig};
 pub use stats::{StatsSnapshot, BATCH_BUCKETS};

@@ -5,12 +5,15 @@ use std::sync::{Arc, OnceLock};
 
 use crate::error::{Error, Result};
 use crate::hbase::{
-    CheckAndMutate, Delete, Get, HBaseClient, Put, RowResult, Scan, Sender, TableDescriptor,
+    CheckAndMutate, Delete, Get, HBaseClient, Part, Put, RowResult, Scan, Stamp, TableDescriptor,
 };
 use crate::oracle::TimestampSource;
 
 /// Builds a request from the timestamp it must carry.
 pub type WithTimestamp<T> = Box<dyn FnOnce(u64) -> T + Send>;
+
+/// The reply to a call already sent, to be read later, on any thread.
+pub type Sent<T> = Box<dyn FnOnce() -> Result<T> + Send>;
 
 pub trait HBaseAccess: Send + Sync + 'static {
     fn get_many(&self, table: &str, gets: &[Get]) -> Result<Vec<RowResult>>;
@@ -24,6 +27,13 @@ pub trait HBaseAccess: Send + Sync + 'static {
             .iter()
             .map(|&(table, cam)| self.check_and_mutate(table, cam))
             .collect()
+    }
+
+    /// Sends the checkAndMutate now; the reply is read when the returned closure runs,
+    /// possibly on another thread. The default sends it only then.
+    fn send_check_and_mutate(self: Arc<Self>, table: &str, cam: CheckAndMutate) -> Sent<bool> {
+        let table = table.to_string();
+        Box::new(move || self.check_and_mutate(&table, &cam))
     }
 
     /// Fetches a timestamp from `tso` and reads with the gets built from it; returns both.
@@ -75,40 +85,36 @@ impl HBaseAccess for HBaseClient {
         HBaseClient::check_and_mutate_all(self, calls)
     }
 
+    fn send_check_and_mutate(self: Arc<Self>, table: &str, cam: CheckAndMutate) -> Sent<bool> {
+        Box::new(HBaseClient::send_check_and_mutate(&self, table, cam))
+    }
+
     fn get_many_at(
         &self,
         table: &str,
         tso: &dyn TimestampSource,
         gets: WithTimestamp<Vec<Get>>,
     ) -> Result<(u64, Vec<RowResult>)> {
-        let stamp = Arc::new(OnceLock::new());
-        let owned = table.to_string();
-        let rows = self.get_many_deferred(table, |sender| {
-            send_when_stamped(tso, &stamp, sender, move |sender, ts| {
-                sender.get_many(&owned, &gets(ts))
-            })
-        })?;
-        let ts = stamp.get().copied().ok_or_else(no_timestamp)?;
-        Ok((ts, rows))
+        let (ts, rows) = with_ticket(tso, gets, |batch, start| {
+            self.get_many_grouped(table, batch, start)
+        });
+        let rows = rows?;
+        Ok((ts.ok_or_else(no_timestamp)?, rows))
     }
 
     fn check_and_mutate_at(
         &self,
         table: &str,
-        row: &[u8],
+        _row: &[u8],
         tso: &dyn TimestampSource,
         cam: WithTimestamp<CheckAndMutate>,
     ) -> Result<(u64, Result<bool>)> {
-        let stamp = Arc::new(OnceLock::new());
-        let owned = table.to_string();
-        let applied = self.check_and_mutate_deferred(table, row, |sender| {
-            send_when_stamped(tso, &stamp, sender, move |sender, ts| {
-                sender.check_and_mutate(&owned, &cam(ts))
-            })
+        let (ts, applied) = with_ticket(tso, cam, |batch, start| {
+            self.check_and_mutate_grouped(table, batch, start)
         });
-        match stamp.get() {
-            Some(&ts) => Ok((ts, applied)),
-            // No timestamp: the call was abandoned with the oracle's error.
+        match ts {
+            Some(ts) => Ok((ts, applied)),
+            // No timestamp: nothing was sent, and the call failed with the oracle's error.
             None => Err(applied.err().unwrap_or_else(no_timestamp)),
         }
     }
@@ -130,22 +136,30 @@ impl HBaseAccess for HBaseClient {
     }
 }
 
-/// Starts a deferred call: once `tso` answers, records the timestamp in `stamp` and sends the
-/// request through `send`; an oracle error abandons the call with that error.
-fn send_when_stamped(
+/// Runs a grouped `call` whose part is built by `build` from a timestamp of `tso`: the call
+/// gets the ticket's batch and the way to redeem it. Returns the timestamp, if one came, with
+/// the call's result.
+fn with_ticket<P: Part, T>(
     tso: &dyn TimestampSource,
-    stamp: &Arc<OnceLock<u64>>,
-    sender: Sender,
-    send: impl FnOnce(Sender, u64) + Send + 'static,
-) {
-    let seen = Arc::clone(stamp);
-    tso.timestamp_then(Box::new(move |ts| match ts {
-        Ok(ts) => {
-            let _ = seen.set(ts);
-            send(sender, ts);
-        }
-        Err(e) => sender.abandon(e),
-    }))
+    build: WithTimestamp<P>,
+    call: impl FnOnce(Option<u64>, Box<dyn FnOnce(Stamp<P>)>) -> T,
+) -> (Option<u64>, T) {
+    let ticket = tso.ticket();
+    let batch = ticket.batch_id();
+    let ts = Arc::new(OnceLock::new());
+    let seen = Arc::clone(&ts);
+    let result = call(
+        batch,
+        Box::new(move |member: Stamp<P>| {
+            ticket.then(Box::new(move |got| {
+                member.send(got.map(|t| {
+                    let _ = seen.set(t);
+                    build(t)
+                }))
+            }))
+        }),
+    );
+    (ts.get().copied(), result)
 }
 
 fn no_timestamp() -> Error {

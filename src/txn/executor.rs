@@ -1,19 +1,66 @@
 //! A fixed pool of worker threads for the work that outlives a call (background secondary
 //! commits), tracked so shutdown can drain it. Round trips a transaction overlaps itself are
 //! pipelined on its own thread (`HBaseClient::check_and_mutate_all`), not handed out here.
+//!
+//! Work that may wait a moment (reading the replies to secondary commits already sent) goes to
+//! [`Executor::later`]: one collector thread runs it in batches, so one wake-up serves every
+//! transaction that committed in the meantime instead of one thread wake per transaction.
 
 use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 use crossbeam_channel::{unbounded, Sender};
 use parking_lot::{Condvar, Mutex};
 
 type Job = Box<dyn FnOnce() + Send + 'static>;
 
+/// How long the collector lets a batch of `later` jobs fill after the first one arrives.
+const TICK: Duration = Duration::from_micros(500);
+
 pub(crate) struct Executor {
     jobs: Mutex<Option<Sender<Job>>>,
     workers: Mutex<Vec<JoinHandle<()>>>,
     background: Arc<Pending>,
+    later: Arc<Later>,
+    collector: Mutex<Option<JoinHandle<()>>>,
+}
+
+#[derive(Default)]
+struct Later {
+    state: Mutex<LaterState>,
+    wake: Condvar,
+}
+
+#[derive(Default)]
+struct LaterState {
+    jobs: Vec<Job>,
+    stopped: bool,
+}
+
+impl Later {
+    /// The collector: waits for a first job, lets the batch fill for a tick, runs it all.
+    /// After `stopped`, runs what is left and returns.
+    fn collect(&self) {
+        let mut state = self.state.lock();
+        loop {
+            while state.jobs.is_empty() && !state.stopped {
+                self.wake.wait(&mut state);
+            }
+            if state.jobs.is_empty() {
+                return;
+            }
+            if !state.stopped {
+                self.wake.wait_for(&mut state, TICK);
+            }
+            let jobs = std::mem::take(&mut state.jobs);
+            parking_lot::MutexGuard::unlocked(&mut state, || {
+                for job in jobs {
+                    job();
+                }
+            });
+        }
+    }
 }
 
 #[derive(Default)]
@@ -38,10 +85,20 @@ impl Executor {
                     .expect("spawn worker thread")
             })
             .collect();
+        let later = Arc::new(Later::default());
+        let collector = {
+            let later = Arc::clone(&later);
+            std::thread::Builder::new()
+                .name("percolator-collect".into())
+                .spawn(move || later.collect())
+                .expect("spawn collector thread")
+        };
         Executor {
             jobs: Mutex::new(Some(tx)),
             workers: Mutex::new(workers),
             background: Arc::new(Pending::default()),
+            later,
+            collector: Mutex::new(Some(collector)),
         }
     }
 
@@ -55,25 +112,49 @@ impl Executor {
 
     /// Runs `job` in the background, tracked until it finishes (see [`Executor::drain`]).
     pub fn spawn(&self, job: impl FnOnce() + Send + 'static) {
+        if let Err(job) = self.submit(self.tracked(job)) {
+            // After shutdown nothing may be dropped silently: do it now, on this thread.
+            job();
+        }
+    }
+
+    /// Like [`spawn`](Self::spawn), for work that may wait up to a tick to share a wake-up
+    /// with other such work.
+    pub fn later(&self, job: impl FnOnce() + Send + 'static) {
+        let job = self.tracked(job);
+        let mut state = self.later.state.lock();
+        if state.stopped {
+            drop(state);
+            return job();
+        }
+        state.jobs.push(job);
+        if state.jobs.len() == 1 {
+            self.later.wake.notify_one();
+        }
+    }
+
+    /// `job`, counted as background work until it finishes.
+    fn tracked(&self, job: impl FnOnce() + Send + 'static) -> Job {
         *self.background.count.lock() += 1;
         let pending = self.background.clone();
-        let tracked = move || {
+        Box::new(move || {
             job();
             let mut count = pending.count.lock();
             *count -= 1;
             if *count == 0 {
                 pending.idle.notify_all();
             }
-        };
-        if let Err(job) = self.submit(Box::new(tracked)) {
-            // After shutdown nothing may be dropped silently: do it now, on this thread.
-            job();
-        }
+        })
     }
 
     fn is_worker(&self) -> bool {
         let me = std::thread::current().id();
-        self.workers.lock().iter().any(|w| w.thread().id() == me)
+        let collects = self
+            .collector
+            .lock()
+            .as_ref()
+            .is_some_and(|c| c.thread().id() == me);
+        collects || self.workers.lock().iter().any(|w| w.thread().id() == me)
     }
 
     /// Waits until every background job has finished.
@@ -90,11 +171,18 @@ impl Executor {
             // Called from a background job (last client reference dropped there): draining would
             // wait for this very job.
             self.jobs.lock().take();
+            self.stop_collector();
             return;
         }
         self.drain();
         self.jobs.lock().take();
+        self.stop_collector();
         let me = std::thread::current().id();
+        if let Some(c) = self.collector.lock().take() {
+            if c.thread().id() != me {
+                let _ = c.join();
+            }
+        }
         for w in self.workers.lock().drain(..) {
             // The last reference to the client may be dropped by a background job on a worker:
             // that worker exits by itself once the channel is closed.
@@ -102,6 +190,15 @@ impl Executor {
                 let _ = w.join();
             }
         }
+    }
+}
+
+impl Executor {
+    /// Later jobs queued from now on run at once on their caller; the collector runs what is
+    /// queued and exits.
+    fn stop_collector(&self) {
+        self.later.state.lock().stopped = true;
+        self.later.wake.notify_all();
     }
 }
 
@@ -124,5 +221,36 @@ mod tests {
         ex.drain();
         assert_eq!(done.load(Ordering::SeqCst), 20);
         ex.shutdown();
+    }
+
+    #[test]
+    fn later_jobs_run_in_batches_are_drained_and_run_inline_after_shutdown() {
+        let ex = Executor::new(1);
+        let done = Arc::new(AtomicUsize::new(0));
+        let threads = Arc::new(Mutex::new(Vec::new()));
+        for _ in 0..50 {
+            let (done, threads) = (done.clone(), threads.clone());
+            ex.later(move || {
+                threads.lock().push(std::thread::current().id());
+                done.fetch_add(1, Ordering::SeqCst);
+            });
+        }
+        ex.drain();
+        assert_eq!(done.load(Ordering::SeqCst), 50);
+        let me = std::thread::current().id();
+        assert!(
+            threads.lock().iter().all(|t| *t != me),
+            "run by the collector"
+        );
+        ex.shutdown();
+        let d = done.clone();
+        ex.later(move || {
+            d.fetch_add(1, Ordering::SeqCst);
+        });
+        assert_eq!(
+            done.load(Ordering::SeqCst),
+            51,
+            "after shutdown: at once, here"
+        );
     }
 }

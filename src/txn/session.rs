@@ -12,7 +12,7 @@ use serde::Serialize;
 use crate::error::{Error, Result};
 use crate::hbase::{CheckAndMutate, Get, RowResult, Scan};
 use crate::oracle::TimestampSource;
-use crate::txn::access::{HBaseAccess, WithTimestamp};
+use crate::txn::access::{HBaseAccess, Sent, WithTimestamp};
 use crate::txn::codec::Lock;
 use crate::txn::executor::Executor;
 use crate::txn::key::CellKey;
@@ -249,6 +249,12 @@ impl Session {
     pub fn cas(&self, table: &str, cam: &CheckAndMutate) -> Result<bool> {
         self.count();
         self.inner.store.check_and_mutate(table, cam)
+    }
+
+    /// A checkAndMutate sent now whose reply is read when the returned closure runs.
+    pub fn cas_sent(&self, table: &str, cam: CheckAndMutate) -> Sent<bool> {
+        self.count();
+        Arc::clone(&self.inner.store).send_check_and_mutate(table, cam)
     }
 
     /// Overlapping checkAndMutates (one RPC each); results in order.

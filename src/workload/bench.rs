@@ -26,10 +26,15 @@ pub const WORKLOADS: [&str; 6] = [
 
 #[derive(Clone, Debug)]
 pub struct BenchConfig {
+    /// Measured time per workload, over all rounds.
     pub duration: Duration,
     pub threads: usize,
     pub rows: usize,
     pub workloads: Vec<String>,
+    /// The workloads take turns this many times, each turn `duration / rounds` long, so that
+    /// a machine whose speed drifts (a shared VM) slows every workload alike and the ratios
+    /// stay fair.
+    pub rounds: usize,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -102,11 +107,20 @@ pub fn run(
     txn::setup::create_table(&stack.hbase, &options.schema, &tables.txn, &[F])?;
     let client = stack.client(options)?;
     populate(stack, &client, &tables, config.rows)?;
+    let rounds = config.rounds.max(1);
+    let turn = config.duration / rounds as u32;
+    let mut samples: Vec<Sample> = config.workloads.iter().map(|_| Sample::default()).collect();
+    for round in 0..rounds {
+        for (name, sample) in config.workloads.iter().zip(&mut samples) {
+            let warm_up = round == 0;
+            sample.add(measure(stack, config.threads, turn, warm_up, |rng| {
+                op(name, stack, &client, &tables, config.rows, rng)
+            })?);
+        }
+    }
     let mut report = BenchReport::default();
-    for name in &config.workloads {
-        let result = measure(stack, config, |rng| {
-            op(name, stack, &client, &tables, config.rows, rng)
-        })?;
+    for (name, sample) in config.workloads.iter().zip(samples) {
+        let result = sample.result();
         each(name, &result);
         report.workloads.insert(name.clone(), result);
     }
@@ -228,16 +242,61 @@ fn key(table: &str, i: usize) -> Result<CellKey> {
     CellKey::new(table, row(i), F, Q)
 }
 
-/// Runs `op` on `config.threads` threads for `config.duration`.
+/// What one or more turns of a workload measured.
+#[derive(Default)]
+struct Sample {
+    histogram: Histogram,
+    elapsed_s: f64,
+    cpu_us: f64,
+    switches: f64,
+    rpcs: u64,
+    errors: u64,
+}
+
+impl Sample {
+    fn add(&mut self, other: Sample) {
+        self.histogram.merge(&other.histogram);
+        self.elapsed_s += other.elapsed_s;
+        self.cpu_us += other.cpu_us;
+        self.switches += other.switches;
+        self.rpcs += other.rpcs;
+        self.errors += other.errors;
+    }
+
+    fn result(&self) -> WorkloadResult {
+        let ops = self.histogram.count();
+        let per_op = |v: f64| if ops == 0 { 0.0 } else { v / ops as f64 };
+        WorkloadResult {
+            cpu_us_per_op: per_op(self.cpu_us),
+            switches_per_op: per_op(self.switches),
+            ops_per_s: if self.elapsed_s > 0.0 {
+                ops as f64 / self.elapsed_s
+            } else {
+                0.0
+            },
+            p50_us: self.histogram.quantile(0.5) as f64 / 1000.0,
+            p99_us: self.histogram.quantile(0.99) as f64 / 1000.0,
+            rpcs_per_op: per_op(self.rpcs as f64),
+            ops,
+            errors: self.errors,
+        }
+    }
+}
+
+/// Runs `op` on `threads` threads for `duration`, after a short warm-up if asked.
 fn measure(
     stack: &Stack,
-    config: &BenchConfig,
+    threads: usize,
+    duration: Duration,
+    warm_up: bool,
     op: impl Fn(&mut rand::rngs::ThreadRng) -> Result<()> + Sync,
-) -> Result<WorkloadResult> {
-    // Warm up connections and caches outside the measurement.
-    let warm_until = Instant::now() + Duration::from_millis(300);
-    while Instant::now() < warm_until {
-        let _ = op(&mut rand::thread_rng());
+) -> Result<Sample> {
+    if warm_up {
+        // Connections and caches, outside the measurement.
+        let warm_until = Instant::now() + Duration::from_millis(300);
+        while Instant::now() < warm_until {
+            let _ = op(&mut rand::thread_rng());
+        }
     }
     let stop = AtomicBool::new(false);
     let errors = AtomicU64::new(0);
@@ -245,7 +304,7 @@ fn measure(
     let usage_before = Usage::now();
     let started = Instant::now();
     let histograms: Vec<Histogram> = std::thread::scope(|s| {
-        let workers: Vec<_> = (0..config.threads)
+        let workers: Vec<_> = (0..threads)
             .map(|_| {
                 s.spawn(|| {
                     let mut rng = rand::thread_rng();
@@ -265,30 +324,25 @@ fn measure(
                 })
             })
             .collect();
-        std::thread::sleep(config.duration);
+        std::thread::sleep(duration);
         stop.store(true, Ordering::Relaxed);
         workers
             .into_iter()
             .map(|w| w.join().expect("bench thread"))
             .collect()
     });
-    let elapsed = started.elapsed().as_secs_f64();
+    let elapsed_s = started.elapsed().as_secs_f64();
     let usage = Usage::now();
-    let rpcs = stack.hbase.rpc_count() - rpcs_before;
-    let mut all = Histogram::default();
+    let mut histogram = Histogram::default();
     for h in &histograms {
-        all.merge(h);
+        histogram.merge(h);
     }
-    let ops = all.count();
-    let per_op = |v: f64| if ops == 0 { 0.0 } else { v / ops as f64 };
-    Ok(WorkloadResult {
-        cpu_us_per_op: per_op(usage.cpu_us - usage_before.cpu_us),
-        switches_per_op: per_op(usage.switches - usage_before.switches),
-        ops_per_s: ops as f64 / elapsed,
-        p50_us: all.quantile(0.5) as f64 / 1000.0,
-        p99_us: all.quantile(0.99) as f64 / 1000.0,
-        rpcs_per_op: per_op(rpcs as f64),
-        ops,
+    Ok(Sample {
+        histogram,
+        elapsed_s,
+        cpu_us: usage.cpu_us - usage_before.cpu_us,
+        switches: usage.switches - usage_before.switches,
+        rpcs: stack.hbase.rpc_count() - rpcs_before,
         errors: errors.load(Ordering::Relaxed),
     })
 }

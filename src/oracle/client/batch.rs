@@ -6,6 +6,7 @@
 
 use std::future::Future;
 use std::pin::pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll, Wake, Waker};
 use std::thread::Thread;
@@ -59,15 +60,33 @@ impl BatchError {
 
 pub(crate) type Outcome = std::result::Result<Ranges, BatchError>;
 
-#[derive(Default)]
+/// Numbers batches across lanes and clients, so a batch id is never reused in this process.
+static NEXT_BATCH: AtomicU64 = AtomicU64::new(0);
+
 pub(crate) struct Batch {
+    id: u64,
     outcome: OnceLock<Outcome>,
     done: Notify,
     /// Askers that left work to run with their timestamp instead of waiting: (slot, work).
     continuations: Mutex<Vec<(u32, Continuation)>>,
 }
 
+impl Default for Batch {
+    fn default() -> Self {
+        Batch {
+            id: NEXT_BATCH.fetch_add(1, Ordering::Relaxed),
+            outcome: OnceLock::new(),
+            done: Notify::new(),
+            continuations: Mutex::new(Vec::new()),
+        }
+    }
+}
+
 impl Batch {
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
     pub fn complete(&self, outcome: Outcome) {
         // Only the lane task completes a batch, once.
         let _ = self.outcome.set(outcome);

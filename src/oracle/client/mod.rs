@@ -25,7 +25,7 @@ use super::protocol::MAX_COUNT;
 use super::stats::StatsSnapshot;
 use crate::{Error, Peer, Result};
 
-/// Work to run with a timestamp once it is known (see [`TimestampSource::timestamp_then`]).
+/// Work to run with a timestamp once it is known (see [`Ticket::then`]).
 pub type Continuation = Box<dyn FnOnce(Result<u64>) + Send>;
 
 /// Where transactions get their timestamps. Synchronous: the transaction layer is thread based.
@@ -33,12 +33,43 @@ pub trait TimestampSource: Send + Sync {
     /// A timestamp greater than every one this source returned before it was called.
     fn get_timestamp(&self) -> Result<u64>;
 
-    /// Runs `then` with a timestamp obtained as `get_timestamp` would, or with the error, as
-    /// soon as it is known, possibly on another thread: the caller need not sleep until then
-    /// (a transaction hands over the request that carries the timestamp, and waits for its
-    /// reply instead). `then` runs exactly once. The default runs it here.
-    fn timestamp_then(&self, then: Continuation) {
-        then(self.get_timestamp())
+    /// A place in the next request for a timestamp, to be redeemed with [`Ticket::then`]: the
+    /// caller need not sleep until the timestamp is known (a transaction hands over the
+    /// request that carries it, and waits for that request's reply instead). The default
+    /// fetches the timestamp now.
+    fn ticket(&self) -> Ticket {
+        Ticket(Place::Ready(self.get_timestamp()))
+    }
+}
+
+/// A claim on one timestamp obtained as [`TimestampSource::get_timestamp`] would, taken before
+/// anything runs with it. Dropping it unused wastes the timestamp, nothing else.
+pub struct Ticket(Place);
+
+enum Place {
+    Ready(Result<u64>),
+    Batch(Arc<batch::Batch>, u32),
+}
+
+impl Ticket {
+    /// The same for every ticket answered by one oracle request, and different from every other
+    /// request's: work that tickets of one request start together can travel together.
+    /// `None` when the timestamp did not come from a shared request.
+    pub fn batch_id(&self) -> Option<u64> {
+        match &self.0 {
+            Place::Ready(_) => None,
+            Place::Batch(batch, _) => Some(batch.id()),
+        }
+    }
+
+    /// Runs `then` exactly once, with the timestamp or the error, as soon as it is known:
+    /// here, or on the thread that receives the answer. The continuations of one oracle
+    /// answer run one after another on that thread.
+    pub fn then(self, then: Continuation) {
+        match self.0 {
+            Place::Ready(ts) => then(ts),
+            Place::Batch(batch, slot) => batch.then(slot, then),
+        }
     }
 }
 
@@ -229,11 +260,11 @@ impl TimestampSource for OracleClient {
         OracleClient::get_timestamp(self)
     }
 
-    /// `then` runs on the lane that receives the batch's answer.
-    fn timestamp_then(&self, then: Continuation) {
+    /// Answered on the lane that receives the batch's answer.
+    fn ticket(&self) -> Ticket {
         match self.lane().join(1) {
-            Ok((batch, slot)) => batch.then(slot, then),
-            Err(e) => then(Err(e)),
+            Ok((batch, slot)) => Ticket(Place::Batch(batch, slot)),
+            Err(e) => Ticket(Place::Ready(Err(e))),
         }
     }
 }

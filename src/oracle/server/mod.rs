@@ -264,8 +264,16 @@ impl OracleServer {
         let addr = addr.to_string();
         let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<SocketAddr>>();
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(config.worker_threads.max(1))
+        // One worker needs no work-stealing scheduler: the current-thread one wakes once per
+        // request where the multi-threaded one also hands work between its driver and worker.
+        let mut builder = if config.worker_threads <= 1 {
+            tokio::runtime::Builder::new_current_thread()
+        } else {
+            let mut b = tokio::runtime::Builder::new_multi_thread();
+            b.worker_threads(config.worker_threads);
+            b
+        };
+        let runtime = builder
             .thread_name("percolator-oracle")
             .enable_all()
             .build()
