@@ -32,6 +32,10 @@ impl Session {
         snapshot: &mut Option<u64>,
         keys: &[CellKey],
     ) -> Result<Vec<Option<Vec<u8>>>> {
+        // The common case, one table, reads the keys where they are.
+        if keys.iter().all(|k| k.table == keys[0].table) {
+            return self.read_table(snapshot, keys);
+        }
         let mut by_table: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
         for (i, k) in keys.iter().enumerate() {
             by_table.entry(k.table.as_str()).or_default().push(i);
@@ -39,7 +43,10 @@ impl Session {
         let mut out = vec![None; keys.len()];
         for idxs in by_table.into_values() {
             let table_keys: Vec<CellKey> = idxs.iter().map(|&i| keys[i].clone()).collect();
-            for (i, v) in idxs.into_iter().zip(self.read_table(snapshot, table_keys)?) {
+            for (i, v) in idxs
+                .into_iter()
+                .zip(self.read_table(snapshot, &table_keys)?)
+            {
                 out[i] = v;
             }
         }
@@ -49,30 +56,40 @@ impl Session {
     fn read_table(
         &self,
         snapshot: &mut Option<u64>,
-        keys: Vec<CellKey>,
+        keys: &[CellKey],
     ) -> Result<Vec<Option<Vec<u8>>>> {
-        let table = keys[0].table.clone();
+        let Some(first) = keys.first() else {
+            return Ok(Vec::new());
+        };
+        let table = first.table.as_str();
         // A table without the percolator families is a typed error, not FamilyNotFound.
-        self.inner.check_table(&table)?;
+        self.inner.check_table(table)?;
         let schema = &self.inner.opts.schema;
+        let qualifiers: Vec<Vec<u8>> = keys.iter().map(|k| schema.qualifier(k)).collect();
         let mut out: Vec<Option<Vec<u8>>> = vec![None; keys.len()];
         let mut pending: Vec<usize> = (0..keys.len()).collect();
         let mut versions = FIRST_VERSIONS;
         let started = Instant::now();
         let mut waits = 0u32;
         while !pending.is_empty() {
-            let gets = row_gets(schema, &keys, &pending, snapshot.unwrap_or(0), versions);
-            let plain: Vec<Get> = gets.iter().map(|(g, _)| g.clone()).collect();
+            let (gets, members) = row_gets(
+                schema,
+                keys,
+                &qualifiers,
+                &pending,
+                snapshot.unwrap_or(0),
+                versions,
+            );
             let (snapshot, rows) = match *snapshot {
-                Some(s) => (s, self.get_many(&table, &plain)?),
+                Some(s) => (s, self.get_many(table, &gets)?),
                 // The time range built above is a placeholder until the timestamp exists.
                 None => {
-                    let asked = plain.len();
+                    let asked = gets.len();
                     let at_snapshot = Box::new(move |s| {
                         let range = TimeRange::up_to(ts(s));
-                        plain.into_iter().map(|g| g.time_range(range)).collect()
+                        gets.into_iter().map(|g| g.time_range(range)).collect()
                     });
-                    let (s, rows) = self.get_many_fresh(&table, asked, at_snapshot)?;
+                    let (s, rows) = self.get_many_fresh(table, asked, at_snapshot)?;
                     *snapshot = Some(s);
                     (s, rows)
                 }
@@ -81,13 +98,13 @@ impl Session {
             let mut fetch = Vec::new();
             let mut more_versions = false;
             let mut waiting = false;
-            for ((_, members), row) in gets.iter().zip(&rows) {
+            for (members, row) in members.iter().zip(&rows) {
                 for &i in members {
                     let key = &keys[i];
-                    let q = schema.qualifier(key);
-                    let raw = row.value(&schema.lock_family, &q);
+                    let q = &qualifiers[i];
+                    let raw = row.value(&schema.lock_family, q);
                     let lock = decode_lock_state(raw).map_err(|e| corrupted("lock", key, e))?;
-                    let writes: Vec<_> = row.versions(&schema.write_family, &q).cloned().collect();
+                    let writes: Vec<_> = row.versions(&schema.write_family, q).cloned().collect();
                     let complete = writes.len() < versions as usize;
                     match read_column(snapshot, &lock, &writes, complete)
                         .map_err(|e| corrupted("write record", key, e))?
@@ -109,7 +126,7 @@ impl Session {
                     }
                 }
             }
-            self.fetch_data(&table, &keys, &fetch, &mut out)?;
+            self.fetch_data(table, keys, &fetch, &mut out)?;
             if more_versions {
                 versions = versions.saturating_mul(8);
             }
@@ -288,13 +305,16 @@ impl Session {
 }
 
 /// One Get per distinct row among `pending`, with the lock and write columns of its keys.
+/// One Get per row of the pending keys (lock and write columns at `snapshot`), and for each
+/// Get the indices of the keys it serves.
 fn row_gets(
     schema: &crate::txn::schema::Schema,
     keys: &[CellKey],
+    qualifiers: &[Vec<u8>],
     pending: &[usize],
     snapshot: u64,
     versions: i32,
-) -> Vec<(Get, Vec<usize>)> {
+) -> (Vec<Get>, Vec<Vec<usize>>) {
     let mut rows: BTreeMap<&[u8], Vec<usize>> = BTreeMap::new();
     for &i in pending {
         rows.entry(keys[i].row.as_slice()).or_default().push(i);
@@ -305,12 +325,11 @@ fn row_gets(
                 .time_range(TimeRange::up_to(ts(snapshot)))
                 .max_versions(versions);
             for &i in &members {
-                let q = schema.qualifier(&keys[i]);
                 get = get
-                    .column(schema.lock_family.clone(), q.clone())
-                    .column(schema.write_family.clone(), q);
+                    .column(schema.lock_family.clone(), qualifiers[i].clone())
+                    .column(schema.write_family.clone(), qualifiers[i].clone());
             }
             (get, members)
         })
-        .collect()
+        .unzip()
 }
