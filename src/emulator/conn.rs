@@ -37,6 +37,24 @@ fn bad_input(message: String) -> thrift::Error {
 }
 
 fn run(handler: &Handler, stream: &TcpStream, max_frame_bytes: usize) -> thrift::Result<()> {
+    let mut out = Vec::new();
+    let result = serve_all(handler, stream, max_frame_bytes, &mut out);
+    // Replies already made go out whatever ended the connection; its own error comes first.
+    let mut writer = stream;
+    let flushed = writer.write_all(&out);
+    result?;
+    Ok(flushed?)
+}
+
+/// Serves requests until the client leaves or the stream is lost. Replies gather in `out`:
+/// those to requests that arrived together (a pipelining client) leave in one write, so the
+/// client wakes once for all of them.
+fn serve_all(
+    handler: &Handler,
+    stream: &TcpStream,
+    max_frame_bytes: usize,
+    out: &mut Vec<u8>,
+) -> thrift::Result<()> {
     let mut reader = BufReader::with_capacity(READ_BUFFER, stream);
     let mut writer = stream;
     let Some(&first) = reader.fill_buf()?.first() else {
@@ -44,22 +62,14 @@ fn run(handler: &Handler, stream: &TcpStream, max_frame_bytes: usize) -> thrift:
     };
     let unframed = Wire::detect(first);
     let mut framed_wire = None;
-    let mut out = Vec::new();
     loop {
-        let after = match unframed {
+        let start = out.len();
+        let served = match unframed {
             Some(wire) => {
                 if reader.fill_buf()?.is_empty() {
                     return Ok(());
                 }
-                let start = out.len();
-                match serve_one(handler, wire, &mut reader, max_frame_bytes, &mut out) {
-                    Ok(after) => after,
-                    Err(e) => {
-                        out.truncate(start);
-                        writer.write_all(&out)?;
-                        return Err(e);
-                    }
-                }
+                serve_one(handler, wire, &mut reader, max_frame_bytes, out)
             }
             None => {
                 let Some(frame) = read_frame(&mut reader, max_frame_bytes)? else {
@@ -70,35 +80,27 @@ fn run(handler: &Handler, stream: &TcpStream, max_frame_bytes: usize) -> thrift:
                 if *framed_wire.get_or_insert(wire) != wire {
                     return Err(bad_input("protocol changed within a connection".into()));
                 }
-                let start = out.len();
                 out.extend_from_slice(&[0; FRAME_HEADER]);
                 // Frame boundaries resynchronise the stream, whatever happened inside a frame.
-                let served = serve_one(
-                    handler,
-                    wire,
-                    Cursor::new(&frame[..]),
-                    frame.len(),
-                    &mut out,
-                );
-                if let Err(e) = served {
-                    // Replies already made still go out before the connection closes.
-                    out.truncate(start);
-                    writer.write_all(&out)?;
-                    return Err(e);
-                }
-                let body_len = (out.len() - start - FRAME_HEADER) as u32;
-                out[start..start + FRAME_HEADER].copy_from_slice(&body_len.to_be_bytes());
-                After::Continue
+                serve_one(handler, wire, Cursor::new(&frame[..]), frame.len(), out).map(|_| {
+                    let body_len = (out.len() - start - FRAME_HEADER) as u32;
+                    out[start..start + FRAME_HEADER].copy_from_slice(&body_len.to_be_bytes());
+                    After::Continue
+                })
             }
         };
-        // Replies to requests that arrived together (a pipelining client) leave together:
-        // the client wakes once for all of them.
-        if after == After::Desynced || reader.buffer().is_empty() {
-            writer.write_all(&out)?;
-            out.clear();
+        match served {
+            Ok(After::Desynced) => return Ok(()),
+            Ok(After::Continue) => {}
+            Err(e) => {
+                // A reply half made never goes out.
+                out.truncate(start);
+                return Err(e);
+            }
         }
-        if after == After::Desynced {
-            return Ok(());
+        if reader.buffer().is_empty() {
+            writer.write_all(out)?;
+            out.clear();
         }
     }
 }

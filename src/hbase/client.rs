@@ -303,16 +303,7 @@ impl HBaseClient {
         let sent = self
             .checkout()
             .map(|conn| self.send_cams(conn, &[(&table, &cam)]));
-        move || {
-            let sent = sent?;
-            let mut results = client.finish_cams(sent, &[(&table, &cam)]);
-            results.pop().unwrap_or_else(|| {
-                Err(Error::Protocol {
-                    peer: Peer::HBase,
-                    message: "no result for a sent checkAndMutate".into(),
-                })
-            })
-        }
+        move || client.finish_cam(sent?, &table, &cam)
     }
 
     fn send_cams(
@@ -338,21 +329,31 @@ impl HBaseClient {
     /// replayed under the usual rules; requests that shared a write never are (a failed write
     /// may have delivered some of them).
     fn finish_cams(&self, sent: SentCall, calls: &[(&str, &CheckAndMutate)]) -> Vec<Result<bool>> {
+        if let [(table, cam)] = calls {
+            return vec![self.finish_cam(sent, table, cam)];
+        }
         let SentCall {
             mut conn,
             encoded,
             outcome,
         } = sent;
-        if let [(table, cam)] = calls {
-            let spec = CallSpec::once("checkAndMutate", table, &cam.row);
-            let reply = match outcome.and_then(|()| conn.recv_encoded(&encoded)) {
-                Ok(reply) => Ok(reply),
-                Err(failure) => self.after_failure(&spec, failure, conn, Some(&encoded)),
-            };
-            return vec![reply.and_then(applied)];
-        }
         let first = outcome.err().map(Err);
         self.cam_replies(&mut conn, &encoded, calls, first)
+    }
+
+    /// The reply to a lone checkAndMutate sent by `send_cams`.
+    fn finish_cam(&self, sent: SentCall, table: &str, cam: &CheckAndMutate) -> Result<bool> {
+        let SentCall {
+            mut conn,
+            encoded,
+            outcome,
+        } = sent;
+        let spec = CallSpec::once("checkAndMutate", table, &cam.row);
+        let reply = match outcome.and_then(|()| conn.recv_encoded(&encoded)) {
+            Ok(reply) => Ok(reply),
+            Err(failure) => self.after_failure(&spec, failure, conn, Some(&encoded)),
+        };
+        applied(reply?)
     }
 
     /// The replies to checkAndMutates pipelined on `conn` under `encoded`'s sequence id, one
@@ -387,6 +388,9 @@ impl HBaseClient {
         results
     }
 
+    /// Puts iff the cell equals `value`. `None` means "no such cell"; it is sent as the empty
+    /// value (the generated client always sends the argument), which HBase also matches
+    /// against a cell whose value is empty.
     pub fn check_and_put(
         &self,
         table: &str,

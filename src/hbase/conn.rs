@@ -196,27 +196,14 @@ impl Connection {
 
     /// Encodes `request` for this connection (its next sequence id).
     pub(crate) fn encode(&mut self, request: &Request) -> Encoded {
-        let seq = self.next_seq();
-        Encoded {
-            bytes: request.encode(self.protocol, self.transport, seq),
-            method: request.method(),
-            seq,
-        }
+        self.encode_many(std::slice::from_ref(request))
     }
 
     /// Several requests of one method in one write, all under one sequence id: the server
     /// answers them in order (see `HBaseClient::check_and_mutate_all`).
     pub(crate) fn encode_many(&mut self, requests: &[Request]) -> Encoded {
         let seq = self.next_seq();
-        let mut bytes = Vec::new();
-        for request in requests {
-            bytes.extend(request.encode(self.protocol, self.transport, seq));
-        }
-        Encoded {
-            bytes,
-            method: requests.first().map_or("checkAndMutate", Request::method),
-            seq,
-        }
+        Encoded::new(requests, self.protocol, self.transport, seq)
     }
 
     /// The first half of a pipelined call: the request only. [`recv_encoded`] must follow.

@@ -41,6 +41,22 @@ pub(crate) struct Encoded {
     pub seq: i32,
 }
 
+impl Encoded {
+    /// `requests` (of one method) back to back under sequence id `seq`: a server answers them
+    /// in order, so they can be pipelined in one write.
+    pub fn new(requests: &[Request], protocol: Protocol, transport: Transport, seq: i32) -> Self {
+        let mut bytes = Vec::new();
+        for request in requests {
+            bytes.extend(request.encode(protocol, transport, seq));
+        }
+        Encoded {
+            bytes,
+            method: requests.first().map_or("", Request::method),
+            seq,
+        }
+    }
+}
+
 /// Shared by the waiting caller and the [`Sender`].
 pub(crate) struct Outbox {
     stream: Arc<TcpStream>,
@@ -111,25 +127,14 @@ impl Sender {
                 gets: gets.iter().map(convert::get).collect(),
             },
         };
-        self.send(request)
+        self.send(&[request])
     }
 
-    pub fn check_and_mutate(self, table: &str, cam: &CheckAndMutate) {
-        self.send(client::cam_request(table, cam))
-    }
-
-    /// Several checkAndMutates pipelined in one write, all under this call's sequence id: the
-    /// replies come back in order (see `grouped`).
-    pub(crate) fn check_and_mutate_many(self, table: &str, cams: &[CheckAndMutate]) {
-        let Some(outbox) = self.outbox.as_ref() else {
-            return;
-        };
-        let mut bytes = Vec::new();
-        for cam in cams {
-            let request = client::cam_request(table, cam);
-            bytes.extend(request.encode(outbox.protocol, outbox.transport, outbox.seq));
-        }
-        self.write(bytes, "checkAndMutate")
+    /// Sends the checkAndMutates pipelined in one write, all under this call's sequence id:
+    /// the replies come back in order (see `grouped`).
+    pub fn check_and_mutate(self, table: &str, cams: &[CheckAndMutate]) {
+        let requests: Vec<Request> = cams.iter().map(|c| client::cam_request(table, c)).collect();
+        self.send(&requests)
     }
 
     /// Gives up on the call: the waiting caller gets `error`.
@@ -139,23 +144,11 @@ impl Sender {
         }
     }
 
-    fn send(self, request: Request) {
-        let Some(outbox) = self.outbox.as_ref() else {
-            return;
-        };
-        let bytes = request.encode(outbox.protocol, outbox.transport, outbox.seq);
-        self.write(bytes, request.method())
-    }
-
-    fn write(mut self, bytes: Vec<u8>, method: &'static str) {
+    fn send(mut self, requests: &[Request]) {
         let Some(outbox) = self.outbox.take() else {
             return;
         };
-        let encoded = Encoded {
-            bytes,
-            method,
-            seq: outbox.seq,
-        };
+        let encoded = Encoded::new(requests, outbox.protocol, outbox.transport, outbox.seq);
         // Written under the lock: a caller that gives up either sees the request sent or
         // stops it from being sent, never neither.
         let mut state = outbox.state.lock();

@@ -45,7 +45,7 @@ impl Part for Vec<Get> {
 impl Part for CheckAndMutate {
     type Out = bool;
     fn send(sender: Sender, table: &str, parts: &[Self]) {
-        sender.check_and_mutate_many(table, parts);
+        sender.check_and_mutate(table, parts);
     }
 }
 
@@ -343,10 +343,6 @@ impl<P: Part> Group<P> {
                 self.give_up();
                 return Err(match replies {
                     Replies::Failed(e) => e,
-                    Replies::Each(mut each) if !each.is_empty() => match each.swap_remove(0) {
-                        Err(e) => e,
-                        Ok(_) => unsent(),
-                    },
                     Replies::Each(_) => unsent(),
                 });
             }

@@ -49,12 +49,11 @@ pub trait HBaseAccess: Send + Sync + 'static {
         Ok((ts, self.get_many(table, &gets(ts))?))
     }
 
-    /// Like [`get_many_at`](Self::get_many_at) for a checkAndMutate of `row`. The outer error
+    /// Like [`get_many_at`](Self::get_many_at) for a checkAndMutate. The outer error
     /// means no timestamp was obtained and nothing was sent; the inner result is the call's.
     fn check_and_mutate_at(
         &self,
         table: &str,
-        _row: &[u8],
         tso: &dyn TimestampSource,
         cam: WithTimestamp<CheckAndMutate>,
     ) -> Result<(u64, Result<bool>)> {
@@ -105,7 +104,6 @@ impl HBaseAccess for HBaseClient {
     fn check_and_mutate_at(
         &self,
         table: &str,
-        _row: &[u8],
         tso: &dyn TimestampSource,
         cam: WithTimestamp<CheckAndMutate>,
     ) -> Result<(u64, Result<bool>)> {

@@ -157,6 +157,13 @@ impl Executor {
         collects || self.workers.lock().iter().any(|w| w.thread().id() == me)
     }
 
+    /// Later jobs queued from now on run at once on their caller; the collector runs what is
+    /// queued and exits.
+    fn stop_collector(&self) {
+        self.later.state.lock().stopped = true;
+        self.later.wake.notify_all();
+    }
+
     /// Waits until every background job has finished.
     pub fn drain(&self) {
         let mut count = self.background.count.lock();
@@ -190,15 +197,6 @@ impl Executor {
                 let _ = w.join();
             }
         }
-    }
-}
-
-impl Executor {
-    /// Later jobs queued from now on run at once on their caller; the collector runs what is
-    /// queued and exits.
-    fn stop_collector(&self) {
-        self.later.state.lock().stopped = true;
-        self.later.wake.notify_all();
     }
 }
 

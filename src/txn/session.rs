@@ -222,19 +222,18 @@ impl Session {
         Ok((ts, check_rows(asked, rows)?))
     }
 
-    /// A checkAndMutate of `row` built from a fresh timestamp (see
+    /// A checkAndMutate built from a fresh timestamp (see
     /// [`HBaseAccess::check_and_mutate_at`] for the two levels of result).
     pub fn cas_fresh(
         &self,
         table: &str,
-        row: &[u8],
         cam: WithTimestamp<CheckAndMutate>,
     ) -> Result<(u64, Result<bool>)> {
         self.count();
         Stats::bump(&self.inner.stats.timestamps);
         self.inner
             .store
-            .check_and_mutate_at(table, row, self.inner.tso.as_ref(), cam)
+            .check_and_mutate_at(table, self.inner.tso.as_ref(), cam)
     }
 
     /// The raw lock cell of `key` (one Get).

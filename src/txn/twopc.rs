@@ -187,7 +187,6 @@ impl Session {
         let (template, owned, value) = (template.clone(), key.clone(), value.clone());
         self.cas_fresh(
             &key.table,
-            &key.row,
             Box::new(move |start_ts| {
                 template
                     .mutation(start_ts, owned, value)
@@ -390,7 +389,6 @@ impl Session {
         let key = primary.clone();
         let sent = self.cas_fresh(
             &primary.table,
-            &primary.row,
             Box::new(move |commit_ts| actions::commit(&schema, &key, &lock, &bytes, commit_ts)),
         );
         // Without a timestamp the guard stays, with the bytes stored, for the rollback.
@@ -481,6 +479,9 @@ impl Session {
         if self.inner.opts.sync_secondaries {
             self.commit_listed(&secondaries, commit_ts);
             return self.inner.is_dead();
+        }
+        if self.inner.is_dead() {
+            return false;
         }
         let first = Arc::clone(&secondaries[0]);
         let cam = self.commit_cam(&first, commit_ts);
