@@ -6,7 +6,7 @@ mod common;
 
 use common::Gateway;
 use percolator::emulator::EmulatorConfig;
-use percolator::hbase::{Get, Increment, Put};
+use percolator::hbase::{CheckAndMutate, CompareOp, Get, Increment, Put};
 use percolator::{Error, RetryClass};
 
 #[test]
@@ -62,6 +62,44 @@ fn lost_reply_failpoint_fires_only_for_non_idempotent_calls() {
         c.get(t.name(), &Get::new("cas")).unwrap().value(b"f", b"q"),
         Some(&b"1"[..])
     );
+    drop(t);
+    scenario.teardown();
+}
+
+/// checkAndMutates pipelined on one connection (`check_and_mutate_all`): once the first reply
+/// is lost, none of the others can be read either, and none is sent again.
+#[test]
+fn a_lost_reply_in_a_pipelined_batch_leaves_every_call_undetermined_and_none_resent() {
+    let scenario = fail::FailScenario::setup();
+    let gw = Gateway::emulator(EmulatorConfig::default());
+    let t = gw.table_f(1);
+    let c = gw.client();
+    let cams: Vec<CheckAndMutate> = (0..3)
+        .map(|i| {
+            let row = format!("p{i}");
+            CheckAndMutate::new(row.clone(), "f", "n", CompareOp::Equal, "")
+                .put(Put::new(row).add("f", "n", "1"))
+        })
+        .collect();
+    let calls: Vec<(&str, &CheckAndMutate)> = cams.iter().map(|cam| (t.name(), cam)).collect();
+    fail::cfg("hbase::lost_reply", "1*return").unwrap();
+    let results = c.check_and_mutate_all(&calls);
+    fail::remove("hbase::lost_reply");
+    for result in &results {
+        assert!(
+            matches!(
+                result,
+                Err(Error::OutcomeUnknown {
+                    method: "checkAndMutate",
+                    ..
+                })
+            ),
+            "{result:?}"
+        );
+    }
+    // Applied once each: sending any again would have met its own cell and failed.
+    let again = c.check_and_mutate_all(&calls);
+    assert!(again.iter().all(|r| matches!(r, Ok(false))), "{again:?}");
     drop(t);
     scenario.teardown();
 }
