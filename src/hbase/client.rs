@@ -291,21 +291,6 @@ impl HBaseClient {
         results
     }
 
-    /// Sends one checkAndMutate now and returns how to read its reply later, on any thread
-    /// (the connection stays checked out until then).
-    pub(crate) fn send_check_and_mutate(
-        &self,
-        table: &str,
-        cam: CheckAndMutate,
-    ) -> impl FnOnce() -> Result<bool> + Send + 'static {
-        let client = self.clone();
-        let table = table.to_string();
-        let sent = self
-            .checkout()
-            .map(|conn| self.send_cams(conn, &[(&table, &cam)]));
-        move || client.finish_cam(sent?, &table, &cam)
-    }
-
     fn send_cams(
         &self,
         mut conn: PooledConnection<Manager>,

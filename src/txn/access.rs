@@ -12,9 +12,6 @@ use crate::oracle::TimestampSource;
 /// Builds a request from the timestamp it must carry.
 pub type WithTimestamp<T> = Box<dyn FnOnce(u64) -> T + Send>;
 
-/// The reply to a call already sent, to be read later, on any thread.
-pub type Sent<T> = Box<dyn FnOnce() -> Result<T> + Send>;
-
 pub trait HBaseAccess: Send + Sync + 'static {
     fn get_many(&self, table: &str, gets: &[Get]) -> Result<Vec<RowResult>>;
     /// Must report a lost reply as `Error::OutcomeUnknown`, never retry blindly.
@@ -27,13 +24,6 @@ pub trait HBaseAccess: Send + Sync + 'static {
             .iter()
             .map(|&(table, cam)| self.check_and_mutate(table, cam))
             .collect()
-    }
-
-    /// Sends the checkAndMutate now; the reply is read when the returned closure runs,
-    /// possibly on another thread. The default sends it only then.
-    fn send_check_and_mutate(self: Arc<Self>, table: &str, cam: CheckAndMutate) -> Sent<bool> {
-        let table = table.to_string();
-        Box::new(move || self.check_and_mutate(&table, &cam))
     }
 
     /// Fetches a timestamp from `tso` and reads with the gets built from it; returns both.
@@ -82,10 +72,6 @@ impl HBaseAccess for HBaseClient {
 
     fn check_and_mutate_all(&self, calls: &[(&str, &CheckAndMutate)]) -> Vec<Result<bool>> {
         HBaseClient::check_and_mutate_all(self, calls)
-    }
-
-    fn send_check_and_mutate(self: Arc<Self>, table: &str, cam: CheckAndMutate) -> Sent<bool> {
-        Box::new(HBaseClient::send_check_and_mutate(&self, table, cam))
     }
 
     fn get_many_at(

@@ -53,7 +53,7 @@ impl Client {
         let liveness = Liveness::new(options.liveness.clone(), owner);
         liveness.refresh(store.as_ref(), options.clock.now_ms())?;
         let inner = Arc::new(Inner {
-            executor: Executor::new(options.workers),
+            executor: Executor::new(),
             store,
             tso,
             liveness,
@@ -63,6 +63,7 @@ impl Client {
             primaries: Mutex::new(HashMap::new()),
             dead: AtomicBool::new(false),
             keeper: Mutex::new(None),
+            backlog: Default::default(),
         });
         let handle =
             keeper::start(&inner).map_err(|e| Error::io("starting the keeper thread", e))?;

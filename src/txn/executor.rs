@@ -1,26 +1,23 @@
-//! A fixed pool of worker threads for the work that outlives a call (background secondary
-//! commits), tracked so shutdown can drain it. Round trips a transaction overlaps itself are
-//! pipelined on its own thread (`HBaseClient::check_and_mutate_all`), not handed out here.
+//! Tracked background work (secondary commits), drained on shutdown.
 //!
-//! Work that may wait a moment (reading the replies to secondary commits already sent) goes to
-//! [`Executor::later`]: one collector thread runs it in batches, so one wake-up serves every
-//! transaction that committed in the meantime instead of one thread wake per transaction.
+//! Jobs go to [`Executor::later`]: one collector thread runs them in batches, a tick after
+//! the first one arrives, so one wake-up serves every transaction that committed in the
+//! meantime instead of one thread wake per transaction. Round trips a transaction overlaps
+//! itself are pipelined on its own thread (`HBaseClient::check_and_mutate_all`), not handed
+//! out here.
 
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crossbeam_channel::{unbounded, Sender};
 use parking_lot::{Condvar, Mutex};
 
 type Job = Box<dyn FnOnce() + Send + 'static>;
 
-/// How long the collector lets a batch of `later` jobs fill after the first one arrives.
+/// How long the collector lets a batch of jobs fill after the first one arrives.
 const TICK: Duration = Duration::from_micros(500);
 
 pub(crate) struct Executor {
-    jobs: Mutex<Option<Sender<Job>>>,
-    workers: Mutex<Vec<JoinHandle<()>>>,
     background: Arc<Pending>,
     later: Arc<Later>,
     collector: Mutex<Option<JoinHandle<()>>>,
@@ -70,21 +67,7 @@ struct Pending {
 }
 
 impl Executor {
-    pub fn new(threads: usize) -> Executor {
-        let (tx, rx) = unbounded::<Job>();
-        let workers = (0..threads.max(1))
-            .map(|i| {
-                let rx = rx.clone();
-                std::thread::Builder::new()
-                    .name(format!("percolator-rpc-{i}"))
-                    .spawn(move || {
-                        while let Ok(job) = rx.recv() {
-                            job();
-                        }
-                    })
-                    .expect("spawn worker thread")
-            })
-            .collect();
+    pub fn new() -> Executor {
         let later = Arc::new(Later::default());
         let collector = {
             let later = Arc::clone(&later);
@@ -94,32 +77,15 @@ impl Executor {
                 .expect("spawn collector thread")
         };
         Executor {
-            jobs: Mutex::new(Some(tx)),
-            workers: Mutex::new(workers),
             background: Arc::new(Pending::default()),
             later,
             collector: Mutex::new(Some(collector)),
         }
     }
 
-    /// Hands `job` to the pool, or gives it back once the pool is shut down.
-    fn submit(&self, job: Job) -> Result<(), Job> {
-        match self.jobs.lock().as_ref() {
-            Some(tx) => tx.send(job).map_err(|e| e.0),
-            None => Err(job),
-        }
-    }
-
-    /// Runs `job` in the background, tracked until it finishes (see [`Executor::drain`]).
-    pub fn spawn(&self, job: impl FnOnce() + Send + 'static) {
-        if let Err(job) = self.submit(self.tracked(job)) {
-            // After shutdown nothing may be dropped silently: do it now, on this thread.
-            job();
-        }
-    }
-
-    /// Like [`spawn`](Self::spawn), for work that may wait up to a tick to share a wake-up
-    /// with other such work.
+    /// Runs `job` in the background, tracked until it finishes (see [`Executor::drain`]), up
+    /// to a tick later, together with the other jobs of that tick. After shutdown nothing may
+    /// be dropped silently: the job runs at once, on the caller.
     pub fn later(&self, job: impl FnOnce() + Send + 'static) {
         let job = self.tracked(job);
         let mut state = self.later.state.lock();
@@ -147,18 +113,16 @@ impl Executor {
         })
     }
 
-    fn is_worker(&self) -> bool {
+    fn is_collector(&self) -> bool {
         let me = std::thread::current().id();
-        let collects = self
-            .collector
+        self.collector
             .lock()
             .as_ref()
-            .is_some_and(|c| c.thread().id() == me);
-        collects || self.workers.lock().iter().any(|w| w.thread().id() == me)
+            .is_some_and(|c| c.thread().id() == me)
     }
 
-    /// Later jobs queued from now on run at once on their caller; the collector runs what is
-    /// queued and exits.
+    /// Jobs queued from now on run at once on their caller; the collector runs what is queued
+    /// and exits.
     fn stop_collector(&self) {
         self.later.state.lock().stopped = true;
         self.later.wake.notify_all();
@@ -172,30 +136,18 @@ impl Executor {
         }
     }
 
-    /// Drains, then stops and joins the workers. Idempotent.
+    /// Drains, then stops and joins the collector. Idempotent.
     pub fn shutdown(&self) {
-        if self.is_worker() {
-            // Called from a background job (last client reference dropped there): draining would
-            // wait for this very job.
-            self.jobs.lock().take();
+        if self.is_collector() {
+            // Called from a background job (last client reference dropped there): draining
+            // would wait for this very job, and the collector exits by itself once stopped.
             self.stop_collector();
             return;
         }
         self.drain();
-        self.jobs.lock().take();
         self.stop_collector();
-        let me = std::thread::current().id();
         if let Some(c) = self.collector.lock().take() {
-            if c.thread().id() != me {
-                let _ = c.join();
-            }
-        }
-        for w in self.workers.lock().drain(..) {
-            // The last reference to the client may be dropped by a background job on a worker:
-            // that worker exits by itself once the channel is closed.
-            if w.thread().id() != me {
-                let _ = w.join();
-            }
+            let _ = c.join();
         }
     }
 }
@@ -207,11 +159,11 @@ mod tests {
 
     #[test]
     fn drain_waits_for_background_jobs() {
-        let ex = Executor::new(2);
+        let ex = Executor::new();
         let done = Arc::new(AtomicUsize::new(0));
         for _ in 0..20 {
             let done = done.clone();
-            ex.spawn(move || {
+            ex.later(move || {
                 std::thread::sleep(std::time::Duration::from_millis(2));
                 done.fetch_add(1, Ordering::SeqCst);
             });
@@ -223,7 +175,7 @@ mod tests {
 
     #[test]
     fn later_jobs_run_in_batches_are_drained_and_run_inline_after_shutdown() {
-        let ex = Executor::new(1);
+        let ex = Executor::new();
         let done = Arc::new(AtomicUsize::new(0));
         let threads = Arc::new(Mutex::new(Vec::new()));
         for _ in 0..50 {

@@ -17,6 +17,7 @@ mod options;
 mod reader;
 mod resolver;
 mod schema;
+mod secondaries;
 mod session;
 pub mod setup;
 mod transaction;

@@ -85,8 +85,6 @@ pub struct TxnOptions {
     pub short_value_limit: usize,
     /// Values above this are refused with `ValueTooLarge` (the gateway's frame is 2 MB).
     pub max_value_size: usize,
-    /// Threads for background secondary commits.
-    pub workers: usize,
     /// Wait for secondary commits before `commit` returns (they run in the background
     /// otherwise, tracked and drained on shutdown).
     pub sync_secondaries: bool,
@@ -104,7 +102,6 @@ impl Default for TxnOptions {
             max_lock_wait: Duration::from_secs(10),
             short_value_limit: 1024,
             max_value_size: 1 << 20,
-            workers: 32,
             sync_secondaries: false,
             retry: RetryPolicy::default(),
             crash_injector: None,
@@ -122,7 +119,6 @@ impl std::fmt::Debug for TxnOptions {
             .field("max_lock_wait", &self.max_lock_wait)
             .field("short_value_limit", &self.short_value_limit)
             .field("max_value_size", &self.max_value_size)
-            .field("workers", &self.workers)
             .field("sync_secondaries", &self.sync_secondaries)
             .field("retry", &self.retry)
             .field("crash_injector", &self.crash_injector.is_some())

@@ -12,12 +12,13 @@ use serde::Serialize;
 use crate::error::{Error, Result};
 use crate::hbase::{CheckAndMutate, Get, RowResult, Scan};
 use crate::oracle::TimestampSource;
-use crate::txn::access::{HBaseAccess, Sent, WithTimestamp};
+use crate::txn::access::{HBaseAccess, WithTimestamp};
 use crate::txn::codec::Lock;
 use crate::txn::executor::Executor;
 use crate::txn::key::CellKey;
 use crate::txn::liveness::Liveness;
 use crate::txn::options::{Seam, TxnOptions};
+use crate::txn::secondaries::Backlog;
 
 /// Counters a client exposes (see `Client::stats`).
 #[derive(Clone, Debug, Default, Serialize)]
@@ -98,6 +99,8 @@ pub(crate) struct Inner {
     /// Set by `Client::kill`: the client behaves as if its process had died.
     pub dead: AtomicBool,
     pub keeper: Mutex<Option<KeeperHandle>>,
+    /// Secondaries of committed transactions waiting for the executor's collector.
+    pub backlog: Backlog,
 }
 
 impl Inner {
@@ -248,12 +251,6 @@ impl Session {
     pub fn cas(&self, table: &str, cam: &CheckAndMutate) -> Result<bool> {
         self.count();
         self.inner.store.check_and_mutate(table, cam)
-    }
-
-    /// A checkAndMutate sent now whose reply is read when the returned closure runs.
-    pub fn cas_sent(&self, table: &str, cam: CheckAndMutate) -> Sent<bool> {
-        self.count();
-        Arc::clone(&self.inner.store).send_check_and_mutate(table, cam)
     }
 
     /// Overlapping checkAndMutates (one RPC each); results in order.

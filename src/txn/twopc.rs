@@ -458,90 +458,10 @@ impl Session {
         }
     }
 
-    fn settled(&self, m: &Mutation, outcome: Result<bool>, what: &'static str) {
+    pub(crate) fn settled(&self, m: &Mutation, outcome: Result<bool>, what: &'static str) {
         if let Err(e) = outcome {
             tracing::debug!(key = %m.key, error = %e, "{what} failed; left for lazy resolution");
         }
-    }
-
-    /// Commits the secondaries, overlapped (in the background unless `sync_secondaries`);
-    /// failures are left to lazy roll-forward by readers. Tracked by the executor, drained on
-    /// shutdown. A client that dies at a seam between them (it marks itself dead) commits no
-    /// more; returns true when that happened while we waited (sync mode).
-    ///
-    /// In the background, the first secondary's commit is sent from here and its reply is
-    /// read by the executor's collector, which serves many transactions per wake-up; the rest
-    /// (if any) follow from an executor job.
-    fn commit_secondaries(&self, secondaries: Vec<Arc<Mutation>>, commit_ts: u64) -> bool {
-        if secondaries.is_empty() {
-            return false;
-        }
-        if self.inner.opts.sync_secondaries {
-            self.commit_listed(&secondaries, commit_ts);
-            return self.inner.is_dead();
-        }
-        if self.inner.is_dead() {
-            return false;
-        }
-        let first = Arc::clone(&secondaries[0]);
-        let cam = self.commit_cam(&first, commit_ts);
-        let reply = self.cas_sent(&first.key.table, cam);
-        let session = self.clone();
-        self.inner.executor.later(move || {
-            session.settled(&first, reply(), "secondary commit");
-            if !session.after_first_secondary() || secondaries.len() == 1 {
-                return;
-            }
-            let rest = secondaries[1..].to_vec();
-            let later = session.clone();
-            session
-                .inner
-                .executor
-                .spawn(move || later.commit_group(&rest, commit_ts));
-        });
-        false
-    }
-
-    /// The first secondary alone, then the rest together: the seam between them is where a
-    /// client can die with some secondaries committed and some not.
-    fn commit_listed(&self, secondaries: &[Arc<Mutation>], commit_ts: u64) {
-        if self.inner.is_dead() {
-            return;
-        }
-        self.commit_group(&secondaries[..1], commit_ts);
-        if self.after_first_secondary() {
-            self.commit_group(&secondaries[1..], commit_ts);
-        }
-    }
-
-    /// The seam after the first secondary commit: whether to go on (the client is alive and
-    /// did not die here).
-    fn after_first_secondary(&self) -> bool {
-        if self.inner.crash_at(Seam::BetweenSecondaryCommits) {
-            self.inner.die();
-        }
-        !self.inner.is_dead()
-    }
-
-    fn commit_group(&self, group: &[Arc<Mutation>], commit_ts: u64) {
-        if group.is_empty() || self.inner.is_dead() {
-            return;
-        }
-        let cams: Vec<_> = group
-            .iter()
-            .map(|m| self.commit_cam(m, commit_ts))
-            .collect();
-        self.cas_best_effort(group, &cams, "secondary commit");
-    }
-
-    fn commit_cam(&self, m: &Mutation, commit_ts: u64) -> CheckAndMutate {
-        actions::commit(
-            &self.inner.opts.schema,
-            &m.key,
-            &m.lock,
-            &m.bytes,
-            commit_ts,
-        )
     }
 }
 

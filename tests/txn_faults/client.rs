@@ -4,10 +4,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use percolator::txn::codec::WriteKind;
+use percolator::txn::codec::{LockState, WriteKind};
 use percolator::txn::Seam;
 use percolator::{Error, RetryClass, TxnOptions};
 
+use crate::txn_support::faulty::{CasKind, Fault, FaultyStore, Gate};
 use crate::txn_support::Env;
 use crate::{get, value, FAMILY};
 
@@ -258,4 +259,75 @@ fn oracle_failures_where_timestamps_travel_with_requests_change_nothing() {
     assert_eq!(get(&after, &t, "x"), value("1"));
     assert_eq!(get(&after, &t, "y"), value("1"));
     client.shutdown();
+}
+
+/// Background secondary commits: transactions that commit while the collector is busy queue
+/// their secondaries behind it (commit returns at once), and the collector then sends all of
+/// them as one burst. Every one lands, and shutdown waits for them.
+#[test]
+fn background_secondaries_of_many_transactions_go_out_in_one_burst() {
+    let env = Env::start();
+    let t = env.table("burst");
+    let store = FaultyStore::new(env.hbase.clone(), env.schema.clone());
+    let gate = Gate::new();
+    store.inject(CasKind::Commit, "a2", Fault::Hold(gate.clone()), 1);
+    let options = TxnOptions {
+        sync_secondaries: false,
+        ..env.options()
+    };
+    let client = env.client_on(store.clone(), env.tso.clone(), options);
+    let _release = gate.opens_on_drop();
+    let commit_pair = |name: &str| {
+        let mut txn = client.begin().unwrap();
+        for row in [format!("{name}1"), format!("{name}2")] {
+            txn.set(&t, &row, FAMILY, "q", name).unwrap();
+        }
+        txn.commit().unwrap();
+    };
+
+    commit_pair("a");
+    assert!(
+        gate.wait_reached(Duration::from_secs(10)),
+        "a's secondary commit reaches the collector"
+    );
+    let later = ["b", "c", "d"];
+    for name in later {
+        commit_pair(name);
+    }
+    for name in later {
+        let key = env.key(&t, &format!("{name}2"));
+        assert!(
+            matches!(env.lock_state(&key), LockState::Locked(_)),
+            "{name}2 waits behind the busy collector"
+        );
+    }
+    gate.open();
+    client.shutdown();
+
+    let commit_bursts: Vec<Vec<String>> = store
+        .bursts()
+        .into_iter()
+        .filter(|b| b.iter().all(|(kind, _)| *kind == CasKind::Commit))
+        .map(|b| {
+            b.into_iter()
+                .map(|(_, row)| String::from_utf8_lossy(&row).into_owned())
+                .collect()
+        })
+        .collect();
+    let together: Vec<String> = later.iter().map(|n| format!("{n}2")).collect();
+    assert!(
+        commit_bursts.contains(&together),
+        "b2, c2 and d2 go out in one burst: {commit_bursts:?}"
+    );
+    let reader = env.client();
+    let txn = reader.begin().unwrap();
+    for name in ["a", "b", "c", "d"] {
+        let key = env.key(&t, &format!("{name}2"));
+        assert!(
+            !matches!(env.lock_state(&key), LockState::Locked(_)),
+            "{name}2 was committed before shutdown returned"
+        );
+        assert_eq!(get(&txn, &t, &format!("{name}2")), value(name));
+    }
+    reader.shutdown();
 }

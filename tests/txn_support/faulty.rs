@@ -127,11 +127,15 @@ struct Rule {
     remaining: usize,
 }
 
+/// A checkAndMutate seen by the store: its step and row.
+pub type Call = (CasKind, Vec<u8>);
+
 pub struct FaultyStore {
     inner: HBaseClient,
     schema: Schema,
     rules: Mutex<Vec<Rule>>,
-    fired: Mutex<Vec<(CasKind, Vec<u8>)>>,
+    fired: Mutex<Vec<Call>>,
+    bursts: Mutex<Vec<Vec<Call>>>,
 }
 
 impl FaultyStore {
@@ -141,6 +145,7 @@ impl FaultyStore {
             schema,
             rules: Mutex::new(Vec::new()),
             fired: Mutex::new(Vec::new()),
+            bursts: Mutex::new(Vec::new()),
         })
     }
 
@@ -155,8 +160,13 @@ impl FaultyStore {
     }
 
     /// The calls a fault was applied to, in order.
-    pub fn fired(&self) -> Vec<(CasKind, Vec<u8>)> {
+    pub fn fired(&self) -> Vec<Call> {
         self.fired.lock().clone()
+    }
+
+    /// The calls of each `check_and_mutate_all`, in order: what the client let overlap.
+    pub fn bursts(&self) -> Vec<Vec<Call>> {
+        self.bursts.lock().clone()
     }
 
     fn take_fault(&self, cam: &CheckAndMutate) -> Option<Fault> {
@@ -204,6 +214,19 @@ impl HBaseAccess for FaultyStore {
                 apply()
             }
         }
+    }
+
+    /// Recorded, then run one by one (as the trait's default does), so faults still apply.
+    fn check_and_mutate_all(&self, calls: &[(&str, &CheckAndMutate)]) -> Vec<Result<bool>> {
+        let burst = calls
+            .iter()
+            .map(|(_, cam)| (classify(&self.schema, cam), cam.row.clone()))
+            .collect();
+        self.bursts.lock().push(burst);
+        calls
+            .iter()
+            .map(|&(table, cam)| self.check_and_mutate(table, cam))
+            .collect()
     }
 
     fn scan_page(&self, table: &str, scan: &Scan, rows: i32) -> Result<Vec<RowResult>> {

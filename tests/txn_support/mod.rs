@@ -84,7 +84,6 @@ impl Env {
             lock_ttl: Duration::from_secs(2),
             max_lock_wait: Duration::from_secs(6),
             sync_secondaries: true,
-            workers: 8,
             ..TxnOptions::default()
         }
     }
