@@ -118,15 +118,28 @@ fn run_bench(
     }
     if !json {
         println!(
-            "{:<14} {:>10} {:>9} {:>9} {:>9} {:>10} {:>10}",
-            "workload", "ops/s", "p50 us", "p99 us", "rpcs/op", "cpu us/op", "switch/op"
+            "{:<14} {:>10} {:>9} {:>9} {:>9} {:>10} {:>10} {:>9}",
+            "workload",
+            "ops/s",
+            "p50 us",
+            "p99 us",
+            "rpcs/op",
+            "cpu us/op",
+            "switch/op",
+            "cpu busy"
         );
     }
     let report = bench::run(&stack, config, |name, r| {
         if !json {
             println!(
-                "{name:<14} {:>10.0} {:>9.0} {:>9.0} {:>9.2} {:>10.1} {:>10.2}",
-                r.ops_per_s, r.p50_us, r.p99_us, r.rpcs_per_op, r.cpu_us_per_op, r.switches_per_op
+                "{name:<14} {:>10.0} {:>9.0} {:>9.0} {:>9.2} {:>10.1} {:>10.2} {:>8.0}%",
+                r.ops_per_s,
+                r.p50_us,
+                r.p99_us,
+                r.rpcs_per_op,
+                r.cpu_us_per_op,
+                r.switches_per_op,
+                r.cpu_busy_pct
             );
         }
     })?;

@@ -48,6 +48,9 @@ pub struct WorkloadResult {
     pub cpu_us_per_op: f64,
     /// Context switches of this process per op (each is a thread going to sleep).
     pub switches_per_op: f64,
+    /// How busy the machine's cores were, from this process's CPU time: below ~95%, the
+    /// workload waited on round trips with cores idle, and more threads would raise its ops/s.
+    pub cpu_busy_pct: f64,
     pub ops: u64,
     pub errors: u64,
 }
@@ -242,6 +245,10 @@ fn key(table: &str, i: usize) -> Result<CellKey> {
     CellKey::new(table, row(i), F, Q)
 }
 
+fn cores() -> f64 {
+    std::thread::available_parallelism().map_or(1, |n| n.get()) as f64
+}
+
 /// What one or more turns of a workload measured.
 #[derive(Default)]
 struct Sample {
@@ -269,6 +276,11 @@ impl Sample {
         WorkloadResult {
             cpu_us_per_op: per_op(self.cpu_us),
             switches_per_op: per_op(self.switches),
+            cpu_busy_pct: if self.elapsed_s > 0.0 {
+                100.0 * self.cpu_us / (self.elapsed_s * 1e6 * cores())
+            } else {
+                0.0
+            },
             ops_per_s: if self.elapsed_s > 0.0 {
                 ops as f64 / self.elapsed_s
             } else {
