@@ -44,11 +44,7 @@ impl<'a> Script<'a> {
     fn lock(&self, value: Option<&[u8]>) -> Lock {
         Lock {
             start_ts: self.start_ts,
-            kind: if value.is_some() {
-                MutationKind::Put
-            } else {
-                MutationKind::Delete
-            },
+            kind: MutationKind::of(value),
             primary: self.primary.clone(),
             owner: self.owner.clone(),
             wall_ms: self.wall_ms,

@@ -154,11 +154,7 @@ impl HBaseClient {
 
     pub fn get(&self, table: &str, get: &Get) -> Result<RowResult> {
         let spec = CallSpec::safe("get", table, &get.row);
-        let request = Request::Get {
-            table: bytes(table),
-            get: convert::get(get),
-        };
-        match self.hot(spec, &request)? {
+        match self.hot(spec, &get_request(table, get))? {
             Reply::Row(row) => convert::row_result(row),
             other => Err(unexpected(other)),
         }
@@ -167,11 +163,7 @@ impl HBaseClient {
     /// Results come back in request order; missing rows are empty results.
     pub fn get_many(&self, table: &str, gets: &[Get]) -> Result<Vec<RowResult>> {
         let spec = CallSpec::safe("getMultiple", table, first_row(gets, |g| &g.row));
-        let request = Request::GetMultiple {
-            table: bytes(table),
-            gets: gets.iter().map(convert::get).collect(),
-        };
-        rows(self.hot(spec, &request)?)
+        rows(self.hot(spec, &get_multiple_request(table, gets))?)
     }
 
     /// Like [`get_many`](Self::get_many), but the gets are given later, from any thread,
@@ -526,7 +518,7 @@ impl HBaseClient {
     /// rules if it was built.
     fn deferred(&self, spec: CallSpec<'_>, start: impl FnOnce(Sender)) -> Result<Reply> {
         let mut pooled = self.checkout()?;
-        self.inner.rpc_count.fetch_add(1, Ordering::Relaxed);
+        self.count_rpcs(1);
         let outbox = pooled.outbox();
         start(Sender::new(outbox.clone()));
         let arm = spec.replay == Replay::OutcomeUnknown;
@@ -566,7 +558,7 @@ impl HBaseClient {
         spec: &CallSpec<'_>,
         f: &mut impl FnMut(&mut Connection, bool) -> std::result::Result<T, CallFailure>,
     ) -> Attempt<T> {
-        self.inner.rpc_count.fetch_add(1, Ordering::Relaxed);
+        self.count_rpcs(1);
         match f(conn, spec.replay == Replay::OutcomeUnknown) {
             Ok(value) => Attempt::Done(Ok(value)),
             Err(failure) => self.classify(failure, spec),
@@ -682,6 +674,20 @@ impl<'a> CallSpec<'a> {
             row,
             replay: Replay::OutcomeUnknown,
         }
+    }
+}
+
+pub(crate) fn get_request(table: &str, get: &Get) -> Request {
+    Request::Get {
+        table: bytes(table),
+        get: convert::get(get),
+    }
+}
+
+pub(crate) fn get_multiple_request(table: &str, gets: &[Get]) -> Request {
+    Request::GetMultiple {
+        table: bytes(table),
+        gets: gets.iter().map(convert::get).collect(),
     }
 }
 

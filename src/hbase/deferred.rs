@@ -14,10 +14,10 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+use super::client;
 use super::config::{Protocol, Transport};
 use super::hot::{self, Request};
 use super::types::{CheckAndMutate, Get};
-use super::{client, convert};
 use crate::Error;
 
 /// What became of the request.
@@ -116,16 +116,9 @@ impl Sender {
 
     /// Sends the gets (a get, or a getMultiple for several).
     pub fn get_many(self, table: &str, gets: &[Get]) {
-        let table = client::bytes(table);
         let request = match gets {
-            [one] => Request::Get {
-                table,
-                get: convert::get(one),
-            },
-            _ => Request::GetMultiple {
-                table,
-                gets: gets.iter().map(convert::get).collect(),
-            },
+            [one] => client::get_request(table, one),
+            _ => client::get_multiple_request(table, gets),
         };
         self.send(&[request])
     }

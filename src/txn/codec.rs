@@ -28,6 +28,16 @@ pub enum MutationKind {
     Delete,
 }
 
+impl MutationKind {
+    /// The kind of a buffered write: a value is a Put, none a Delete.
+    pub fn of<T>(value: Option<T>) -> MutationKind {
+        match value {
+            Some(_) => MutationKind::Put,
+            None => MutationKind::Delete,
+        }
+    }
+}
+
 /// A prewrite lock as stored in the lock family.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Lock {

@@ -304,7 +304,6 @@ impl Session {
     }
 }
 
-/// One Get per distinct row among `pending`, with the lock and write columns of its keys.
 /// One Get per row of the pending keys (lock and write columns at `snapshot`), and for each
 /// Get the indices of the keys it serves.
 fn row_gets(

@@ -69,11 +69,7 @@ impl LockTemplate {
     fn mutation(&self, start_ts: u64, key: CellKey, value: Option<Vec<u8>>) -> Mutation {
         let lock = Lock {
             start_ts,
-            kind: if value.is_some() {
-                MutationKind::Put
-            } else {
-                MutationKind::Delete
-            },
+            kind: MutationKind::of(value.as_ref()),
             primary: self.primary.clone(),
             owner: self.owner.clone(),
             wall_ms: self.wall_ms,
@@ -218,7 +214,7 @@ impl Session {
     ) -> Vec<Prewritten> {
         let mut results = Vec::with_capacity(muts.len());
         if let Some(first) = primary {
-            results.push(self.prewrite_cell(&muts[0], Some(first)));
+            results.push(self.prewrite_cell(&muts[0], first));
             if !matches!(results[0], Prewritten::Locked) {
                 return results;
             }
@@ -230,15 +226,15 @@ impl Session {
         results.extend(
             todo.iter()
                 .zip(outcomes)
-                .map(|(m, first)| self.prewrite_cell(m, Some(first))),
+                .map(|(m, first)| self.prewrite_cell(m, first)),
         );
         results
     }
 
     /// One cell's prewrite: the CAS, and on failure one read of the lock cell to learn why
     /// (DESIGN.md invariant 2). A lost reply is settled by that same read (invariant 7).
-    /// `first` is the outcome of a first CAS already sent (it carried the start timestamp).
-    fn prewrite_cell(&self, m: &Mutation, first: Option<Result<bool>>) -> Prewritten {
+    /// `first` is the outcome of its first CAS, already sent.
+    fn prewrite_cell(&self, m: &Mutation, first: Result<bool>) -> Prewritten {
         let is_primary = m.key == m.lock.primary;
         match self.try_prewrite(m, first) {
             Ok(()) => {
@@ -260,7 +256,8 @@ impl Session {
         }
     }
 
-    fn try_prewrite(&self, m: &Mutation, mut first: Option<Result<bool>>) -> Result<()> {
+    fn try_prewrite(&self, m: &Mutation, first: Result<bool>) -> Result<()> {
+        let mut first = Some(first);
         let schema = &self.inner.opts.schema;
         let mut absent = false;
         let started = Instant::now();

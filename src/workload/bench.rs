@@ -273,19 +273,18 @@ impl Sample {
     fn result(&self) -> WorkloadResult {
         let ops = self.histogram.count();
         let per_op = |v: f64| if ops == 0 { 0.0 } else { v / ops as f64 };
+        let per_s = |v: f64| {
+            if self.elapsed_s > 0.0 {
+                v / self.elapsed_s
+            } else {
+                0.0
+            }
+        };
         WorkloadResult {
             cpu_us_per_op: per_op(self.cpu_us),
             switches_per_op: per_op(self.switches),
-            cpu_busy_pct: if self.elapsed_s > 0.0 {
-                100.0 * self.cpu_us / (self.elapsed_s * 1e6 * cores())
-            } else {
-                0.0
-            },
-            ops_per_s: if self.elapsed_s > 0.0 {
-                ops as f64 / self.elapsed_s
-            } else {
-                0.0
-            },
+            cpu_busy_pct: per_s(self.cpu_us) / (1e4 * cores()),
+            ops_per_s: per_s(ops as f64),
             p50_us: self.histogram.quantile(0.5) as f64 / 1000.0,
             p99_us: self.histogram.quantile(0.99) as f64 / 1000.0,
             rpcs_per_op: per_op(self.rpcs as f64),
