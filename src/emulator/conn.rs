@@ -18,6 +18,8 @@ use crate::emulator::wire::{GuardedInput, Source, Wire};
 
 const READ_BUFFER: usize = 64 * 1024;
 const FRAME_HEADER: usize = 4;
+/// Frame buffers up to this size are kept between requests.
+const RETAINED_FRAME: usize = 1 << 20;
 
 /// Serves `stream` until the client hangs up, sends something undecodable, or the server
 /// shuts the socket down. A panic in here ends this connection only.
@@ -62,6 +64,8 @@ fn serve_all(
     };
     let unframed = Wire::detect(first);
     let mut framed_wire = None;
+    // Reused: a frame costs no allocation once the buffer has grown to the usual size.
+    let mut frame = Vec::new();
     loop {
         let start = out.len();
         let served = match unframed {
@@ -72,9 +76,9 @@ fn serve_all(
                 serve_one(handler, wire, &mut reader, max_frame_bytes, out)
             }
             None => {
-                let Some(frame) = read_frame(&mut reader, max_frame_bytes)? else {
+                if !read_frame(&mut reader, max_frame_bytes, &mut frame)? {
                     return Ok(());
-                };
+                }
                 let wire = Wire::detect(frame[0])
                     .ok_or_else(|| bad_input(format!("unknown protocol byte {:#04x}", frame[0])))?;
                 if *framed_wire.get_or_insert(wire) != wire {
@@ -121,10 +125,15 @@ fn serve_one<R: Read>(
     dispatch::serve(handler, &mut input, &mut *output)
 }
 
-/// The next frame, or `None` if the client closed the connection between frames.
-fn read_frame<R: BufRead>(reader: &mut R, max_frame_bytes: usize) -> io::Result<Option<Vec<u8>>> {
+/// Reads the next frame into `frame`; false if the client closed the connection between
+/// frames.
+fn read_frame<R: BufRead>(
+    reader: &mut R,
+    max_frame_bytes: usize,
+    frame: &mut Vec<u8>,
+) -> io::Result<bool> {
     if reader.fill_buf()?.is_empty() {
-        return Ok(None);
+        return Ok(false);
     }
     let mut header = [0u8; FRAME_HEADER];
     reader.read_exact(&mut header)?;
@@ -135,7 +144,11 @@ fn read_frame<R: BufRead>(reader: &mut R, max_frame_bytes: usize) -> io::Result<
             format!("frame of {len} bytes (max_frame_bytes is {max_frame_bytes})"),
         ));
     }
-    let mut frame = vec![0u8; len];
-    reader.read_exact(&mut frame)?;
-    Ok(Some(frame))
+    if frame.capacity() > RETAINED_FRAME && len <= RETAINED_FRAME {
+        // One huge batch does not pin its buffer for the connection's life.
+        *frame = Vec::new();
+    }
+    frame.resize(len, 0);
+    reader.read_exact(frame)?;
+    Ok(true)
 }

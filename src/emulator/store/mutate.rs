@@ -152,8 +152,8 @@ fn resolve_delete<'s>(
                             let n = latest_seen.entry((&e.family, &e.qualifier)).or_insert(0);
                             *n += 1;
                             row.readable_versions(f, &e.qualifier, now)
-                                .get(*n - 1)
-                                .map_or(now, |(ts, _)| *ts)
+                                .nth(*n - 1)
+                                .map_or(now, |(ts, _)| ts)
                         }
                     };
                     Marker::Version(f, &e.qualifier, ts)
@@ -244,11 +244,8 @@ pub fn check_and_mutate(
     let checked = family(table, &schema, &check.family)?;
     let handle = table.row_or_insert(key);
     let mut row = handle.lock();
-    let latest = row
-        .readable_versions(checked, &check.qualifier, now)
-        .into_iter()
-        .next();
-    if !check.passes(latest.as_ref().map(|(_, v)| v.as_slice())) {
+    let latest = row.readable_versions(checked, &check.qualifier, now).next();
+    if !check.passes(latest.map(|(_, v)| v.as_slice())) {
         return Ok(false);
     }
     check_families(table, &schema, mutations)?;
@@ -281,7 +278,10 @@ pub fn read_modify_write(
     let mut out = Vec::with_capacity(columns.len());
     for (f, q, delta) in columns {
         let fschema = schema.family(f).expect("checked above");
-        let current = row.readable_versions(fschema, q, now).into_iter().next();
+        let current = row
+            .readable_versions(fschema, q, now)
+            .next()
+            .map(|(ts, v)| (ts, v.clone()));
         let value = match delta {
             Delta::Increment(amount) => {
                 let old = match &current {

@@ -140,14 +140,19 @@ pub fn read_row(
                 .filter_map(|q| family.columns.get_key_value(q))
                 .collect(),
         };
+        // The column tracker: at most VERSIONS, and expired versions only while MIN_VERSIONS
+        // still wants them. Without a filter the requested count is final too (filters see
+        // versions before they are counted).
+        let wanted = match spec.filter {
+            None => fschema.max_versions.min(spec.max_versions),
+            Some(_) => fschema.max_versions,
+        } as usize;
         for (qualifier, column) in columns {
             let in_range = family
-                .live_versions(column)
+                .live_versions(column, range.max)
                 .filter(|(ts, _)| range.contains(*ts));
             for (n, (ts, value)) in in_range.enumerate() {
-                // The column tracker: at most VERSIONS, and expired versions only while
-                // MIN_VERSIONS still wants them.
-                if n >= fschema.max_versions as usize
+                if n >= wanted
                     || (n >= fschema.min_versions as usize && fschema.expired(ts, now_ms))
                 {
                     break;
@@ -291,6 +296,34 @@ mod tests {
         assert_eq!(read(&row, &s, &spec), vec![("a:x".to_string(), 2)]);
         spec.time_range = TimeRange::at(1).unwrap();
         assert_eq!(read(&row, &s, &spec), vec![("a:x".to_string(), 1)]);
+    }
+
+    #[test]
+    fn a_read_in_the_past_starts_below_the_range_and_stops_at_the_versions_asked() {
+        let s = schema(&[(b"a", u32::MAX)]);
+        let mut row = Row::default();
+        for ts in 1..=50 {
+            row.put(&s.families[&b"a".to_vec()], b"x", ts, b"v".to_vec());
+        }
+        let spec = ReadSpec {
+            time_range: TimeRange::new(0, 41).unwrap(),
+            max_versions: 2,
+            ..Default::default()
+        };
+        let a = |ts| ("a:x".to_string(), ts);
+        assert_eq!(read(&row, &s, &spec), vec![a(40), a(39)]);
+    }
+
+    #[test]
+    fn versions_are_counted_after_the_filter() {
+        let (row, s) = sample();
+        let mut spec = ReadSpec {
+            filter: Some(Arc::new(Filter::parse(b"TimestampsFilter (1, 2)").unwrap())),
+            ..Default::default()
+        };
+        spec.columns.add_column(b"a".to_vec(), b"x".to_vec());
+        // Counting first would keep version 3, which the filter then drops.
+        assert_eq!(read(&row, &s, &spec), vec![("a:x".to_string(), 2)]);
     }
 
     #[test]

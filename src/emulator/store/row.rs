@@ -8,6 +8,7 @@
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Bound;
 
 use super::schema::FamilySchema;
 
@@ -49,14 +50,17 @@ impl FamilyData {
         self.family_delete.is_some_and(|d| ts <= d) || self.family_version_deletes.contains(&ts)
     }
 
-    /// Versions of `column` not hidden by any marker, newest first.
+    /// Versions of `column` below `max` (exclusive) not hidden by any marker, newest first.
+    /// Seeks to `max` as HBase's scanners do, so a read in the past costs no more than one of
+    /// the present.
     pub(super) fn live_versions<'a>(
         &'a self,
         column: &'a ColumnData,
+        max: i64,
     ) -> impl Iterator<Item = (i64, &'a Vec<u8>)> + 'a {
         column
             .versions
-            .iter()
+            .range((newest_below(max), Bound::Unbounded))
             .map(|(Reverse(ts), v)| (*ts, v))
             .filter(move |(ts, _)| !self.hides(*ts) && !column.hides(*ts))
     }
@@ -76,10 +80,7 @@ impl FamilyData {
         for ts in dead {
             column.versions.remove(&Reverse(ts));
         }
-        let keep = schema.max_versions as usize;
-        while column.versions.len() > keep {
-            column.versions.pop_last();
-        }
+        trim(column, schema);
     }
 
     fn prune_all(&mut self, schema: &FamilySchema) {
@@ -87,6 +88,21 @@ impl FamilyData {
         for q in qualifiers {
             self.prune_column(&q, schema);
         }
+    }
+}
+
+/// Drops the oldest versions past the family's VERSIONS.
+fn trim(column: &mut ColumnData, schema: &FamilySchema) {
+    while column.versions.len() > schema.max_versions as usize {
+        column.versions.pop_last();
+    }
+}
+
+/// Where a newest-first walk of the versions below `max` starts.
+fn newest_below(max: i64) -> Bound<Reverse<i64>> {
+    match max {
+        i64::MAX => Bound::Unbounded,
+        max => Bound::Excluded(Reverse(max)),
     }
 }
 
@@ -100,13 +116,15 @@ impl Row {
     /// Writes one version; a version at the same timestamp is replaced (the later write wins).
     pub fn put(&mut self, schema: &FamilySchema, qualifier: &[u8], ts: i64, value: Vec<u8>) {
         let family = self.families.entry(schema.name.clone()).or_default();
-        family
-            .columns
-            .entry(qualifier.to_vec())
-            .or_default()
-            .versions
-            .insert(Reverse(ts), value);
-        family.prune_column(qualifier, schema);
+        let hidden_by_family = family.hides(ts);
+        let column = family.columns.entry(qualifier.to_vec()).or_default();
+        // What was stored is already pruned, so only the new version can be hidden, and
+        // only the oldest can fall past VERSIONS: no walk over a long history per put.
+        if hidden_by_family || column.hides(ts) {
+            return;
+        }
+        column.versions.insert(Reverse(ts), value);
+        trim(column, schema);
     }
 
     /// A single-version Delete marker at exactly `ts`.
@@ -114,7 +132,7 @@ impl Row {
         let family = self.families.entry(schema.name.clone()).or_default();
         let column = family.columns.entry(qualifier.to_vec()).or_default();
         column.version_deletes.insert(ts);
-        family.prune_column(qualifier, schema);
+        column.versions.remove(&Reverse(ts));
     }
 
     /// A DeleteColumn marker: every version of the column at or below `ts`.
@@ -142,29 +160,25 @@ impl Row {
     /// Readable versions of one column, newest first: not deleted, and not expired unless
     /// MIN_VERSIONS keeps them. This is what checkAndMutate, increment and "delete the
     /// latest version" look at.
-    pub fn readable_versions(
-        &self,
-        schema: &FamilySchema,
+    pub fn readable_versions<'a>(
+        &'a self,
+        schema: &'a FamilySchema,
         qualifier: &[u8],
         now_ms: i64,
-    ) -> Vec<(i64, Vec<u8>)> {
-        let Some(family) = self.families.get(&schema.name) else {
-            return Vec::new();
-        };
-        let Some(column) = family.columns.get(qualifier) else {
-            return Vec::new();
-        };
-        let mut out = Vec::new();
-        for (n, (ts, value)) in family.live_versions(column).enumerate() {
-            if n >= schema.max_versions as usize {
-                break;
-            }
-            if n >= schema.min_versions as usize && schema.expired(ts, now_ms) {
-                break;
-            }
-            out.push((ts, value.clone()));
-        }
-        out
+    ) -> impl Iterator<Item = (i64, &'a Vec<u8>)> + 'a {
+        let found = self
+            .families
+            .get(&schema.name)
+            .and_then(|family| Some((family, family.columns.get(qualifier)?)));
+        found
+            .into_iter()
+            .flat_map(|(family, column)| family.live_versions(column, i64::MAX))
+            .enumerate()
+            .take_while(move |&(n, (ts, _))| {
+                n < schema.max_versions as usize
+                    && (n < schema.min_versions as usize || !schema.expired(ts, now_ms))
+            })
+            .map(|(_, version)| version)
     }
 
     /// Removes a family's data and markers (the family was dropped from the table).
@@ -185,7 +199,6 @@ mod tests {
 
     fn stamps(row: &Row, f: &FamilySchema, q: &[u8]) -> Vec<i64> {
         row.readable_versions(f, q, 1_000)
-            .into_iter()
             .map(|(ts, _)| ts)
             .collect()
     }
@@ -196,7 +209,10 @@ mod tests {
         let mut row = Row::default();
         row.put(&f, b"q", 5, b"a".to_vec());
         row.put(&f, b"q", 5, b"b".to_vec());
-        assert_eq!(row.readable_versions(&f, b"q", 0), vec![(5, b"b".to_vec())]);
+        assert_eq!(
+            row.readable_versions(&f, b"q", 0).collect::<Vec<_>>(),
+            vec![(5, &b"b".to_vec())]
+        );
     }
 
     #[test]
@@ -256,11 +272,11 @@ mod tests {
         let mut row = Row::default();
         row.put(&f, b"q", 100, b"a".to_vec());
         row.put(&f, b"q", 200, b"b".to_vec());
-        assert!(row.readable_versions(&f, b"q", 5_000).is_empty());
+        assert_eq!(row.readable_versions(&f, b"q", 5_000).count(), 0);
         f.min_versions = 1;
         assert_eq!(
-            row.readable_versions(&f, b"q", 5_000),
-            vec![(200, b"b".to_vec())]
+            row.readable_versions(&f, b"q", 5_000).collect::<Vec<_>>(),
+            vec![(200, &b"b".to_vec())]
         );
     }
 }
