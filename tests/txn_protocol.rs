@@ -223,6 +223,32 @@ fn commit_refused_after_rollback() {
     );
 }
 
+/// A read starts with the newest write record only and fetches more while it sees rollback
+/// records, so a committed value behind any number of them is still found.
+#[test]
+fn read_finds_the_commit_behind_a_run_of_rollback_records() {
+    let env = Env::start();
+    let t = env.table("acct");
+    let p = env.key(&t, "p");
+    let writer = Script::dead(&env, &p);
+    assert!(writer.prewrite(&p, b"kept"));
+    assert!(writer.commit(&p, b"kept", env.ts()));
+    for _ in 0..12 {
+        let aborted = Script::dead(&env, &p);
+        assert!(aborted.prewrite(&p, b"never"));
+        let lock = aborted.lock(Some(b"never"));
+        let rb = actions::rollback(&env.schema, &p, &lock, &encode_lock(&lock));
+        assert!(env.hbase.check_and_mutate(&t, &rb).unwrap());
+    }
+    let rollbacks = env
+        .writes(&p)
+        .iter()
+        .filter(|(_, r)| r.kind == WriteKind::Rollback)
+        .count();
+    assert_eq!(rollbacks, 12, "the run of rollback records is in place");
+    assert_eq!(read(&env, &p).as_deref(), Some(&b"kept"[..]));
+}
+
 /// Invariant 3: a secondary commit is conditional: it never erases a newer transaction's lock.
 #[test]
 fn late_secondary_commit_cannot_erase_a_newer_lock() {
