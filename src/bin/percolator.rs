@@ -119,12 +119,13 @@ fn run_bench(
     }
     if !json {
         println!(
-            "{:<14} {:>10} {:>9} {:>9} {:>9} {:>10} {:>10} {:>9}",
+            "{:<14} {:>10} {:>9} {:>9} {:>9} {:>10} {:>10} {:>10} {:>9}",
             "workload",
             "ops/s",
             "p50 us",
             "p99 us",
             "rpcs/op",
+            "oracle/op",
             "cpu us/op",
             "switch/op",
             "cpu busy"
@@ -133,11 +134,13 @@ fn run_bench(
     let report = bench::run(&stack, config, |name, r| {
         if !json {
             println!(
-                "{name:<14} {:>10.0} {:>9.0} {:>9.0} {:>9.2} {:>10.1} {:>10.2} {:>8.0}%",
+                "{name:<14} {:>10.0} {:>9.0} {:>9.0} {:>9.2} {:>10} {:>10.1} {:>10.2} {:>8.0}%",
                 r.ops_per_s,
                 r.p50_us,
                 r.p99_us,
                 r.rpcs_per_op,
+                r.oracle_requests_per_op
+                    .map_or_else(|| "-".to_string(), |n| format!("{n:.2}")),
                 r.cpu_us_per_op,
                 r.switches_per_op,
                 r.cpu_busy_pct

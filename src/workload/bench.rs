@@ -43,6 +43,10 @@ pub struct WorkloadResult {
     pub p50_us: f64,
     pub p99_us: f64,
     pub rpcs_per_op: f64,
+    /// Requests the oracle answered per op (one request carries many callers' timestamps);
+    /// absent with local timestamps.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub oracle_requests_per_op: Option<f64>,
     /// CPU time of this whole process (client, and the embedded gateway and oracle) per op:
     /// what bounds throughput on a small machine, and steadier than ops/s when it is shared.
     pub cpu_us_per_op: f64,
@@ -257,11 +261,22 @@ struct Sample {
     cpu_us: f64,
     switches: f64,
     rpcs: u64,
+    /// `None` once any turn could not count them.
+    oracle_requests: Option<u64>,
     errors: u64,
+    turns: u32,
 }
 
 impl Sample {
     fn add(&mut self, other: Sample) {
+        self.oracle_requests = if self.turns == 0 {
+            other.oracle_requests
+        } else {
+            self.oracle_requests
+                .zip(other.oracle_requests)
+                .map(|(a, b)| a + b)
+        };
+        self.turns += 1;
         self.histogram.merge(&other.histogram);
         self.elapsed_s += other.elapsed_s;
         self.cpu_us += other.cpu_us;
@@ -288,6 +303,7 @@ impl Sample {
             p50_us: self.histogram.quantile(0.5) as f64 / 1000.0,
             p99_us: self.histogram.quantile(0.99) as f64 / 1000.0,
             rpcs_per_op: per_op(self.rpcs as f64),
+            oracle_requests_per_op: self.oracle_requests.map(|n| per_op(n as f64)),
             ops,
             errors: self.errors,
         }
@@ -312,6 +328,7 @@ fn measure(
     let stop = AtomicBool::new(false);
     let errors = AtomicU64::new(0);
     let rpcs_before = stack.hbase.rpc_count();
+    let oracle_before = stack.oracle_requests();
     let usage_before = Usage::now();
     let started = Instant::now();
     let histograms: Vec<Histogram> = std::thread::scope(|s| {
@@ -344,6 +361,9 @@ fn measure(
     });
     let elapsed_s = started.elapsed().as_secs_f64();
     let usage = Usage::now();
+    let oracle_requests = oracle_before
+        .zip(stack.oracle_requests())
+        .map(|(before, after)| after.saturating_sub(before));
     let mut histogram = Histogram::default();
     for h in &histograms {
         histogram.merge(h);
@@ -354,6 +374,8 @@ fn measure(
         cpu_us: usage.cpu_us - usage_before.cpu_us,
         switches: usage.switches - usage_before.switches,
         rpcs: stack.hbase.rpc_count() - rpcs_before,
+        oracle_requests,
         errors: errors.load(Ordering::Relaxed),
+        turns: 1,
     })
 }
