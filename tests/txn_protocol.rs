@@ -70,6 +70,13 @@ impl<'a> Script<'a> {
         false
     }
 
+    /// Rolls back this transaction's lock on `key` (written with `value`), as a resolver does.
+    fn rollback(&self, key: &CellKey, value: &[u8]) -> bool {
+        let lock = self.lock(Some(value));
+        let cam = actions::rollback(&self.env.schema, key, &lock, &encode_lock(&lock));
+        self.env.hbase.check_and_mutate(&key.table, &cam).unwrap()
+    }
+
     fn commit(&self, key: &CellKey, value: &[u8], commit_ts: u64) -> bool {
         let lock = self.lock(Some(value));
         let cam = actions::commit(&self.env.schema, key, &lock, &encode_lock(&lock), commit_ts);
@@ -205,9 +212,7 @@ fn commit_refused_after_rollback() {
     let p = env.key(&t, "p");
     let txn = Script::dead(&env, &p);
     assert!(txn.prewrite(&p, b"v"));
-    let lock = txn.lock(Some(b"v"));
-    let rb = actions::rollback(&env.schema, &p, &lock, &encode_lock(&lock));
-    assert!(env.hbase.check_and_mutate(&t, &rb).unwrap());
+    assert!(txn.rollback(&p, b"v"));
     must_be_released_at(&env, &p, txn.start_ts);
     assert!(
         !txn.commit(&p, b"v", env.ts()),
@@ -235,10 +240,7 @@ fn read_finds_the_commit_behind_a_run_of_rollback_records() {
     assert!(writer.commit(&p, b"kept", env.ts()));
     for _ in 0..12 {
         let aborted = Script::dead(&env, &p);
-        assert!(aborted.prewrite(&p, b"never"));
-        let lock = aborted.lock(Some(b"never"));
-        let rb = actions::rollback(&env.schema, &p, &lock, &encode_lock(&lock));
-        assert!(env.hbase.check_and_mutate(&t, &rb).unwrap());
+        assert!(aborted.prewrite(&p, b"never") && aborted.rollback(&p, b"never"));
     }
     let rollbacks = env
         .writes(&p)
