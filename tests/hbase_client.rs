@@ -52,6 +52,21 @@ fn every_transport_and_protocol_combination_works() {
                 vec![b"r".to_vec(), b"r2".to_vec()],
                 "{transport:?}/{protocol:?}"
             );
+            // Pipelined: several requests in one write, each with its own frame when framed.
+            let cams: Vec<CheckAndMutate> = ["p1", "p2", "p3"]
+                .iter()
+                .map(|row| {
+                    CheckAndMutate::new(*row, "f", "q", CompareOp::Equal, "")
+                        .put(Put::new(*row).add("f", "q", "x"))
+                })
+                .collect();
+            let calls: Vec<(&str, &CheckAndMutate)> =
+                cams.iter().map(|cam| (table.as_str(), cam)).collect();
+            let applied = c.check_and_mutate_all(&calls);
+            assert!(
+                applied.iter().all(|r| matches!(r, Ok(true))),
+                "{transport:?}/{protocol:?}: {applied:?}"
+            );
         }
     }
 }

@@ -26,9 +26,8 @@ struct Args {
     scanner_timeout_secs: u64,
 }
 
-/// glibc's allocator spent 12-19% of the benchmark's CPU (transactions allocate small keys and
-/// lock records per cell, and its large-chunk path consolidates free lists); mimalloc takes a
-/// fraction of that.
+/// Every binary of the crate uses mimalloc: glibc's allocator took 12-19% of the benchmark's
+/// CPU (see the README's benchmark notes).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

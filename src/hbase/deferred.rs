@@ -45,9 +45,9 @@ impl Encoded {
     /// `requests` (of one method) back to back under sequence id `seq`: a server answers them
     /// in order, so they can be pipelined in one write.
     pub fn new(requests: &[Request], protocol: Protocol, transport: Transport, seq: i32) -> Self {
-        let mut bytes = Vec::new();
+        let mut bytes = Vec::with_capacity(256 * requests.len());
         for request in requests {
-            bytes.extend(request.encode(protocol, transport, seq));
+            request.encode_into(&mut bytes, protocol, transport, seq);
         }
         Encoded {
             bytes,

@@ -49,6 +49,10 @@ impl Part for CheckAndMutate {
     }
 }
 
+/// The leader's way to start its group's request once it has a connection: it hands over
+/// the sender the group's request will go out through.
+type Begin<'a> = Box<dyn FnOnce(Sender) + 'a>;
+
 /// An oracle batch and a table.
 type Key = (u64, String);
 
@@ -202,7 +206,7 @@ impl<P: Part> Groups<P> {
         table: &str,
         batch: Option<u64>,
         start: impl FnOnce(Stamp<P>),
-        lead: impl FnOnce(&dyn Fn(Sender), &dyn Fn() -> Option<Arc<Vec<P>>>) -> Replies<P::Out>,
+        lead: impl FnOnce(Begin<'_>, &dyn Fn() -> Option<Arc<Vec<P>>>) -> Replies<P::Out>,
         alone: impl FnOnce(P) -> Result<P::Out>,
     ) -> Result<P::Out> {
         let (group, index) = self.join(table, batch);
@@ -219,19 +223,13 @@ impl<P: Part> Groups<P> {
                 Outcome::Alone(part) => alone(part),
             };
         }
-        let start = Mutex::new(Some((start, stamp)));
-        let replies = lead(
-            &|sender| {
-                group.state.lock().sender = Some(sender);
-                let start = start.lock().take();
-                if let Some((start, stamp)) = start {
-                    start(stamp);
-                }
-            },
-            &|| group.state.lock().sent.clone(),
-        );
-        // Never started (no connection): the stamp's drop gives the group up.
-        drop(start);
+        // A leader that never starts (no connection) drops `begin`, and with it the stamp,
+        // which gives the group up.
+        let begin: Box<dyn FnOnce(Sender) + '_> = Box::new(|sender| {
+            group.state.lock().sender = Some(sender);
+            start(stamp);
+        });
+        let replies = lead(begin, &|| group.state.lock().sent.clone());
         self.close(&group);
         group.hand_out(replies)
     }
@@ -451,7 +449,7 @@ impl HBaseClient {
     fn lead_cams(
         &self,
         table: &str,
-        begin: &dyn Fn(Sender),
+        begin: Begin<'_>,
         sent: &dyn Fn() -> Option<Arc<Vec<CheckAndMutate>>>,
     ) -> Replies<bool> {
         let mut conn: PooledConnection<Manager> = match self.checkout() {

@@ -54,23 +54,29 @@ impl Request {
         }
     }
 
-    /// The whole message as it goes on the wire (with the frame header when framed).
-    pub fn encode(&self, protocol: Protocol, transport: Transport, seq: i32) -> Vec<u8> {
-        let mut out = Vec::with_capacity(256);
+    /// Appends the whole message as it goes on the wire (with the frame header when framed)
+    /// to `out`.
+    pub fn encode_into(
+        &self,
+        out: &mut Vec<u8>,
+        protocol: Protocol,
+        transport: Transport,
+        seq: i32,
+    ) {
+        let start = out.len();
         if transport == Transport::Framed {
             out.extend_from_slice(&[0; 4]);
         }
         let written = match protocol {
-            Protocol::Binary => self.write(&mut TBinaryOutputProtocol::new(&mut out, true), seq),
-            Protocol::Compact => self.write(&mut TCompactOutputProtocol::new(&mut out), seq),
+            Protocol::Binary => self.write(&mut TBinaryOutputProtocol::new(&mut *out, true), seq),
+            Protocol::Compact => self.write(&mut TCompactOutputProtocol::new(&mut *out), seq),
         };
         // Writing into a Vec cannot fail: the protocols only fail on their transport.
         debug_assert!(written.is_ok(), "encoding into memory failed: {written:?}");
         if transport == Transport::Framed {
-            let len = (out.len() - 4) as u32;
-            out[..4].copy_from_slice(&len.to_be_bytes());
+            let len = (out.len() - start - 4) as u32;
+            out[start..start + 4].copy_from_slice(&len.to_be_bytes());
         }
-        out
     }
 
     fn write(&self, o: &mut dyn TOutputProtocol, seq: i32) -> thrift::Result<()> {

@@ -116,7 +116,11 @@ pub fn run(
     populate(stack, &client, &tables, config.rows)?;
     let rounds = config.rounds.max(1);
     let turn = config.duration / rounds as u32;
-    let mut samples: Vec<Sample> = config.workloads.iter().map(|_| Sample::default()).collect();
+    let empty = || Sample {
+        oracle_requests: Some(0),
+        ..Sample::default()
+    };
+    let mut samples: Vec<Sample> = config.workloads.iter().map(|_| empty()).collect();
     for round in 0..rounds {
         for (name, sample) in config.workloads.iter().zip(&mut samples) {
             let warm_up = round == 0;
@@ -261,22 +265,17 @@ struct Sample {
     cpu_us: f64,
     switches: f64,
     rpcs: u64,
-    /// `None` once any turn could not count them.
+    /// Counted from `Some(0)`; `None` once any turn could not count them.
     oracle_requests: Option<u64>,
     errors: u64,
-    turns: u32,
 }
 
 impl Sample {
     fn add(&mut self, other: Sample) {
-        self.oracle_requests = if self.turns == 0 {
-            other.oracle_requests
-        } else {
-            self.oracle_requests
-                .zip(other.oracle_requests)
-                .map(|(a, b)| a + b)
-        };
-        self.turns += 1;
+        self.oracle_requests = self
+            .oracle_requests
+            .zip(other.oracle_requests)
+            .map(|(a, b)| a + b);
         self.histogram.merge(&other.histogram);
         self.elapsed_s += other.elapsed_s;
         self.cpu_us += other.cpu_us;
@@ -376,6 +375,5 @@ fn measure(
         rpcs: stack.hbase.rpc_count() - rpcs_before,
         oracle_requests,
         errors: errors.load(Ordering::Relaxed),
-        turns: 1,
     })
 }
