@@ -237,6 +237,16 @@ mod tests {
     }
 
     #[test]
+    fn a_hidden_put_does_not_push_a_live_version_past_versions() {
+        let f = fam(1);
+        let mut row = Row::default();
+        row.put(&f, b"q", 20, b"live".to_vec());
+        row.delete_version(&f, b"q", 25);
+        row.put(&f, b"q", 25, b"hidden".to_vec());
+        assert_eq!(stamps(&row, &f, b"q"), vec![20]);
+    }
+
+    #[test]
     fn single_version_delete_reveals_the_older_version() {
         let f = fam(3);
         let mut row = Row::default();
