@@ -63,25 +63,24 @@ fn refresh_primaries(inner: &Inner) {
     let guards: Vec<_> = inner.primaries.lock().values().cloned().collect();
     for guard in guards {
         let mut g = guard.lock();
-        if !g.live || now < g.lock.wall_ms + third {
+        if !g.live || now < g.lock().wall_ms + third {
             continue;
         }
-        let mut lock = g.lock.clone();
+        let mut lock = g.lock().clone();
         lock.wall_ms = now;
         let bytes = encode_lock(&lock);
-        let cam = actions::refresh_lock(&inner.opts.schema, &g.key, &g.bytes, &bytes);
+        let cam = actions::refresh_lock(&inner.opts.schema, g.key(), g.bytes(), &bytes);
         Stats::bump(&inner.stats.hbase_rpcs);
-        match inner.store.check_and_mutate(&g.key.table, &cam) {
+        match inner.store.check_and_mutate(&g.key().table, &cam) {
             Ok(true) => {
                 Stats::bump(&inner.stats.heartbeats);
-                g.lock = lock;
-                g.bytes = bytes;
+                g.refreshed = Some((lock, bytes));
             }
             // Rolled back by someone who found us stale: the commit point will notice.
             Ok(false) => g.live = false,
             // A lost reply leaves the stored bytes unknown; the commit point settles it.
             Err(e) => {
-                tracing::warn!(key = %g.key, error = %e, "primary lock heartbeat failed");
+                tracing::warn!(key = %g.key(), error = %e, "primary lock heartbeat failed");
                 g.live = false;
             }
         }

@@ -19,6 +19,7 @@ use crate::txn::key::CellKey;
 use crate::txn::liveness::Liveness;
 use crate::txn::options::{Seam, TxnOptions};
 use crate::txn::secondaries::Backlog;
+use crate::txn::twopc::Mutation;
 
 /// Counters a client exposes (see `Client::stats`).
 #[derive(Clone, Debug, Default, Serialize)]
@@ -75,11 +76,40 @@ impl Stats {
 /// A committing transaction's primary lock, kept so the keeper can refresh its wall time and
 /// the commit point uses the bytes actually stored.
 pub(crate) struct PrimaryGuard {
-    pub key: CellKey,
-    pub lock: Lock,
-    pub bytes: Vec<u8>,
+    /// The primary as prewritten: shared with the commit, not copied.
+    pub prewritten: Arc<Mutation>,
+    /// The lock and its bytes as a heartbeat rewrote them, once one has.
+    pub refreshed: Option<(Lock, Vec<u8>)>,
     /// Cleared by the commit point: nothing refreshes the lock after that.
     pub live: bool,
+}
+
+impl PrimaryGuard {
+    pub fn new(prewritten: Arc<Mutation>) -> Self {
+        PrimaryGuard {
+            prewritten,
+            refreshed: None,
+            live: true,
+        }
+    }
+
+    pub fn key(&self) -> &CellKey {
+        &self.prewritten.key
+    }
+
+    /// The lock as stored now (as far as this client knows).
+    pub fn lock(&self) -> &Lock {
+        self.refreshed
+            .as_ref()
+            .map_or(&self.prewritten.lock, |(lock, _)| lock)
+    }
+
+    /// The lock's bytes as stored now (as far as this client knows).
+    pub fn bytes(&self) -> &[u8] {
+        self.refreshed
+            .as_ref()
+            .map_or(&self.prewritten.bytes, |(_, bytes)| bytes)
+    }
 }
 
 pub(crate) struct KeeperHandle {

@@ -1,7 +1,7 @@
 //! Two-phase commit: parallel prewrite of every cell, the commit point on the primary, then
 //! the secondaries in the background (tracked). Failure handling follows DESIGN.md 1-4, 7, 9.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use parking_lot::Mutex;
@@ -56,7 +56,6 @@ enum Prewritten {
 const FUSED_VALUE_LIMIT: usize = 16 * 1024;
 
 /// What every lock of one commit shares, fixed before the start timestamp may be known.
-#[derive(Clone)]
 struct LockTemplate {
     primary: CellKey,
     owner: String,
@@ -101,24 +100,26 @@ impl Session {
         for table in writes.iter().map(|(k, _)| &k.table) {
             inner.check_table(table)?;
         }
-        let template = self.lock_template(&writes[0].0);
+        let template = Arc::new(self.lock_template(&writes[0].0));
         let primary_len = writes[0].1.as_ref().map_or(0, Vec::len);
-        let (start_ts, primary_outcome) = match start_ts {
-            Some(ts) => (ts, None),
+        let mut writes = writes.into_iter();
+        let (start_ts, primary, primary_outcome) = match start_ts {
+            Some(ts) => (ts, None, None),
             // A large primary value is not handed to the oracle lane: writing it could block
             // the lane (and every other transaction's timestamp) while the gateway reads it.
-            None if primary_len > FUSED_VALUE_LIMIT => (inner.timestamp()?, None),
+            None if primary_len > FUSED_VALUE_LIMIT => (inner.timestamp()?, None, None),
             None => {
-                let (ts, outcome) = self.prewrite_primary_fresh(&template, &writes[0])?;
-                (ts, Some(outcome))
+                // `writes[0]` was read above: there is a first write.
+                let first = writes.next().expect("a commit has at least one write");
+                let (ts, m, outcome) = self.prewrite_primary_fresh(&template, first)?;
+                (ts, Some(m), Some(outcome))
             }
         };
         // Shared, not copied: the prewrite jobs and the secondary commits read the same values.
-        let muts: Vec<Arc<Mutation>> = writes
+        let muts: Vec<Arc<Mutation>> = primary
             .into_iter()
-            .map(|(key, value)| Arc::new(template.mutation(start_ts, key, value)))
+            .chain(writes.map(|(key, value)| Arc::new(template.mutation(start_ts, key, value))))
             .collect();
-        let primary = muts[0].key.clone();
 
         // Every first CAS overlaps: the primary's went out with the start timestamp, or goes
         // out now with the others.
@@ -143,7 +144,7 @@ impl Session {
         }
         // Invariant 9: commit_ts is fetched only now, after every lock is in place; it travels
         // with the commit point's request.
-        let commit_ts = match self.commit_primary(&primary, start_ts) {
+        let commit_ts = match self.commit_primary(&muts[0].key, start_ts) {
             Ok(commit_ts) => commit_ts,
             Err(Uncommitted::NoTimestamp(e)) => {
                 self.roll_back_own(&locked);
@@ -173,22 +174,35 @@ impl Session {
     }
 
     /// The first prewrite CAS of the primary, carrying a fresh start timestamp. Returns the
-    /// timestamp and the CAS outcome, which `prewrite_cell` then takes over.
+    /// timestamp, the primary's mutation (built once, where the timestamp arrived) and the CAS
+    /// outcome, which `prewrite_cell` then takes over.
     fn prewrite_primary_fresh(
         &self,
-        template: &LockTemplate,
-        (key, value): &(CellKey, Option<Vec<u8>>),
-    ) -> Result<(u64, Result<bool>)> {
-        let schema = self.inner.opts.schema.clone();
-        let (template, owned, value) = (template.clone(), key.clone(), value.clone());
-        self.cas_fresh(
-            &key.table,
+        template: &Arc<LockTemplate>,
+        (key, value): (CellKey, Option<Vec<u8>>),
+    ) -> Result<(u64, Arc<Mutation>, Result<bool>)> {
+        let table = key.table.clone();
+        let built = Arc::new(OnceLock::new());
+        let (inner, template, slot) = (
+            Arc::clone(&self.inner),
+            Arc::clone(template),
+            Arc::clone(&built),
+        );
+        let (start_ts, outcome) = self.cas_fresh(
+            &table,
             Box::new(move |start_ts| {
-                template
-                    .mutation(start_ts, owned, value)
-                    .prewrite_cas(&schema, false)
+                let m = Arc::new(template.mutation(start_ts, key, value));
+                let cam = m.prewrite_cas(&inner.opts.schema, false);
+                let _ = slot.set(m);
+                cam
             }),
-        )
+        )?;
+        // A timestamp is only returned once the request was built from it.
+        let m = built.get().cloned().ok_or_else(|| Error::Protocol {
+            peer: crate::Peer::Oracle,
+            message: format!("start timestamp {start_ts} came without the prewrite it carries"),
+        })?;
+        Ok((start_ts, m, outcome))
     }
 
     fn crashed(&self, start_ts: u64, seam: Seam) -> Error {
@@ -234,7 +248,7 @@ impl Session {
     /// One cell's prewrite: the CAS, and on failure one read of the lock cell to learn why
     /// (DESIGN.md invariant 2). A lost reply is settled by that same read (invariant 7).
     /// `first` is the outcome of its first CAS, already sent.
-    fn prewrite_cell(&self, m: &Mutation, first: Result<bool>) -> Prewritten {
+    fn prewrite_cell(&self, m: &Arc<Mutation>, first: Result<bool>) -> Prewritten {
         let is_primary = m.key == m.lock.primary;
         match self.try_prewrite(m, first) {
             Ok(()) => {
@@ -316,13 +330,8 @@ impl Session {
     }
 
     /// Registers the primary lock for wall-time refreshes while the commit is under way.
-    fn guard_primary(&self, m: &Mutation) {
-        let guard = PrimaryGuard {
-            key: m.key.clone(),
-            lock: m.lock.clone(),
-            bytes: m.bytes.clone(),
-            live: true,
-        };
+    fn guard_primary(&self, m: &Arc<Mutation>) {
+        let guard = PrimaryGuard::new(Arc::clone(m));
         self.inner
             .primaries
             .lock()
@@ -356,7 +365,7 @@ impl Session {
         let guard = self.inner.primaries.lock().remove(&start_ts)?;
         let mut g = guard.lock();
         g.live = false;
-        Some(g.bytes.clone())
+        Some(g.bytes().to_vec())
     }
 
     /// The commit point (DESIGN.md invariant 3): the primary's commit CAS, carrying a fresh
@@ -377,16 +386,21 @@ impl Session {
         // Take what the CAS needs under the guard, send it outside: the keeper must not stall
         // on this mutex (it also refreshes the liveness row) while the commit point is in
         // flight.
-        let (lock, bytes) = {
+        let (prewritten, refreshed) = {
             let mut g = guard.lock();
             g.live = false;
-            (g.lock.clone(), g.bytes.clone())
+            (Arc::clone(&g.prewritten), g.refreshed.clone())
         };
-        let schema = self.inner.opts.schema.clone();
-        let key = primary.clone();
+        let inner = Arc::clone(&self.inner);
         let sent = self.cas_fresh(
             &primary.table,
-            Box::new(move |commit_ts| actions::commit(&schema, &key, &lock, &bytes, commit_ts)),
+            Box::new(move |commit_ts| {
+                let (lock, bytes) = match &refreshed {
+                    Some((lock, bytes)) => (lock, bytes.as_slice()),
+                    None => (&prewritten.lock, prewritten.bytes.as_slice()),
+                };
+                actions::commit(&inner.opts.schema, &prewritten.key, lock, bytes, commit_ts)
+            }),
         );
         // Without a timestamp the guard stays, with the bytes stored, for the rollback.
         let (commit_ts, outcome) = sent.map_err(Uncommitted::NoTimestamp)?;
