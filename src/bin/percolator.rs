@@ -27,7 +27,7 @@ enum Command {
         #[arg(long, default_value_t = 5.0)]
         seconds: f64,
         /// Concurrent clients, each one operation at a time. The default keeps a small machine's
-        /// cores busy in the raw workloads and at 86-96% in the transactional ones (see the
+        /// cores busy in the raw workloads and at 82-98% in the transactional ones (see the
         /// `cpu busy` column); with far fewer, a transaction's extra round trips leave them
         /// idle, and the ratios measure latency, not throughput.
         #[arg(long, default_value_t = 32)]

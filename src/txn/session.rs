@@ -93,6 +93,16 @@ impl PrimaryGuard {
         }
     }
 
+    /// Stops heartbeats and returns what the commit point needs: the lock as stored now.
+    pub fn retire(&mut self) -> PrimaryGuard {
+        self.live = false;
+        PrimaryGuard {
+            prewritten: Arc::clone(&self.prewritten),
+            refreshed: self.refreshed.clone(),
+            live: false,
+        }
+    }
+
     pub fn key(&self) -> &CellKey {
         &self.prewritten.key
     }

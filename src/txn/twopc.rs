@@ -181,17 +181,17 @@ impl Session {
         template: &Arc<LockTemplate>,
         (key, value): (CellKey, Option<Vec<u8>>),
     ) -> Result<(u64, Arc<Mutation>, Result<bool>)> {
-        let table = key.table.clone();
         let built = Arc::new(OnceLock::new());
-        let (inner, template, slot) = (
+        let (inner, shared, slot) = (
             Arc::clone(&self.inner),
             Arc::clone(template),
             Arc::clone(&built),
         );
+        // The primary's table: the key itself goes into the request.
         let (start_ts, outcome) = self.cas_fresh(
-            &table,
+            &template.primary.table,
             Box::new(move |start_ts| {
-                let m = Arc::new(template.mutation(start_ts, key, value));
+                let m = Arc::new(shared.mutation(start_ts, key, value));
                 let cam = m.prewrite_cas(&inner.opts.schema, false);
                 let _ = slot.set(m);
                 cam
@@ -386,20 +386,13 @@ impl Session {
         // Take what the CAS needs under the guard, send it outside: the keeper must not stall
         // on this mutex (it also refreshes the liveness row) while the commit point is in
         // flight.
-        let (prewritten, refreshed) = {
-            let mut g = guard.lock();
-            g.live = false;
-            (Arc::clone(&g.prewritten), g.refreshed.clone())
-        };
+        let stored = guard.lock().retire();
         let inner = Arc::clone(&self.inner);
         let sent = self.cas_fresh(
             &primary.table,
             Box::new(move |commit_ts| {
-                let (lock, bytes) = match &refreshed {
-                    Some((lock, bytes)) => (lock, bytes.as_slice()),
-                    None => (&prewritten.lock, prewritten.bytes.as_slice()),
-                };
-                actions::commit(&inner.opts.schema, &prewritten.key, lock, bytes, commit_ts)
+                let (key, lock, bytes) = (stored.key(), stored.lock(), stored.bytes());
+                actions::commit(&inner.opts.schema, key, lock, bytes, commit_ts)
             }),
         );
         // Without a timestamp the guard stays, with the bytes stored, for the rollback.

@@ -140,8 +140,7 @@ pub fn read_row(
                 .filter_map(|q| family.columns.get_key_value(q))
                 .collect(),
         };
-        // The column tracker: at most VERSIONS, and expired versions only while MIN_VERSIONS
-        // still wants them. Without a filter the requested count is final too (filters see
+        // At most VERSIONS; without a filter the requested count is final too (filters see
         // versions before they are counted).
         let wanted = match spec.filter {
             None => fschema.max_versions.min(spec.max_versions),
@@ -152,9 +151,7 @@ pub fn read_row(
                 .live_versions(column, range.max)
                 .filter(|(ts, _)| range.contains(*ts));
             for (n, (ts, value)) in in_range.enumerate() {
-                if n >= wanted
-                    || (n >= fschema.min_versions as usize && fschema.expired(ts, now_ms))
-                {
+                if !fschema.keeps(n, ts, now_ms, wanted) {
                     break;
                 }
                 cells.push(Cell {

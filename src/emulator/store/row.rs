@@ -175,8 +175,7 @@ impl Row {
             .flat_map(|(family, column)| family.live_versions(column, i64::MAX))
             .enumerate()
             .take_while(move |&(n, (ts, _))| {
-                n < schema.max_versions as usize
-                    && (n < schema.min_versions as usize || !schema.expired(ts, now_ms))
+                schema.keeps(n, ts, now_ms, schema.max_versions as usize)
             })
             .map(|(_, version)| version)
     }

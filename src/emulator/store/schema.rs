@@ -135,6 +135,13 @@ impl FamilySchema {
         i128::from(ts) < oldest_alive
     }
 
+    /// HBase's column tracker: whether the `n`th readable version (newest first, from 0) at
+    /// `ts` is kept when at most `limit` are wanted. Expired versions count only while
+    /// MIN_VERSIONS still wants them; once one stops, so do all older ones.
+    pub fn keeps(&self, n: usize, ts: i64, now_ms: i64, limit: usize) -> bool {
+        n < limit && (n < self.min_versions as usize || !self.expired(ts, now_ms))
+    }
+
     /// The family with HBase 2.x defaults (VERSIONS 1, no TTL).
     #[cfg(test)]
     pub fn with_defaults(name: &[u8]) -> Self {
