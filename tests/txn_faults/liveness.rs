@@ -220,3 +220,43 @@ fn lost_heartbeat_reply_does_not_fail_the_commit() {
     env.assert_no_locks(&t);
     holder.shutdown();
 }
+
+/// The commit point is conditional on the primary's exact stored bytes: after heartbeats
+/// rewrote them, it must commit against the rewritten lock in its first request, not fail
+/// against the prewritten one and settle by re-reading the primary.
+#[test]
+fn commit_point_uses_the_lock_a_heartbeat_rewrote() {
+    let env = Env::start();
+    let t = seeded(&env);
+    let store = FaultyStore::new(env.hbase.clone(), env.schema.clone());
+    let gate = Gate::new();
+    store.inject(CasKind::Prewrite, "s", Fault::Hold(gate.clone()), 1);
+    // Passes commits of the primary through untouched, only to count them.
+    store.inject(CasKind::Commit, "p", Fault::Delay(Duration::ZERO), 2);
+    let options = TxnOptions {
+        lock_ttl: Duration::from_millis(600),
+        ..env.options()
+    };
+    let holder = env.client_on(store.clone(), env.tso.clone(), options);
+    let committed = std::thread::scope(|s| {
+        let _release = gate.opens_on_drop();
+        let committing = s.spawn(|| write_p_and_s(&holder, &t));
+        assert!(gate.wait_reached(GATE_LIMIT));
+        let deadline = std::time::Instant::now() + GATE_LIMIT;
+        while holder.stats().heartbeats == 0 {
+            assert!(std::time::Instant::now() < deadline, "no heartbeat landed");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        gate.open();
+        committing.join().unwrap()
+    });
+    let commit_ts = committed.expect("the commit succeeds");
+    assert!(has_put_record(&env, &t, "p", commit_ts));
+    let primary_commits = store
+        .fired()
+        .iter()
+        .filter(|call| **call == (CasKind::Commit, b"p".to_vec()))
+        .count();
+    assert_eq!(primary_commits, 1, "one commit request for the primary");
+    holder.shutdown();
+}
