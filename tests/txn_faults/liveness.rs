@@ -25,11 +25,16 @@ fn paused_committer(
     let store = FaultyStore::new(env.hbase.clone(), env.schema.clone());
     let gate = Gate::new();
     store.inject(kind, row, Fault::Hold(gate.clone()), 1);
+    (client_on(env, store, lock_ttl), gate)
+}
+
+/// A committing client over `store`, with a short lock TTL so heartbeats come quickly.
+fn client_on(env: &Env, store: Arc<FaultyStore>, lock_ttl: Duration) -> Client {
     let options = TxnOptions {
         lock_ttl,
         ..env.options()
     };
-    (env.client_on(store, env.tso.clone(), options), gate)
+    env.client_on(store, env.tso.clone(), options)
 }
 
 fn reader_with(env: &Env, max_lock_wait: Duration, clock: Arc<dyn Clock>) -> Client {
@@ -194,11 +199,7 @@ fn lost_heartbeat_reply_does_not_fail_the_commit() {
     let gate = Gate::new();
     store.inject(CasKind::Heartbeat, "p", Fault::LoseReply, 1);
     store.inject(CasKind::Prewrite, "s", Fault::Hold(gate.clone()), 1);
-    let options = TxnOptions {
-        lock_ttl: Duration::from_millis(600),
-        ..env.options()
-    };
-    let holder = env.client_on(store.clone(), env.tso.clone(), options);
+    let holder = client_on(&env, store.clone(), Duration::from_millis(600));
     let heartbeat_lost = (CasKind::Heartbeat, b"p".to_vec());
     let committed = std::thread::scope(|s| {
         let _release = gate.opens_on_drop();
@@ -233,11 +234,7 @@ fn commit_point_uses_the_lock_a_heartbeat_rewrote() {
     store.inject(CasKind::Prewrite, "s", Fault::Hold(gate.clone()), 1);
     // Passes commits of the primary through untouched, only to count them.
     store.inject(CasKind::Commit, "p", Fault::Delay(Duration::ZERO), 2);
-    let options = TxnOptions {
-        lock_ttl: Duration::from_millis(600),
-        ..env.options()
-    };
-    let holder = env.client_on(store.clone(), env.tso.clone(), options);
+    let holder = client_on(&env, store.clone(), Duration::from_millis(600));
     let committed = std::thread::scope(|s| {
         let _release = gate.opens_on_drop();
         let committing = s.spawn(|| write_p_and_s(&holder, &t));
