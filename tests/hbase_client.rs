@@ -1,5 +1,9 @@
-//! Behaviour of the client itself against the emulator: every transport and protocol, the pool
-//! after dropped connections or a restart, lost replies, and use from tokio.
+//! Behaviour of the client itself: every transport and protocol, the pool after dropped
+//! connections or a restart, lost replies, and use from tokio. The cases that need a gateway
+//! of their own (every transport and protocol: a real gateway speaks only the one it was
+//! started with; a gateway restart) always run on an emulator; the rest run on the gateway
+//! named by `HBASE_THRIFT=host:port` when it is set, through the fault-injecting proxy where
+//! they need one.
 
 mod common;
 
@@ -7,7 +11,7 @@ use std::net::TcpListener;
 use std::time::Duration;
 
 use common::proxy::Proxy;
-use common::Gateway;
+use common::{Gateway, TestTable};
 use percolator::emulator::{self, EmulatorConfig};
 use percolator::hbase::{
     Append, CheckAndMutate, CompareOp, FamilyDescriptor, Get, Increment, Protocol, Put, Scan,
@@ -24,12 +28,22 @@ fn create(client: &HBaseClient, name: &str) {
     client.admin().create_table(&desc).expect("create table");
 }
 
+/// A table with family `f`, created through `client` and dropped after the test.
+fn table(gw: &Gateway, client: &HBaseClient) -> TestTable {
+    gw.table_via(client, vec![FamilyDescriptor::new("f")])
+}
+
 #[test]
 fn every_transport_and_protocol_combination_works() {
     let gw = Gateway::emulator(EmulatorConfig::default());
     for transport in [Transport::Buffered, Transport::Framed] {
         for protocol in [Protocol::Binary, Protocol::Compact] {
-            let c = client_for(gw.addr(), |cfg| cfg.transport(transport).protocol(protocol));
+            // Three requests per connection, so the pipelined batch below shares one.
+            let c = client_for(gw.addr(), |cfg| {
+                cfg.transport(transport)
+                    .protocol(protocol)
+                    .pipeline_per_connection(3)
+            });
             let table = format!("combo_{transport:?}_{protocol:?}");
             create(&c, &table);
             assert_eq!(c.admin().server_type().unwrap(), ServerType::Two);
@@ -102,18 +116,18 @@ fn pool_reconnects_after_the_gateway_restarts() {
 
 #[test]
 fn stale_pooled_connections_are_replaced_without_an_extra_rpc() {
-    let gw = Gateway::emulator(EmulatorConfig::default());
+    let gw = Gateway::from_env();
     let proxy = Proxy::start(gw.addr());
     let max_idle = Duration::from_millis(100);
     let c = client_for(&proxy.addr(), |cfg| cfg.max_idle(max_idle));
-    create(&c, "t");
+    let t = table(&gw, &c);
     // The gateway drops the idle connection; the client does not notice until it uses it.
     proxy.sever_all();
     std::thread::sleep(max_idle * 3);
 
     let before = c.rpc_count();
     let counter = c
-        .increment("t", &Increment::new("r").add("f", "n", 1))
+        .increment(t.name(), &Increment::new("r").add("f", "n", 1))
         .expect("a fresh connection, not the dead one");
     assert_eq!(counter.value(b"f", b"n"), Some(&1i64.to_be_bytes()[..]));
     assert_eq!(c.rpc_count() - before, 1);
@@ -122,22 +136,22 @@ fn stale_pooled_connections_are_replaced_without_an_extra_rpc() {
 
 #[test]
 fn a_dropped_connection_replays_idempotent_calls_once() {
-    let gw = Gateway::emulator(EmulatorConfig::default());
+    let gw = Gateway::from_env();
     let proxy = Proxy::start(gw.addr());
     let c = client_for(&proxy.addr(), |cfg| cfg);
-    create(&c, "t");
-    c.put("t", &Put::new("r").add("f", "q", "v")).unwrap();
+    let t = table(&gw, &c);
+    c.put(t.name(), &Put::new("r").add("f", "q", "v")).unwrap();
     proxy.sever_all();
     let before = c.rpc_count();
     assert_eq!(
-        c.get("t", &Get::new("r")).unwrap().value(b"f", b"q"),
+        c.get(t.name(), &Get::new("r")).unwrap().value(b"f", b"q"),
         Some(&b"v"[..])
     );
     assert_eq!(c.rpc_count() - before, 2);
 
     proxy.lose_next_reply();
     let before = c.rpc_count();
-    c.put("t", &Put::new("r").add_at("f", "q", 7, "again"))
+    c.put(t.name(), &Put::new("r").add_at("f", "q", 7, "again"))
         .expect("puts are replayed too");
     assert_eq!(c.rpc_count() - before, 2);
 }
@@ -160,12 +174,13 @@ fn assert_outcome_unknown(err: Error, method: &str, table: &str, row: &[u8]) {
 
 #[test]
 fn lost_replies_of_non_idempotent_calls_are_outcome_unknown() {
-    let gw = Gateway::emulator(EmulatorConfig::default());
+    let gw = Gateway::from_env();
     let proxy = Proxy::start(gw.addr());
     let c = client_for(&proxy.addr(), |cfg| cfg);
-    create(&c, "t");
+    let table = table(&gw, &c);
+    let t = table.name();
     let value = |row: &str, q: &str| {
-        c.get("t", &Get::new(row))
+        c.get(t, &Get::new(row))
             .unwrap()
             .value(b"f", q.as_bytes())
             .map(<[u8]>::to_vec)
@@ -174,9 +189,9 @@ fn lost_replies_of_non_idempotent_calls_are_outcome_unknown() {
     proxy.lose_next_reply();
     let put = Put::new("a").add("f", "q", "1");
     let err = c
-        .check_and_put("t", b"a", b"f", b"q", None, &put)
+        .check_and_put(t, b"a", b"f", b"q", None, &put)
         .unwrap_err();
-    assert_outcome_unknown(err, "checkAndPut", "t", b"a");
+    assert_outcome_unknown(err, "checkAndPut", t, b"a");
     assert_eq!(
         value("a", "q"),
         Some(b"1".to_vec()),
@@ -187,18 +202,18 @@ fn lost_replies_of_non_idempotent_calls_are_outcome_unknown() {
     let cam = CheckAndMutate::new("a", "f", "q", CompareOp::Equal, "1")
         .put(Put::new("a").add("f", "q", "2"));
     assert_outcome_unknown(
-        c.check_and_mutate("t", &cam).unwrap_err(),
+        c.check_and_mutate(t, &cam).unwrap_err(),
         "checkAndMutate",
-        "t",
+        t,
         b"a",
     );
     assert_eq!(value("a", "q"), Some(b"2".to_vec()));
 
     proxy.lose_next_reply();
     let err = c
-        .increment("t", &Increment::new("n").add("f", "c", 1))
+        .increment(t, &Increment::new("n").add("f", "c", 1))
         .unwrap_err();
-    assert_outcome_unknown(err, "increment", "t", b"n");
+    assert_outcome_unknown(err, "increment", t, b"n");
     assert_eq!(
         value("n", "c"),
         Some(1i64.to_be_bytes().to_vec()),
@@ -207,24 +222,24 @@ fn lost_replies_of_non_idempotent_calls_are_outcome_unknown() {
 
     proxy.lose_next_reply();
     let err = c
-        .append("t", &Append::new("s").add("f", "c", "x"))
+        .append(t, &Append::new("s").add("f", "c", "x"))
         .unwrap_err();
-    assert_outcome_unknown(err, "append", "t", b"s");
+    assert_outcome_unknown(err, "append", t, b"s");
     assert_eq!(value("s", "c"), Some(b"x".to_vec()));
 }
 
 #[test]
 fn a_lost_scanner_page_fails_instead_of_skipping_rows() {
-    let gw = Gateway::emulator(EmulatorConfig::default());
+    let gw = Gateway::from_env();
     let proxy = Proxy::start(gw.addr());
     let c = client_for(&proxy.addr(), |cfg| cfg);
-    create(&c, "t");
+    let t = table(&gw, &c);
     let puts: Vec<Put> = (0..6)
         .map(|i| Put::new(format!("r{i}")).add("f", "q", "v"))
         .collect();
-    c.put_many("t", &puts).unwrap();
+    c.put_many(t.name(), &puts).unwrap();
 
-    let mut scanner = c.scan("t", &Scan::new().caching(2)).unwrap();
+    let mut scanner = c.scan(t.name(), &Scan::new().caching(2)).unwrap();
     assert_eq!(scanner.next().unwrap().unwrap().row, b"r0");
     assert_eq!(scanner.next().unwrap().unwrap().row, b"r1");
     proxy.lose_next_reply();
@@ -255,7 +270,7 @@ fn an_unreachable_gateway_is_a_transport_error() {
 
 #[test]
 fn clones_share_the_pool_and_the_rpc_count() {
-    let gw = Gateway::emulator(EmulatorConfig::default());
+    let gw = Gateway::from_env();
     let c = client_for(gw.addr(), |cfg| cfg);
     let clone = c.clone();
     let before = c.rpc_count();
@@ -267,11 +282,12 @@ fn clones_share_the_pool_and_the_rpc_count() {
 
 #[test]
 fn async_calls_do_not_block_a_current_thread_runtime() {
-    let gw = Gateway::emulator(EmulatorConfig::default());
+    let gw = Gateway::from_env();
     let proxy = Proxy::start(gw.addr());
     let c = client_for(&proxy.addr(), |cfg| cfg.pool_size(4));
-    create(&c, "t");
-    c.put("t", &Put::new("r").add("f", "q", "v")).unwrap();
+    let table = table(&gw, &c);
+    let t = table.name().to_owned();
+    c.put(&t, &Put::new("r").add("f", "q", "v")).unwrap();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -281,7 +297,8 @@ fn async_calls_do_not_block_a_current_thread_runtime() {
         let mut gets = tokio::task::JoinSet::new();
         for _ in 0..64 {
             let a = async_client.clone();
-            gets.spawn(async move { a.get("t", &Get::new("r")).await });
+            let t = t.clone();
+            gets.spawn(async move { a.get(&t, &Get::new("r")).await });
         }
         let mut done = 0;
         while let Some(result) = gets.join_next().await {
@@ -293,8 +310,8 @@ fn async_calls_do_not_block_a_current_thread_runtime() {
         // With every reply held back, the runtime's only thread must still run timers.
         proxy.pause();
         let stalled = {
-            let a = async_client.clone();
-            tokio::spawn(async move { a.get("t", &Get::new("r")).await })
+            let (a, t) = (async_client.clone(), t.clone());
+            tokio::spawn(async move { a.get(&t, &Get::new("r")).await })
         };
         tokio::time::sleep(Duration::from_millis(50)).await;
         assert!(

@@ -1,11 +1,11 @@
-//! The conformance suite against a real HBase 2.5 in Docker (testcontainers): the image from
+//! The conformance suite against a real HBase 2.6 in Docker (testcontainers): the image from
 //! `docker/`, built here if missing. Without a reachable Docker engine it prints
 //! "skipped: no Docker engine" and passes, so the default test run needs no Docker.
 
 mod common;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -17,43 +17,54 @@ use testcontainers::runners::SyncRunner;
 use testcontainers::GenericImage;
 
 const IMAGE: &str = "percolator-hbase";
-const TAG: &str = "2.5.10";
+const TAG: &str = "2.6.1";
 /// Master start-up plus region assignment of the system tables.
 const READY_WITHIN: Duration = Duration::from_secs(300);
 
-/// Why no Docker engine can be used, if none can.
+/// Why no Docker engine can be used, if none can. A rootless or Docker Desktop engine listens
+/// on a socket of its own; when one answers and `DOCKER_HOST` is unset, it is exported so that
+/// testcontainers talks to the same engine.
 fn docker_unavailable() -> Option<String> {
-    match std::env::var("DOCKER_HOST") {
-        Ok(host) if !host.is_empty() => match host.strip_prefix("unix://") {
-            Some(path) if !Path::new(path).exists() => {
-                Some(format!("DOCKER_HOST={host}: no such socket"))
-            }
-            _ => None,
-        },
-        _ => {
-            let socket = "/var/run/docker.sock";
-            match std::os::unix::net::UnixStream::connect(socket) {
-                Ok(_) => None,
-                Err(e) => Some(format!("{socket}: {e}")),
-            }
+    if let Ok(host) = std::env::var("DOCKER_HOST") {
+        if !host.is_empty() {
+            return match host.strip_prefix("unix://") {
+                Some(path) if !Path::new(path).exists() => {
+                    Some(format!("DOCKER_HOST={host}: no such socket"))
+                }
+                _ => None,
+            };
         }
     }
+    let mut sockets = vec![PathBuf::from("/var/run/docker.sock")];
+    if let Some(dir) = std::env::var_os("XDG_RUNTIME_DIR") {
+        sockets.push(Path::new(&dir).join("docker.sock"));
+    }
+    if let Some(home) = std::env::var_os("HOME") {
+        sockets.push(Path::new(&home).join(".docker/run/docker.sock"));
+        sockets.push(Path::new(&home).join(".docker/desktop/docker.sock"));
+    }
+    let mut tried = Vec::new();
+    for socket in &sockets {
+        match std::os::unix::net::UnixStream::connect(socket) {
+            Ok(_) => {
+                if socket != &sockets[0] {
+                    std::env::set_var("DOCKER_HOST", format!("unix://{}", socket.display()));
+                }
+                return None;
+            }
+            Err(e) => tried.push(format!("{}: {e}", socket.display())),
+        }
+    }
+    Some(tried.join("; "))
 }
 
-/// Builds the image from `docker/` unless the engine already has it.
+/// Builds the image from `docker/` every time: the engine's layer cache makes an unchanged
+/// directory cost seconds, and an edited one is never run stale.
 fn ensure_image() {
     let image = format!("{IMAGE}:{TAG}");
-    let present = Command::new("docker")
-        .args(["image", "inspect", &image])
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-    if present {
-        return;
-    }
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("docker");
     eprintln!(
-        "building {image} from {} (downloads HBase once)",
+        "building {image} from {} (the first build downloads HBase)",
         dir.display()
     );
     let status = Command::new("docker")
@@ -78,11 +89,11 @@ fn wait_until_ready(addr: &str) {
         };
         match ready {
             Ok(namespaces) if namespaces.iter().any(|n| n == "default") => return,
-            Ok(_) => {}
-            Err(e) if Instant::now() >= deadline => {
-                panic!("HBase at {addr} not ready after {READY_WITHIN:?}: {e}")
+            not_yet => {
+                if Instant::now() >= deadline {
+                    panic!("HBase at {addr} not ready after {READY_WITHIN:?}: {not_yet:?}")
+                }
             }
-            Err(_) => {}
         }
         std::thread::sleep(Duration::from_secs(2));
     }

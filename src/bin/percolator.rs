@@ -52,6 +52,14 @@ enum Command {
         /// what the oracle round trip costs).
         #[arg(long)]
         local_timestamps: bool,
+        /// Gateway connections in the client's pool.
+        #[arg(long, default_value_t = 64)]
+        pool: u32,
+        /// checkAndMutates of one batch that may share a connection, pipelined (the client's
+        /// `HBaseConfig::pipeline_per_connection`; default: 4 against the embedded emulator, else
+        /// the client's default, 1).
+        #[arg(long)]
+        pipeline: Option<usize>,
     },
 }
 
@@ -80,6 +88,8 @@ fn main() -> ExitCode {
             hbase,
             oracle,
             local_timestamps,
+            pool,
+            pipeline,
         } => {
             let workloads = match workloads {
                 Some(list) => list.split(',').map(|s| s.trim().to_string()).collect(),
@@ -92,7 +102,14 @@ fn main() -> ExitCode {
                 workloads,
                 rounds: rounds.max(1),
             };
-            run_bench(&config, json, hbase, oracle, local_timestamps)
+            let tune = move |c: percolator::HBaseConfig| {
+                let c = c.pool_size(pool.max(1));
+                match pipeline {
+                    Some(n) => c.pipeline_per_connection(n.max(1)),
+                    None => c,
+                }
+            };
+            run_bench(&config, json, hbase, oracle, local_timestamps, tune)
         }
     };
     match result {
@@ -111,8 +128,9 @@ fn run_bench(
     hbase: Option<String>,
     oracle: Option<String>,
     local_timestamps: bool,
+    tune: impl FnOnce(percolator::HBaseConfig) -> percolator::HBaseConfig,
 ) -> percolator::Result<bool> {
-    let mut stack = Stack::start(hbase.as_deref(), oracle.as_deref())?;
+    let mut stack = Stack::start_with(hbase.as_deref(), oracle.as_deref(), tune)?;
     if local_timestamps {
         stack.use_local_timestamps();
     }

@@ -331,7 +331,7 @@ impl Handler {
     /// Truncate needs a disabled table and leaves it empty and enabled.
     pub fn truncate_table(&self, table: &TTableName) -> ServerResult<()> {
         let name = thrift_table_name(table)?;
-        let t = self.store.table(&name)?;
+        let t = self.store.table_for_master(&name)?;
         if t.is_enabled() {
             return Err(ServerError::table_not_disabled(&name));
         }
@@ -340,12 +340,19 @@ impl Handler {
         Ok(())
     }
 
+    /// The gateway's client checks `enable`'s preconditions itself; `disable`'s are the
+    /// master's, so their errors differ in form (see `error.rs`).
     pub fn set_table_enabled(&self, table: &TTableName, enabled: bool) -> ServerResult<()> {
         let name = thrift_table_name(table)?;
-        if self.store.table(&name)?.set_enabled(enabled) {
+        let t = if enabled {
+            self.store.table(&name)?
+        } else {
+            self.store.table_for_master(&name)?
+        };
+        if t.set_enabled(enabled) {
             Ok(())
         } else if enabled {
-            Err(ServerError::table_not_disabled(&name))
+            Err(ServerError::table_already_enabled(&name))
         } else {
             Err(ServerError::table_not_enabled(&name))
         }
@@ -355,6 +362,13 @@ impl Handler {
         Ok(self.store.table(&thrift_table_name(table)?)?.is_enabled())
     }
 
+    /// Whether every region of the table is assigned: false for a missing table (never an
+    /// error) and for a disabled one, whose regions are closed.
+    pub fn is_table_available(&self, table: &TTableName) -> ServerResult<bool> {
+        let name = thrift_table_name(table)?;
+        Ok(self.store.table_exists(&name) && self.store.table(&name)?.is_enabled())
+    }
+
     pub fn add_column_family(
         &self,
         table: &TTableName,
@@ -362,7 +376,7 @@ impl Handler {
     ) -> ServerResult<()> {
         let name = thrift_table_name(table)?;
         let family = family_schema(column)?;
-        self.store.table(&name)?.update_schema(|schema| {
+        self.store.table_for_master(&name)?.update_schema(|schema| {
             if schema.families.contains_key(&family.name) {
                 return Err(ServerError::invalid_family_operation(format!(
                     "Column family '{}' in table '{name}' already exists so cannot be added",
@@ -377,7 +391,7 @@ impl Handler {
 
     pub fn delete_column_family(&self, table: &TTableName, column: &[u8]) -> ServerResult<()> {
         let name = thrift_table_name(table)?;
-        self.store.table(&name)?.update_schema(|schema| {
+        self.store.table_for_master(&name)?.update_schema(|schema| {
             if !schema.families.contains_key(column) {
                 return Err(ServerError::invalid_family_operation(format!(
                     "Family '{}' does not exist, so it cannot be deleted",
@@ -403,7 +417,7 @@ impl Handler {
     ) -> ServerResult<()> {
         let name = thrift_table_name(table)?;
         let family = family_schema(column)?;
-        self.store.table(&name)?.update_schema(|schema| {
+        self.store.table_for_master(&name)?.update_schema(|schema| {
             if !schema.families.contains_key(&family.name) {
                 return Err(ServerError::invalid_family_operation(format!(
                     "Family '{}' does not exist, so it cannot be modified",
@@ -418,7 +432,9 @@ impl Handler {
 
     pub fn modify_table(&self, desc: &TTableDescriptor) -> ServerResult<()> {
         let (name, schema) = table_schema(desc)?;
-        self.store.table(&name)?.update_schema(|_| Ok(schema))
+        self.store
+            .table_for_master(&name)?
+            .update_schema(|_| Ok(schema))
     }
 
     pub fn create_namespace(&self, desc: TNamespaceDescriptor) -> ServerResult<()> {

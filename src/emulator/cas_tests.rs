@@ -34,7 +34,7 @@ fn check_and_put_without_a_value_means_the_cell_must_not_exist() {
     assert_eq!(e.all_versions("t", "r"), vec![format!("f:q@{T0}=second")]);
 }
 
-fn cas(e: &Env, op: crate::thrift::hbase::TCompareOperator, value: &str) -> bool {
+fn cas(e: &Env, op: crate::thrift::hbase::TCompareOp, value: &str) -> bool {
     let rm = TRowMutations {
         row: b"r".to_vec(),
         mutations: vec![TMutation::Put(tput("r", vec![cv("f", "other", None, "x")]))],
@@ -53,7 +53,7 @@ fn cas(e: &Env, op: crate::thrift::hbase::TCompareOperator, value: &str) -> bool
 
 #[test]
 fn check_and_mutate_compares_value_op_cell() {
-    use crate::thrift::hbase::TCompareOperator as Op;
+    use crate::thrift::hbase::TCompareOp as Op;
     let e = env();
     e.create("t", &[("f", 1)]);
     e.put("t", "r", vec![cv("f", "q", None, "m")]);
@@ -72,7 +72,7 @@ fn check_and_mutate_compares_value_op_cell() {
 
 #[test]
 fn empty_expected_values_match_absent_or_empty_cells_except_for_not_equal() {
-    use crate::thrift::hbase::TCompareOperator as Op;
+    use crate::thrift::hbase::TCompareOp as Op;
     let e = env();
     e.create("t", &[("f", 1)]);
     for op in [
@@ -95,7 +95,7 @@ fn empty_expected_values_match_absent_or_empty_cells_except_for_not_equal() {
 
 #[test]
 fn check_and_mutate_edge_cases() {
-    use crate::thrift::hbase::TCompareOperator as Op;
+    use crate::thrift::hbase::TCompareOp as Op;
     let e = env();
     e.create("t", &[("f", 1)]);
     let rm = |row: &str, put_row: &str| TRowMutations {
@@ -135,7 +135,7 @@ fn check_and_mutate_edge_cases() {
 
 #[test]
 fn checked_puts_never_land_below_the_checked_cell() {
-    use crate::thrift::hbase::TCompareOperator as Op;
+    use crate::thrift::hbase::TCompareOp as Op;
     let e = env();
     e.create("t", &[("f", 1)]);
     e.put("t", "r", vec![cv("f", "q", Some(T0 + 500), "v")]);
@@ -230,7 +230,7 @@ fn increment_and_append() {
 
 #[test]
 fn concurrent_check_and_mutate_on_one_row_never_loses_an_update() {
-    use crate::thrift::hbase::TCompareOperator as Op;
+    use crate::thrift::hbase::TCompareOp as Op;
     let e = env();
     e.create("t", &[("f", 1)]);
     let threads: Vec<_> = (0..4)

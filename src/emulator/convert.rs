@@ -11,7 +11,7 @@ use crate::emulator::store::{
     Cell, ColumnSelection, DeleteEntry, DeleteKind, Mutation, PutCell, ReadSpec, TimeRange,
 };
 use crate::thrift::hbase::{
-    TColumn, TColumnValue, TCompareOperator, TDelete, TDeleteType, TGet, TMutation, TPut, TResult,
+    TColumn, TColumnValue, TCompareOp, TDelete, TDeleteType, TGet, TMutation, TPut, TResult,
     TRowMutations, TScan,
 };
 
@@ -99,7 +99,7 @@ pub fn get(tget: &TGet) -> ServerResult<ReadSpec> {
         None => 1,
         Some(v) if v > 0 => v as u32,
         // Get.readVersions throws a plain IOException here, before any RPC.
-        Some(_) => return Err(ServerError::plain_io("maxVersions must be positive")),
+        Some(_) => return Err(ServerError::plain_io("versions must be positive")),
     };
     Ok(ReadSpec {
         columns: selection(&tget.columns),
@@ -234,17 +234,15 @@ pub fn row_mutations(trm: &TRowMutations) -> ServerResult<Vec<Mutation>> {
 }
 
 /// The check-and-mutate operator; NO_OP has no meaning for a value comparison.
-pub fn compare_op(op: TCompareOperator) -> ServerResult<CompareOp> {
+pub fn compare_op(op: TCompareOp) -> ServerResult<CompareOp> {
     Ok(match op {
-        TCompareOperator::LESS => CompareOp::Less,
-        TCompareOperator::LESS_OR_EQUAL => CompareOp::LessOrEqual,
-        TCompareOperator::EQUAL => CompareOp::Equal,
-        TCompareOperator::NOT_EQUAL => CompareOp::NotEqual,
-        TCompareOperator::GREATER_OR_EQUAL => CompareOp::GreaterOrEqual,
-        TCompareOperator::GREATER => CompareOp::Greater,
-        TCompareOperator::NO_OP => {
-            return Err(ServerError::do_not_retry("Unknown Compare op NO_OP"))
-        }
+        TCompareOp::LESS => CompareOp::Less,
+        TCompareOp::LESS_OR_EQUAL => CompareOp::LessOrEqual,
+        TCompareOp::EQUAL => CompareOp::Equal,
+        TCompareOp::NOT_EQUAL => CompareOp::NotEqual,
+        TCompareOp::GREATER_OR_EQUAL => CompareOp::GreaterOrEqual,
+        TCompareOp::GREATER => CompareOp::Greater,
+        TCompareOp::NO_OP => return Err(ServerError::do_not_retry("Unknown Compare op NO_OP")),
         other => {
             return Err(ServerError::internal(format!(
                 "Unknown compare operator {}",
@@ -291,7 +289,6 @@ mod tests {
             delete_type: kind,
             attributes: None,
             durability: None,
-            cell_visibility: None,
         }
     }
 

@@ -13,8 +13,8 @@ use crate::emulator::handler::Handler;
 use crate::emulator::scanner::Scanner;
 use crate::emulator::store::{self, Check, Delta, Mutation, Table, TableName};
 use crate::thrift::hbase::{
-    TAppend, TCompareOperator, TDelete, TGet, THRegionInfo, THRegionLocation, TIncrement, TPut,
-    TResult, TRowMutations, TScan, TServerName,
+    TAppend, TCompareOp, TDelete, TGet, THRegionInfo, THRegionLocation, TIncrement, TPut, TResult,
+    TRowMutations, TScan, TServerName,
 };
 
 /// The server-side check that every mutation of a check-and-mutate is on the checked row.
@@ -81,25 +81,44 @@ impl Handler {
 
     /// A batch: every action is tried; the failed ones are reported together.
     fn batch(&self, table: &[u8], actions: Vec<(&[u8], Mutation)>) -> ServerResult<()> {
-        let t = self.table(&TableName::parse(table)?)?;
+        let count = actions.len();
+        let t = self
+            .table(&TableName::parse(table)?)
+            .map_err(|e| self.batch_failure(count, e))?;
         let now = self.now();
         let failures: Vec<ServerError> = actions
             .into_iter()
             .filter_map(|(row, m)| store::mutate(&t, row, &[m], now).err())
             .collect();
-        let Some(first) = failures.first() else {
-            return Ok(());
-        };
-        Err(ServerError::retries_exhausted(format!(
-            "Failed {} action{}: {first}: {} time{}, servers with issues: {},{},{}",
-            failures.len(),
-            if failures.len() == 1 { "" } else { "s" },
-            failures.len(),
-            if failures.len() == 1 { "" } else { "s" },
-            self.identity.host,
-            self.identity.port,
-            self.identity.start_code
-        )))
+        match failures.first() {
+            None => Ok(()),
+            Some(first) => Err(ServerError::retries_exhausted(
+                failures.len(),
+                first,
+                Some(&self.server_name()),
+            )),
+        }
+    }
+
+    /// `error` as the batch path reports it for `count` actions: a runtime failure stays what
+    /// it is; an IO error becomes RetriesExhaustedWithDetailsException, naming this server
+    /// unless the table was never located.
+    fn batch_failure(&self, count: usize, error: ServerError) -> ServerError {
+        match &error {
+            ServerError::Io { class, .. } => {
+                let located = !class.ends_with(".TableNotFoundException");
+                let server = located.then(|| self.server_name());
+                ServerError::retries_exhausted(count, &error, server.as_deref())
+            }
+            _ => error,
+        }
+    }
+
+    fn server_name(&self) -> String {
+        format!(
+            "{},{},{}",
+            self.identity.host, self.identity.port, self.identity.start_code
+        )
     }
 
     pub fn put_multiple(&self, table: &[u8], tputs: &[TPut]) -> ServerResult<()> {
@@ -193,7 +212,7 @@ impl Handler {
         row: &[u8],
         family: Vec<u8>,
         qualifier: Vec<u8>,
-        op: TCompareOperator,
+        op: TCompareOp,
         value: Option<Vec<u8>>,
         trm: &TRowMutations,
     ) -> ServerResult<bool> {
@@ -213,13 +232,17 @@ impl Handler {
             op,
             value,
         };
+        // Unlike checkAndPut/checkAndDelete, HBase 2.x runs checkAndMutate through the batch
+        // path, so its table and region errors arrive wrapped.
         self.check_then(&name, row, check, &mutations)
+            .map_err(|e| self.batch_failure(1, e))
     }
 
     pub fn mutate_row(&self, table: &[u8], trm: &TRowMutations) -> ServerResult<()> {
         let name = TableName::parse(table)?;
         let mutations = convert::row_mutations(trm)?;
-        store::mutate(&*self.table(&name)?, &trm.row, &mutations, self.now())
+        let t = self.table(&name).map_err(|e| self.batch_failure(1, e))?;
+        store::mutate(&t, &trm.row, &mutations, self.now()).map_err(|e| self.batch_failure(1, e))
     }
 
     fn read_modify_write(
@@ -288,8 +311,13 @@ impl Handler {
         Scanner::open(self.table(&name)?, spec)
     }
 
+    /// A bad scan (filter, arguments) fails here; a missing or disabled table or an unknown
+    /// family fails at the first `getScannerRows`, as on the real gateway.
     pub fn open_scanner(&self, table: &[u8], tscan: &TScan) -> ServerResult<i32> {
-        let scanner = self.scanner(table, tscan)?;
+        let scanner = match self.scanner(table, tscan) {
+            Err(e) if !matches!(e, ServerError::Io { .. }) => return Err(e),
+            opened_or_deferred => opened_or_deferred,
+        };
         Ok(self.scanners.register(scanner, self.now()))
     }
 
@@ -309,6 +337,18 @@ impl Handler {
         let n = row_count(num_rows)?;
         let chunks = scanner.next(n, self.now())?;
         Ok(chunks.into_iter().map(convert::chunk_result).collect())
+    }
+
+    /// Every region of the table: none for a missing table (the real gateway answers from a
+    /// meta scan that finds nothing, not with an error).
+    pub fn region_locations(&self, table: &[u8]) -> ServerResult<Vec<THRegionLocation>> {
+        match self.region_location(table) {
+            Ok(location) => Ok(vec![location]),
+            Err(ServerError::Io { class, .. }) if class.ends_with(".TableNotFoundException") => {
+                Ok(Vec::new())
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// The table's single region, served by this gateway's address.

@@ -7,12 +7,12 @@
 use std::net::SocketAddr;
 
 use crate::emulator::clock::Clock;
-use crate::emulator::error::{ServerError, ServerResult};
+use crate::emulator::error::ServerResult;
 use crate::emulator::scanner::Scanners;
 use crate::emulator::store::Store;
 use crate::emulator::EmulatorConfig;
 use crate::thrift::hbase::{
-    TAppend, TColumnFamilyDescriptor, TCompareOperator, TDelete, TGet, THBaseServiceSyncHandler,
+    TAppend, TColumnFamilyDescriptor, TCompareOp, TDelete, TGet, THBaseServiceSyncHandler,
     THRegionLocation, TIncrement, TNamespaceDescriptor, TPut, TResult, TRowMutations, TScan,
     TTableDescriptor, TTableName, TThriftServerType,
 };
@@ -69,29 +69,30 @@ fn cluster_id(start_code: i64, addr: SocketAddr) -> String {
     )
 }
 
-fn wire<T>(result: ServerResult<T>) -> thrift::Result<T> {
-    result.map_err(ServerError::into_thrift)
+/// `method` is the Thrift name, which the real gateway puts in its INTERNAL_ERROR message.
+fn wire<T>(method: &str, result: ServerResult<T>) -> thrift::Result<T> {
+    result.map_err(|e| e.into_thrift(method))
 }
 
 impl THBaseServiceSyncHandler for Handler {
     fn handle_exists(&self, table: Vec<u8>, tget: TGet) -> thrift::Result<bool> {
-        wire(self.exists(&table, &tget))
+        wire("exists", self.exists(&table, &tget))
     }
     fn handle_exists_all(&self, table: Vec<u8>, tgets: Vec<TGet>) -> thrift::Result<Vec<bool>> {
-        wire(self.exists_all(&table, &tgets))
+        wire("existsAll", self.exists_all(&table, &tgets))
     }
     fn handle_get(&self, table: Vec<u8>, tget: TGet) -> thrift::Result<TResult> {
-        wire(self.get(&table, &tget))
+        wire("get", self.get(&table, &tget))
     }
     fn handle_get_multiple(
         &self,
         table: Vec<u8>,
         tgets: Vec<TGet>,
     ) -> thrift::Result<Vec<TResult>> {
-        wire(self.get_multiple(&table, &tgets))
+        wire("getMultiple", self.get_multiple(&table, &tgets))
     }
     fn handle_put(&self, table: Vec<u8>, tput: TPut) -> thrift::Result<()> {
-        wire(self.put(&table, &tput))
+        wire("put", self.put(&table, &tput))
     }
     fn handle_check_and_put(
         &self,
@@ -102,20 +103,23 @@ impl THBaseServiceSyncHandler for Handler {
         value: Vec<u8>,
         tput: TPut,
     ) -> thrift::Result<bool> {
-        wire(self.check_and_put(&table, &row, family, qualifier, Some(value), &tput))
+        wire(
+            "checkAndPut",
+            self.check_and_put(&table, &row, family, qualifier, Some(value), &tput),
+        )
     }
     fn handle_put_multiple(&self, table: Vec<u8>, tputs: Vec<TPut>) -> thrift::Result<()> {
-        wire(self.put_multiple(&table, &tputs))
+        wire("putMultiple", self.put_multiple(&table, &tputs))
     }
     fn handle_delete_single(&self, table: Vec<u8>, tdelete: TDelete) -> thrift::Result<()> {
-        wire(self.delete_single(&table, &tdelete))
+        wire("deleteSingle", self.delete_single(&table, &tdelete))
     }
     fn handle_delete_multiple(
         &self,
         table: Vec<u8>,
         tdeletes: Vec<TDelete>,
     ) -> thrift::Result<Vec<TDelete>> {
-        wire(self.delete_multiple(&table, &tdeletes))
+        wire("deleteMultiple", self.delete_multiple(&table, &tdeletes))
     }
     fn handle_check_and_delete(
         &self,
@@ -126,23 +130,29 @@ impl THBaseServiceSyncHandler for Handler {
         value: Vec<u8>,
         tdelete: TDelete,
     ) -> thrift::Result<bool> {
-        wire(self.check_and_delete(&table, &row, family, qualifier, Some(value), &tdelete))
+        wire(
+            "checkAndDelete",
+            self.check_and_delete(&table, &row, family, qualifier, Some(value), &tdelete),
+        )
     }
     fn handle_increment(&self, table: Vec<u8>, tincrement: TIncrement) -> thrift::Result<TResult> {
-        wire(self.increment(&table, &tincrement))
+        wire("increment", self.increment(&table, &tincrement))
     }
     fn handle_append(&self, table: Vec<u8>, tappend: TAppend) -> thrift::Result<TResult> {
-        wire(self.append(&table, &tappend))
+        wire("append", self.append(&table, &tappend))
     }
     fn handle_open_scanner(&self, table: Vec<u8>, tscan: TScan) -> thrift::Result<i32> {
-        wire(self.open_scanner(&table, &tscan))
+        wire("openScanner", self.open_scanner(&table, &tscan))
     }
     fn handle_get_scanner_rows(
         &self,
         scanner_id: i32,
         num_rows: i32,
     ) -> thrift::Result<Vec<TResult>> {
-        wire(self.get_scanner_rows(scanner_id, num_rows))
+        wire(
+            "getScannerRows",
+            self.get_scanner_rows(scanner_id, num_rows),
+        )
     }
     fn handle_close_scanner(&self, scanner_id: i32) -> thrift::Result<()> {
         self.scanners.close(scanner_id);
@@ -153,7 +163,7 @@ impl THBaseServiceSyncHandler for Handler {
         table: Vec<u8>,
         trow_mutations: TRowMutations,
     ) -> thrift::Result<()> {
-        wire(self.mutate_row(&table, &trow_mutations))
+        wire("mutateRow", self.mutate_row(&table, &trow_mutations))
     }
     fn handle_get_scanner_results(
         &self,
@@ -161,7 +171,10 @@ impl THBaseServiceSyncHandler for Handler {
         tscan: TScan,
         num_rows: i32,
     ) -> thrift::Result<Vec<TResult>> {
-        wire(self.get_scanner_results(&table, &tscan, num_rows))
+        wire(
+            "getScannerResults",
+            self.get_scanner_results(&table, &tscan, num_rows),
+        )
     }
     fn handle_get_region_location(
         &self,
@@ -169,13 +182,13 @@ impl THBaseServiceSyncHandler for Handler {
         _row: Vec<u8>,
         _reload: bool,
     ) -> thrift::Result<THRegionLocation> {
-        wire(self.region_location(&table))
+        wire("getRegionLocation", self.region_location(&table))
     }
     fn handle_get_all_region_locations(
         &self,
         table: Vec<u8>,
     ) -> thrift::Result<Vec<THRegionLocation>> {
-        wire(self.region_location(&table).map(|l| vec![l]))
+        wire("getAllRegionLocations", self.region_locations(&table))
     }
     fn handle_check_and_mutate(
         &self,
@@ -183,126 +196,152 @@ impl THBaseServiceSyncHandler for Handler {
         row: Vec<u8>,
         family: Vec<u8>,
         qualifier: Vec<u8>,
-        compare_operator: TCompareOperator,
+        compare_operator: TCompareOp,
         value: Vec<u8>,
         row_mutations: TRowMutations,
     ) -> thrift::Result<bool> {
-        wire(self.check_and_mutate(
-            &table,
-            &row,
-            family,
-            qualifier,
-            compare_operator,
-            Some(value),
-            &row_mutations,
-        ))
+        wire(
+            "checkAndMutate",
+            self.check_and_mutate(
+                &table,
+                &row,
+                family,
+                qualifier,
+                compare_operator,
+                Some(value),
+                &row_mutations,
+            ),
+        )
     }
     fn handle_get_table_descriptor(&self, table: TTableName) -> thrift::Result<TTableDescriptor> {
-        wire(self.table_descriptor(&table))
+        wire("getTableDescriptor", self.table_descriptor(&table))
     }
     fn handle_get_table_descriptors(
         &self,
         tables: Vec<TTableName>,
     ) -> thrift::Result<Vec<TTableDescriptor>> {
-        wire(self.table_descriptors(&tables))
+        wire("getTableDescriptors", self.table_descriptors(&tables))
     }
     fn handle_table_exists(&self, table_name: TTableName) -> thrift::Result<bool> {
-        wire(self.table_exists(&table_name))
+        wire("tableExists", self.table_exists(&table_name))
     }
     fn handle_get_table_descriptors_by_pattern(
         &self,
         regex: String,
         include_sys_tables: bool,
     ) -> thrift::Result<Vec<TTableDescriptor>> {
-        wire(self.table_descriptors_by_pattern(Some(&regex), include_sys_tables))
+        wire(
+            "getTableDescriptorsByPattern",
+            self.table_descriptors_by_pattern(Some(&regex), include_sys_tables),
+        )
     }
     fn handle_get_table_descriptors_by_namespace(
         &self,
         name: String,
     ) -> thrift::Result<Vec<TTableDescriptor>> {
-        wire(self.table_descriptors_by_namespace(&name))
+        wire(
+            "getTableDescriptorsByNamespace",
+            self.table_descriptors_by_namespace(&name),
+        )
     }
     fn handle_get_table_names_by_pattern(
         &self,
         regex: String,
         include_sys_tables: bool,
     ) -> thrift::Result<Vec<TTableName>> {
-        wire(self.table_names_by_pattern(Some(&regex), include_sys_tables))
+        wire(
+            "getTableNamesByPattern",
+            self.table_names_by_pattern(Some(&regex), include_sys_tables),
+        )
     }
     fn handle_get_table_names_by_namespace(&self, name: String) -> thrift::Result<Vec<TTableName>> {
-        wire(self.table_names_by_namespace(&name))
+        wire(
+            "getTableNamesByNamespace",
+            self.table_names_by_namespace(&name),
+        )
     }
     fn handle_create_table(
         &self,
         desc: TTableDescriptor,
         split_keys: Vec<Vec<u8>>,
     ) -> thrift::Result<()> {
-        wire(self.create_table(&desc, Some(&split_keys)))
+        wire("createTable", self.create_table(&desc, Some(&split_keys)))
     }
     fn handle_delete_table(&self, table_name: TTableName) -> thrift::Result<()> {
-        wire(self.delete_table(&table_name))
+        wire("deleteTable", self.delete_table(&table_name))
     }
     fn handle_truncate_table(
         &self,
         table_name: TTableName,
         _preserve_splits: bool,
     ) -> thrift::Result<()> {
-        wire(self.truncate_table(&table_name))
+        wire("truncateTable", self.truncate_table(&table_name))
     }
     fn handle_enable_table(&self, table_name: TTableName) -> thrift::Result<()> {
-        wire(self.set_table_enabled(&table_name, true))
+        wire("enableTable", self.set_table_enabled(&table_name, true))
     }
     fn handle_disable_table(&self, table_name: TTableName) -> thrift::Result<()> {
-        wire(self.set_table_enabled(&table_name, false))
+        wire("disableTable", self.set_table_enabled(&table_name, false))
     }
     fn handle_is_table_enabled(&self, table_name: TTableName) -> thrift::Result<bool> {
-        wire(self.is_table_enabled(&table_name))
+        wire("isTableEnabled", self.is_table_enabled(&table_name))
     }
     fn handle_is_table_disabled(&self, table_name: TTableName) -> thrift::Result<bool> {
-        wire(self.is_table_enabled(&table_name).map(|enabled| !enabled))
+        wire(
+            "isTableDisabled",
+            self.is_table_enabled(&table_name).map(|enabled| !enabled),
+        )
     }
     fn handle_is_table_available(&self, table_name: TTableName) -> thrift::Result<bool> {
-        // A disabled table's region is not assigned, so it is not available.
-        wire(self.is_table_enabled(&table_name))
+        wire("isTableAvailable", self.is_table_available(&table_name))
     }
     fn handle_add_column_family(
         &self,
         table_name: TTableName,
         column: TColumnFamilyDescriptor,
     ) -> thrift::Result<()> {
-        wire(self.add_column_family(&table_name, &column))
+        wire(
+            "addColumnFamily",
+            self.add_column_family(&table_name, &column),
+        )
     }
     fn handle_delete_column_family(
         &self,
         table_name: TTableName,
         column: Vec<u8>,
     ) -> thrift::Result<()> {
-        wire(self.delete_column_family(&table_name, &column))
+        wire(
+            "deleteColumnFamily",
+            self.delete_column_family(&table_name, &column),
+        )
     }
     fn handle_modify_column_family(
         &self,
         table_name: TTableName,
         column: TColumnFamilyDescriptor,
     ) -> thrift::Result<()> {
-        wire(self.modify_column_family(&table_name, &column))
+        wire(
+            "modifyColumnFamily",
+            self.modify_column_family(&table_name, &column),
+        )
     }
     fn handle_modify_table(&self, desc: TTableDescriptor) -> thrift::Result<()> {
-        wire(self.modify_table(&desc))
+        wire("modifyTable", self.modify_table(&desc))
     }
     fn handle_create_namespace(&self, namespace_desc: TNamespaceDescriptor) -> thrift::Result<()> {
-        wire(self.create_namespace(namespace_desc))
+        wire("createNamespace", self.create_namespace(namespace_desc))
     }
     fn handle_modify_namespace(&self, namespace_desc: TNamespaceDescriptor) -> thrift::Result<()> {
-        wire(self.modify_namespace(namespace_desc))
+        wire("modifyNamespace", self.modify_namespace(namespace_desc))
     }
     fn handle_delete_namespace(&self, name: String) -> thrift::Result<()> {
-        wire(self.store.delete_namespace(&name))
+        wire("deleteNamespace", self.store.delete_namespace(&name))
     }
     fn handle_get_namespace_descriptor(
         &self,
         name: String,
     ) -> thrift::Result<TNamespaceDescriptor> {
-        wire(self.namespace_descriptor(&name))
+        wire("getNamespaceDescriptor", self.namespace_descriptor(&name))
     }
     fn handle_list_namespace_descriptors(&self) -> thrift::Result<Vec<TNamespaceDescriptor>> {
         Ok(self.namespace_descriptors())

@@ -166,20 +166,36 @@ fn idle_scanners_expire() {
 }
 
 #[test]
-fn scanner_ids_are_distinct_and_opening_checks_the_table() {
+fn scanner_ids_are_distinct_and_table_errors_wait_for_the_first_rows() {
     let e = filled();
     let a = e.h.open_scanner(b"t", &tscan()).unwrap();
     let b = e.h.open_scanner(b"t", &tscan()).unwrap();
     assert_ne!(a, b);
-    assert!(e.h.open_scanner(b"missing", &tscan()).is_err());
+    // The gateway's client opens region scanners lazily: a missing table or family is only
+    // reported by getScannerRows, and by every call of it.
+    let missing = e.h.open_scanner(b"missing", &tscan()).unwrap();
+    for _ in 0..2 {
+        assert_eq!(
+            e.h.get_scanner_rows(missing, 1).unwrap_err().to_string(),
+            "org.apache.hadoop.hbase.TableNotFoundException: missing"
+        );
+    }
     let mut s = tscan();
     s.columns = Some(vec![col("nope", None, None)]);
+    let no_family = e.h.open_scanner(b"t", &s).unwrap();
     assert!(e
         .h
-        .open_scanner(b"t", &s)
+        .get_scanner_rows(no_family, 1)
         .unwrap_err()
         .to_string()
         .contains("NoSuchColumnFamily"));
+    // A bad scan is refused when it is opened.
+    let mut bad = tscan();
+    bad.filter_string = Some(b"Nope((".to_vec());
+    assert!(matches!(
+        e.h.open_scanner(b"t", &bad),
+        Err(ServerError::Internal(_))
+    ));
 }
 
 #[test]

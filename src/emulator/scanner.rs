@@ -160,7 +160,10 @@ impl Scanner {
 
 struct Entry {
     last_used_ms: AtomicI64,
-    scanner: Mutex<Scanner>,
+    /// A scanner whose table or family could not be opened still gets an id: the real
+    /// gateway's client opens the region scanner lazily, so the failure comes back from every
+    /// `getScannerRows`, not from `openScanner`.
+    scanner: Mutex<ServerResult<Scanner>>,
 }
 
 /// Open scanners by id. Idle scanners expire after the configured timeout; expiry is checked
@@ -184,7 +187,7 @@ impl Scanners {
         now_ms.saturating_sub(entry.last_used_ms.load(Ordering::Relaxed)) > self.idle_timeout_ms
     }
 
-    pub fn register(&self, scanner: Scanner, now_ms: i64) -> i32 {
+    pub fn register(&self, scanner: ServerResult<Scanner>, now_ms: i64) -> i32 {
         let mut open = self.open.lock();
         open.retain(|_, e| !self.expired(e, now_ms));
         let id = loop {
@@ -218,7 +221,10 @@ impl Scanners {
             }
         };
         entry.last_used_ms.store(now_ms, Ordering::Relaxed);
-        let result = entry.scanner.lock().next(n, now_ms);
+        let result = match &mut *entry.scanner.lock() {
+            Ok(scanner) => scanner.next(n, now_ms),
+            Err(failed) => Err(failed.clone()),
+        };
         entry.last_used_ms.store(now_ms, Ordering::Relaxed);
         result
     }

@@ -148,7 +148,6 @@ pub fn tdelete(row: &str, columns: Option<Vec<TColumn>>, kind: Option<TDeleteTyp
         delete_type: kind,
         attributes: None,
         durability: None,
-        cell_visibility: None,
     }
 }
 

@@ -455,9 +455,21 @@ impl HBaseClient {
 
     /// The raw `getScannerRows`: the next page of an open scanner, empty once exhausted.
     pub fn scanner_rows(&self, scanner_id: i32, num_rows: i32) -> Result<Vec<RowResult>> {
+        self.scanner_rows_of("", scanner_id, num_rows)
+    }
+
+    /// `getScannerRows` for a scanner opened on `table`. The gateway opens region scanners
+    /// lazily, so a missing table is first reported here, by its bare name, which only the
+    /// caller can recognise as the table's.
+    pub(crate) fn scanner_rows_of(
+        &self,
+        table: &str,
+        scanner_id: i32,
+        num_rows: i32,
+    ) -> Result<Vec<RowResult>> {
         let spec = CallSpec {
             method: "getScannerRows",
-            table: "",
+            table,
             row: &[],
             replay: Replay::NotAfterSend,
         };

@@ -7,9 +7,9 @@ use std::collections::BTreeMap;
 
 use super::types::*;
 use crate::thrift::hbase::{
-    TAppend, TColumn, TColumnFamilyDescriptor, TColumnIncrement, TColumnValue, TCompareOperator,
-    TDelete, TDeleteType, TDurability, TGet, TIncrement, TKeepDeletedCells, TMutation, TPut,
-    TResult, TRowMutations, TScan, TTableDescriptor, TTableName, TTimeRange,
+    TAppend, TColumn, TColumnFamilyDescriptor, TColumnIncrement, TColumnValue, TCompareOp, TDelete,
+    TDeleteType, TDurability, TGet, TIncrement, TKeepDeletedCells, TMutation, TPut, TResult,
+    TRowMutations, TScan, TTableDescriptor, TTableName, TTimeRange,
 };
 use crate::{Error, Peer, Result};
 
@@ -120,7 +120,6 @@ pub(crate) fn delete(d: &Delete) -> TDelete {
         delete_type,
         None,
         durability(d.durability),
-        None,
     )
 }
 
@@ -136,15 +135,15 @@ pub(crate) fn row_mutations(m: &RowMutations) -> TRowMutations {
     TRowMutations::new(m.row.clone(), mutations)
 }
 
-pub(crate) fn compare_op(op: CompareOp) -> TCompareOperator {
+pub(crate) fn compare_op(op: CompareOp) -> TCompareOp {
     match op {
-        CompareOp::Less => TCompareOperator::LESS,
-        CompareOp::LessOrEqual => TCompareOperator::LESS_OR_EQUAL,
-        CompareOp::Equal => TCompareOperator::EQUAL,
-        CompareOp::NotEqual => TCompareOperator::NOT_EQUAL,
-        CompareOp::GreaterOrEqual => TCompareOperator::GREATER_OR_EQUAL,
-        CompareOp::Greater => TCompareOperator::GREATER,
-        CompareOp::NoOp => TCompareOperator::NO_OP,
+        CompareOp::Less => TCompareOp::LESS,
+        CompareOp::LessOrEqual => TCompareOp::LESS_OR_EQUAL,
+        CompareOp::Equal => TCompareOp::EQUAL,
+        CompareOp::NotEqual => TCompareOp::NOT_EQUAL,
+        CompareOp::GreaterOrEqual => TCompareOp::GREATER_OR_EQUAL,
+        CompareOp::Greater => TCompareOp::GREATER,
+        CompareOp::NoOp => TCompareOp::NO_OP,
     }
 }
 

@@ -111,9 +111,33 @@ pub(crate) fn io_error(message: String, can_retry: bool, table: &str) -> Error {
             .or_else(|| capture(after_class_pattern(), &message))
             .unwrap_or_else(|| table.to_owned());
         Error::TableNotFound { table, message }
+    } else if capture(batch_cause_pattern(), &message)
+        .is_some_and(|cause| is_bare_table_name(&cause, table))
+    {
+        // The batch path (putMultiple, deleteMultiple, mutateRow, checkAndMutate) wraps the
+        // same lookup failure in a retryable RetriesExhaustedWithDetailsException; retrying
+        // cannot make the table exist.
+        Error::TableNotFound {
+            table: table.to_owned(),
+            message,
+        }
+    } else if !can_retry && is_bare_table_name(&message, table) {
+        // The gateway's own client raised TableNotFoundException(tableName) while locating the
+        // table's region (data calls, descriptors, table state), and the gateway forwards only
+        // getMessage(): the bare name, without the class that remote exceptions carry.
+        Error::TableNotFound {
+            table: table.to_owned(),
+            message,
+        }
     } else {
         Error::ServerIo { message, can_retry }
     }
+}
+
+/// `message` is `table` as HBase prints a `TableName`: `default:` is left out.
+fn is_bare_table_name(message: &str, table: &str) -> bool {
+    let unqualified = |name: &str| name.strip_prefix("default:").unwrap_or(name).to_owned();
+    !table.is_empty() && unqualified(message) == unqualified(table)
 }
 
 fn capture(pattern: &Regex, text: &str) -> Option<String> {
@@ -132,6 +156,14 @@ fn family_pattern() -> &'static Regex {
 fn quoted_table_pattern() -> &'static Regex {
     static P: OnceLock<Regex> = OnceLock::new();
     P.get_or_init(|| Regex::new(r"[Tt]able '([^']+)'").expect("valid"))
+}
+
+/// `Failed 2 actions: <cause>: 2 times, servers with issues: null`.
+fn batch_cause_pattern() -> &'static Regex {
+    static P: OnceLock<Regex> = OnceLock::new();
+    P.get_or_init(|| {
+        Regex::new(r"^Failed \d+ actions?: (.+?): \d+ times?, servers with issues").expect("valid")
+    })
 }
 
 /// `org.apache.hadoop.hbase.TableNotFoundException: ns:name`.
@@ -180,6 +212,46 @@ mod tests {
             Error::TableNotFound { table, .. } => assert_eq!(table, "called"),
             other => panic!("expected TableNotFound, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn a_bare_table_name_from_the_gateway_is_table_not_found() {
+        for (message, called) in [("t", "t"), ("t", "default:t"), ("ns:t", "ns:t")] {
+            match io_error(message.into(), false, called) {
+                Error::TableNotFound { table, .. } => assert_eq!(table, called),
+                other => panic!("{message} for {called}: expected TableNotFound, got {other:?}"),
+            }
+        }
+        // Another table's name, or a retryable error, is not this table missing.
+        assert!(matches!(
+            io_error("u".into(), false, "t"),
+            Error::ServerIo { .. }
+        ));
+        assert!(matches!(
+            io_error("t".into(), true, "t"),
+            Error::ServerIo { .. }
+        ));
+        assert!(matches!(
+            io_error("t is disabled.".into(), false, "t"),
+            Error::ServerIo { .. }
+        ));
+    }
+
+    #[test]
+    fn a_batch_that_found_no_table_is_table_not_found() {
+        let message = "Failed 3 actions: t: 3 times, servers with issues: null";
+        match io_error(message.into(), true, "t") {
+            Error::TableNotFound { table, .. } => assert_eq!(table, "t"),
+            other => panic!("expected TableNotFound, got {other:?}"),
+        }
+        let disabled = "Failed 1 action: t is disabled.: 1 time, servers with issues: h,1,2";
+        assert!(matches!(
+            io_error(disabled.into(), true, "t"),
+            Error::ServerIo {
+                can_retry: true,
+                ..
+            }
+        ));
     }
 
     #[test]

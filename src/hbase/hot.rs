@@ -13,7 +13,7 @@ use thrift::protocol::{
 use thrift::{ApplicationError, ApplicationErrorKind};
 
 use super::config::{Protocol, Transport};
-use crate::thrift::hbase::{TCompareOperator, TGet, TIOError, TResult, TRowMutations};
+use crate::thrift::hbase::{TCompareOp, TGet, TIOError, TResult, TRowMutations};
 
 /// A request of one of the hot calls, with its arguments in Thrift form.
 #[derive(Clone, Debug)]
@@ -31,7 +31,7 @@ pub(crate) enum Request {
         row: Vec<u8>,
         family: Vec<u8>,
         qualifier: Vec<u8>,
-        op: TCompareOperator,
+        op: TCompareOp,
         value: Vec<u8>,
         mutations: TRowMutations,
     },

@@ -61,7 +61,7 @@ impl Scanner {
             None => i64::from(self.page_rows),
         };
         let wanted = i32::try_from(wanted).unwrap_or(self.page_rows);
-        self.client.scanner_rows(id, wanted)
+        self.client.scanner_rows_of(&self.table, id, wanted)
     }
 }
 

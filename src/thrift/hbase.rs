@@ -248,16 +248,16 @@ impl From<&TReadType> for i32 {
 }
 
 #[derive(Copy, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
-pub struct TCompareOperator(pub i32);
+pub struct TCompareOp(pub i32);
 
-impl TCompareOperator {
-  pub const LESS: TCompareOperator = TCompareOperator(0);
-  pub const LESS_OR_EQUAL: TCompareOperator = TCompareOperator(1);
-  pub const EQUAL: TCompareOperator = TCompareOperator(2);
-  pub const NOT_EQUAL: TCompareOperator = TCompareOperator(3);
-  pub const GREATER_OR_EQUAL: TCompareOperator = TCompareOperator(4);
-  pub const GREATER: TCompareOperator = TCompareOperator(5);
-  pub const NO_OP: TCompareOperator = TCompareOperator(6);
+impl TCompareOp {
+  pub const LESS: TCompareOp = TCompareOp(0);
+  pub const LESS_OR_EQUAL: TCompareOp = TCompareOp(1);
+  pub const EQUAL: TCompareOp = TCompareOp(2);
+  pub const NOT_EQUAL: TCompareOp = TCompareOp(3);
+  pub const GREATER_OR_EQUAL: TCompareOp = TCompareOp(4);
+  pub const GREATER: TCompareOp = TCompareOp(5);
+  pub const NO_OP: TCompareOp = TCompareOp(6);
   pub const ENUM_VALUES: &'static [Self] = &[
     Self::LESS,
     Self::LESS_OR_EQUAL,
@@ -269,46 +269,46 @@ impl TCompareOperator {
   ];
 }
 
-impl TSerializable for TCompareOperator {
+impl TSerializable for TCompareOp {
   #[allow(clippy::trivially_copy_pass_by_ref)]
   fn write_to_out_protocol(&self, o_prot: &mut dyn TOutputProtocol) -> thrift::Result<()> {
     o_prot.write_i32(self.0)
   }
-  fn read_from_in_protocol(i_prot: &mut dyn TInputProtocol) -> thrift::Result<TCompareOperator> {
+  fn read_from_in_protocol(i_prot: &mut dyn TInputProtocol) -> thrift::Result<TCompareOp> {
     let enum_value = i_prot.read_i32()?;
-    Ok(TCompareOperator::from(enum_value))
+    Ok(TCompareOp::from(enum_value))
   }
 }
 
-impl From<i32> for TCompareOperator {
+impl From<i32> for TCompareOp {
   fn from(i: i32) -> Self {
     match i {
-      0 => TCompareOperator::LESS,
-      1 => TCompareOperator::LESS_OR_EQUAL,
-      2 => TCompareOperator::EQUAL,
-      3 => TCompareOperator::NOT_EQUAL,
-      4 => TCompareOperator::GREATER_OR_EQUAL,
-      5 => TCompareOperator::GREATER,
-      6 => TCompareOperator::NO_OP,
-      _ => TCompareOperator(i)
+      0 => TCompareOp::LESS,
+      1 => TCompareOp::LESS_OR_EQUAL,
+      2 => TCompareOp::EQUAL,
+      3 => TCompareOp::NOT_EQUAL,
+      4 => TCompareOp::GREATER_OR_EQUAL,
+      5 => TCompareOp::GREATER,
+      6 => TCompareOp::NO_OP,
+      _ => TCompareOp(i)
     }
   }
 }
 
-impl From<&i32> for TCompareOperator {
+impl From<&i32> for TCompareOp {
   fn from(i: &i32) -> Self {
-    TCompareOperator::from(*i)
+    TCompareOp::from(*i)
   }
 }
 
-impl From<TCompareOperator> for i32 {
-  fn from(e: TCompareOperator) -> i32 {
+impl From<TCompareOp> for i32 {
+  fn from(e: TCompareOp) -> i32 {
     e.0
   }
 }
 
-impl From<&TCompareOperator> for i32 {
-  fn from(e: &TCompareOperator) -> i32 {
+impl From<&TCompareOp> for i32 {
+  fn from(e: &TCompareOp) -> i32 {
     e.0
   }
 }
@@ -1610,11 +1610,10 @@ pub struct TDelete {
   pub delete_type: Option<TDeleteType>,
   pub attributes: Option<BTreeMap<Vec<u8>, Vec<u8>>>,
   pub durability: Option<TDurability>,
-  pub cell_visibility: Option<TCellVisibility>,
 }
 
 impl TDelete {
-  pub fn new<F2, F3, F4, F6, F7, F8>(row: Vec<u8>, columns: F2, timestamp: F3, delete_type: F4, attributes: F6, durability: F7, cell_visibility: F8) -> TDelete where F2: Into<Option<Vec<TColumn>>>, F3: Into<Option<i64>>, F4: Into<Option<TDeleteType>>, F6: Into<Option<BTreeMap<Vec<u8>, Vec<u8>>>>, F7: Into<Option<TDurability>>, F8: Into<Option<TCellVisibility>> {
+  pub fn new<F2, F3, F4, F6, F7>(row: Vec<u8>, columns: F2, timestamp: F3, delete_type: F4, attributes: F6, durability: F7) -> TDelete where F2: Into<Option<Vec<TColumn>>>, F3: Into<Option<i64>>, F4: Into<Option<TDeleteType>>, F6: Into<Option<BTreeMap<Vec<u8>, Vec<u8>>>>, F7: Into<Option<TDurability>> {
     TDelete {
       row,
       columns: columns.into(),
@@ -1622,7 +1621,6 @@ impl TDelete {
       delete_type: delete_type.into(),
       attributes: attributes.into(),
       durability: durability.into(),
-      cell_visibility: cell_visibility.into(),
     }
   }
 }
@@ -1636,7 +1634,6 @@ impl TSerializable for TDelete {
     let mut f_4: Option<TDeleteType> = None;
     let mut f_6: Option<BTreeMap<Vec<u8>, Vec<u8>>> = None;
     let mut f_7: Option<TDurability> = None;
-    let mut f_8: Option<TCellVisibility> = None;
     loop {
       let field_ident = i_prot.read_field_begin()?;
       if field_ident.field_type == TType::Stop {
@@ -1681,10 +1678,6 @@ impl TSerializable for TDelete {
           let val = TDurability::read_from_in_protocol(i_prot)?;
           f_7 = Some(val);
         },
-        8 => {
-          let val = TCellVisibility::read_from_in_protocol(i_prot)?;
-          f_8 = Some(val);
-        },
         _ => {
           i_prot.skip(field_ident.field_type)?;
         },
@@ -1700,7 +1693,6 @@ impl TSerializable for TDelete {
       delete_type: f_4,
       attributes: f_6,
       durability: f_7,
-      cell_visibility: f_8,
     };
     Ok(ret)
   }
@@ -1741,11 +1733,6 @@ impl TSerializable for TDelete {
     }
     if let Some(ref fld_var) = self.durability {
       o_prot.write_field_begin(&TFieldIdentifier::new("durability", TType::I32, 7))?;
-      fld_var.write_to_out_protocol(o_prot)?;
-      o_prot.write_field_end()?
-    }
-    if let Some(ref fld_var) = self.cell_visibility {
-      o_prot.write_field_begin(&TFieldIdentifier::new("cellVisibility", TType::Struct, 8))?;
       fld_var.write_to_out_protocol(o_prot)?;
       o_prot.write_field_end()?
     }
@@ -3612,7 +3599,7 @@ pub trait TTHBaseServiceSyncClient {
   fn get_scanner_results(&mut self, table: Vec<u8>, tscan: TScan, num_rows: i32) -> thrift::Result<Vec<TResult>>;
   fn get_region_location(&mut self, table: Vec<u8>, row: Vec<u8>, reload: bool) -> thrift::Result<THRegionLocation>;
   fn get_all_region_locations(&mut self, table: Vec<u8>) -> thrift::Result<Vec<THRegionLocation>>;
-  fn check_and_mutate(&mut self, table: Vec<u8>, row: Vec<u8>, family: Vec<u8>, qualifier: Vec<u8>, compare_operator: TCompareOperator, value: Vec<u8>, row_mutations: TRowMutations) -> thrift::Result<bool>;
+  fn check_and_mutate(&mut self, table: Vec<u8>, row: Vec<u8>, family: Vec<u8>, qualifier: Vec<u8>, compare_op: TCompareOp, value: Vec<u8>, row_mutations: TRowMutations) -> thrift::Result<bool>;
   fn get_table_descriptor(&mut self, table: TTableName) -> thrift::Result<TTableDescriptor>;
   fn get_table_descriptors(&mut self, tables: Vec<TTableName>) -> thrift::Result<Vec<TTableDescriptor>>;
   fn table_exists(&mut self, table_name: TTableName) -> thrift::Result<bool>;
@@ -4179,12 +4166,12 @@ impl <C: TThriftClient + TTHBaseServiceSyncClientMarker> TTHBaseServiceSyncClien
       result.ok_or()
     }
   }
-  fn check_and_mutate(&mut self, table: Vec<u8>, row: Vec<u8>, family: Vec<u8>, qualifier: Vec<u8>, compare_operator: TCompareOperator, value: Vec<u8>, row_mutations: TRowMutations) -> thrift::Result<bool> {
+  fn check_and_mutate(&mut self, table: Vec<u8>, row: Vec<u8>, family: Vec<u8>, qualifier: Vec<u8>, compare_op: TCompareOp, value: Vec<u8>, row_mutations: TRowMutations) -> thrift::Result<bool> {
     (
       {
         self.increment_sequence_number();
         let message_ident = TMessageIdentifier::new("checkAndMutate", TMessageType::Call, self.sequence_number());
-        let call_args = THBaseServiceCheckAndMutateArgs { table, row, family, qualifier, compare_operator, value, row_mutations };
+        let call_args = THBaseServiceCheckAndMutateArgs { table, row, family, qualifier, compare_op, value, row_mutations };
         self.o_prot_mut().write_message_begin(&message_ident)?;
         call_args.write_to_out_protocol(self.o_prot_mut())?;
         self.o_prot_mut().write_message_end()?;
@@ -4961,7 +4948,7 @@ pub trait THBaseServiceSyncHandler {
   fn handle_get_scanner_results(&self, table: Vec<u8>, tscan: TScan, num_rows: i32) -> thrift::Result<Vec<TResult>>;
   fn handle_get_region_location(&self, table: Vec<u8>, row: Vec<u8>, reload: bool) -> thrift::Result<THRegionLocation>;
   fn handle_get_all_region_locations(&self, table: Vec<u8>) -> thrift::Result<Vec<THRegionLocation>>;
-  fn handle_check_and_mutate(&self, table: Vec<u8>, row: Vec<u8>, family: Vec<u8>, qualifier: Vec<u8>, compare_operator: TCompareOperator, value: Vec<u8>, row_mutations: TRowMutations) -> thrift::Result<bool>;
+  fn handle_check_and_mutate(&self, table: Vec<u8>, row: Vec<u8>, family: Vec<u8>, qualifier: Vec<u8>, compare_op: TCompareOp, value: Vec<u8>, row_mutations: TRowMutations) -> thrift::Result<bool>;
   fn handle_get_table_descriptor(&self, table: TTableName) -> thrift::Result<TTableDescriptor>;
   fn handle_get_table_descriptors(&self, tables: Vec<TTableName>) -> thrift::Result<Vec<TTableDescriptor>>;
   fn handle_table_exists(&self, table_name: TTableName) -> thrift::Result<bool>;
@@ -6305,7 +6292,7 @@ impl TTHBaseServiceProcessFunctions {
   }
   pub fn process_check_and_mutate<H: THBaseServiceSyncHandler>(handler: &H, incoming_sequence_number: i32, i_prot: &mut dyn TInputProtocol, o_prot: &mut dyn TOutputProtocol) -> thrift::Result<()> {
     let args = THBaseServiceCheckAndMutateArgs::read_from_in_protocol(i_prot)?;
-    match handler.handle_check_and_mutate(args.table, args.row, args.family, args.qualifier, args.compare_operator, args.value, args.row_mutations) {
+    match handler.handle_check_and_mutate(args.table, args.row, args.family, args.qualifier, args.compare_op, args.value, args.row_mutations) {
       Ok(handler_return) => {
         let message_ident = TMessageIdentifier::new("checkAndMutate", TMessageType::Reply, incoming_sequence_number);
         o_prot.write_message_begin(&message_ident)?;
@@ -10804,7 +10791,7 @@ struct THBaseServiceCheckAndMutateArgs {
   row: Vec<u8>,
   family: Vec<u8>,
   qualifier: Vec<u8>,
-  compare_operator: TCompareOperator,
+  compare_op: TCompareOp,
   value: Vec<u8>,
   row_mutations: TRowMutations,
 }
@@ -10816,7 +10803,7 @@ impl THBaseServiceCheckAndMutateArgs {
     let mut f_2: Option<Vec<u8>> = None;
     let mut f_3: Option<Vec<u8>> = None;
     let mut f_4: Option<Vec<u8>> = None;
-    let mut f_5: Option<TCompareOperator> = None;
+    let mut f_5: Option<TCompareOp> = None;
     let mut f_6: Option<Vec<u8>> = None;
     let mut f_7: Option<TRowMutations> = None;
     loop {
@@ -10843,7 +10830,7 @@ impl THBaseServiceCheckAndMutateArgs {
           f_4 = Some(val);
         },
         5 => {
-          let val = TCompareOperator::read_from_in_protocol(i_prot)?;
+          let val = TCompareOp::read_from_in_protocol(i_prot)?;
           f_5 = Some(val);
         },
         6 => {
@@ -10865,7 +10852,7 @@ impl THBaseServiceCheckAndMutateArgs {
     verify_required_field_exists("THBaseServiceCheckAndMutateArgs.row", &f_2)?;
     verify_required_field_exists("THBaseServiceCheckAndMutateArgs.family", &f_3)?;
     verify_required_field_exists("THBaseServiceCheckAndMutateArgs.qualifier", &f_4)?;
-    verify_required_field_exists("THBaseServiceCheckAndMutateArgs.compare_operator", &f_5)?;
+    verify_required_field_exists("THBaseServiceCheckAndMutateArgs.compare_op", &f_5)?;
     verify_required_field_exists("THBaseServiceCheckAndMutateArgs.value", &f_6)?;
     verify_required_field_exists("THBaseServiceCheckAndMutateArgs.row_mutations", &f_7)?;
     let ret = THBaseServiceCheckAndMutateArgs {
@@ -10873,7 +10860,7 @@ impl THBaseServiceCheckAndMutateArgs {
       row: f_2.expect("auto-generated code should have checked for presence of required fields"),
       family: f_3.expect("auto-generated code should have checked for presence of required fields"),
       qualifier: f_4.expect("auto-generated code should have checked for presence of required fields"),
-      compare_operator: f_5.expect("auto-generated code should have checked for presence of required fields"),
+      compare_op: f_5.expect("auto-generated code should have checked for presence of required fields"),
       value: f_6.expect("auto-generated code should have checked for presence of required fields"),
       row_mutations: f_7.expect("auto-generated code should have checked for presence of required fields"),
     };
@@ -10894,8 +10881,8 @@ impl THBaseServiceCheckAndMutateArgs {
     o_prot.write_field_begin(&TFieldIdentifier::new("qualifier", TType::String, 4))?;
     o_prot.write_bytes(&self.qualifier)?;
     o_prot.write_field_end()?;
-    o_prot.write_field_begin(&TFieldIdentifier::new("compareOperator", TType::I32, 5))?;
-    self.compare_operator.write_to_out_protocol(o_prot)?;
+    o_prot.write_field_begin(&TFieldIdentifier::new("compareOp", TType::I32, 5))?;
+    self.compare_op.write_to_out_protocol(o_prot)?;
     o_prot.write_field_end()?;
     o_prot.write_field_begin(&TFieldIdentifier::new("value", TType::String, 6))?;
     o_prot.write_bytes(&self.value)?;

@@ -1,15 +1,27 @@
 //! The gateway a test talks to: the in-process emulator by default, or the Thrift2 gateway
 //! named by `HBASE_THRIFT=host:port`. Tables are created with unique names and dropped
-//! (disable + delete) when the test's `TestTable` goes out of scope.
+//! (disable + delete) when the test's `TestTable` goes out of scope; [`drop_later`] drops a
+//! table in the background instead (about a second per table on a real HBase).
 
+use std::collections::VecDeque;
+use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::sync::{Condvar, Mutex, OnceLock};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use percolator::emulator::{self, EmulatorConfig, EmulatorHandle};
 use percolator::hbase::{FamilyDescriptor, TableDescriptor};
 use percolator::{HBaseClient, HBaseConfig};
 
 pub const ENV_GATEWAY: &str = "HBASE_THRIFT";
+
+/// The gateway named by `HBASE_THRIFT`, if any (an empty value counts as unset).
+pub fn external_addr() -> Option<String> {
+    std::env::var(ENV_GATEWAY)
+        .ok()
+        .map(|addr| addr.trim().to_owned())
+        .filter(|addr| !addr.is_empty())
+}
 
 pub struct Gateway {
     addr: String,
@@ -20,9 +32,9 @@ pub struct Gateway {
 impl Gateway {
     /// `HBASE_THRIFT` if set, else a fresh emulator on 127.0.0.1:0.
     pub fn from_env() -> Gateway {
-        match std::env::var(ENV_GATEWAY) {
-            Ok(addr) if !addr.trim().is_empty() => Gateway::external(addr.trim()),
-            _ => Gateway::emulator(EmulatorConfig::default()),
+        match external_addr() {
+            Some(addr) => Gateway::external(&addr),
+            None => Gateway::emulator(EmulatorConfig::default()),
         }
     }
 
@@ -60,10 +72,16 @@ impl Gateway {
 
     /// A table with the given families, dropped at the end of the test.
     pub fn table(&self, families: Vec<FamilyDescriptor>) -> TestTable {
+        self.table_via(&self.client, families)
+    }
+
+    /// A table with the given families created through `client` (a client behind a proxy,
+    /// say), dropped at the end of the test through this gateway's own client.
+    pub fn table_via(&self, client: &HBaseClient, families: Vec<FamilyDescriptor>) -> TestTable {
         let name = unique_name("t");
         let mut desc = TableDescriptor::new(name.clone());
         desc.families = families;
-        self.client
+        client
             .admin()
             .create_table(&desc)
             .unwrap_or_else(|e| panic!("create table {name}: {e}"));
@@ -127,5 +145,106 @@ impl Drop for TestTable {
         if let Err(e) = dropped {
             eprintln!("cleanup of table {} failed: {e}", self.name);
         }
+    }
+}
+
+/// Disables and deletes `table` on a background thread, so that a test on a real HBase does not
+/// wait the second or so that takes. The process waits (at most a minute) for the tables still
+/// queued when it exits, so a run leaves nothing behind; problems are only reported.
+pub fn drop_later(client: &HBaseClient, table: String) {
+    let janitor = Janitor::get();
+    let mut queue = janitor.lock();
+    queue.pending.push_back((client.clone(), table));
+    queue.unfinished += 1;
+    janitor.changed.notify_all();
+}
+
+/// Tables queued for [`drop_later`], dropped by `JANITORS` threads.
+struct Janitor {
+    queue: Mutex<Queue>,
+    changed: Condvar,
+}
+
+#[derive(Default)]
+struct Queue {
+    pending: VecDeque<(HBaseClient, String)>,
+    /// Queued or being dropped.
+    unfinished: usize,
+}
+
+const JANITORS: usize = 2;
+const EXIT_WAIT: Duration = Duration::from_secs(60);
+
+impl Janitor {
+    fn get() -> &'static Janitor {
+        static JANITOR: OnceLock<Janitor> = OnceLock::new();
+        JANITOR.get_or_init(|| {
+            for i in 0..JANITORS {
+                std::thread::Builder::new()
+                    .name(format!("table-janitor-{i}"))
+                    .spawn(|| Janitor::get().work())
+                    .expect("spawn the table janitor");
+            }
+            // SAFETY: registers a plain function with no captured state; it runs once, from
+            // exit(), after the test harness finished.
+            unsafe { libc::atexit(wait_for_janitor) };
+            Janitor {
+                queue: Mutex::new(Queue::default()),
+                changed: Condvar::new(),
+            }
+        })
+    }
+
+    /// The queue; a panic elsewhere while holding it must not stop the cleanup.
+    fn lock(&self) -> std::sync::MutexGuard<'_, Queue> {
+        self.queue.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn work(&self) {
+        loop {
+            let (client, table) = {
+                let mut queue = self.lock();
+                loop {
+                    if let Some(next) = queue.pending.pop_front() {
+                        break next;
+                    }
+                    queue = self.changed.wait(queue).unwrap_or_else(|e| e.into_inner());
+                }
+            };
+            let admin = client.admin();
+            let dropped = match admin.disable_table(&table) {
+                Ok(()) => admin.delete_table(&table),
+                Err(e) => Err(e),
+            };
+            if let Err(e) = dropped {
+                // Straight to stderr: `eprintln!` here would land in the output a test thread
+                // captures (this thread inherits it), which nobody reads after the test.
+                let _ = writeln!(std::io::stderr(), "cleanup of table {table} failed: {e}");
+            }
+            self.lock().unfinished -= 1;
+            self.changed.notify_all();
+        }
+    }
+}
+
+extern "C" fn wait_for_janitor() {
+    // No unwrap here: a panic cannot unwind out of an atexit handler.
+    let janitor = Janitor::get();
+    let deadline = Instant::now() + EXIT_WAIT;
+    let mut queue = janitor.lock();
+    while queue.unfinished > 0 {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            let left = queue.unfinished;
+            let _ = writeln!(
+                std::io::stderr(),
+                "{left} test tables left undropped at exit"
+            );
+            return;
+        }
+        queue = match janitor.changed.wait_timeout(queue, left) {
+            Ok((queue, _)) => queue,
+            Err(e) => e.into_inner().0,
+        };
     }
 }

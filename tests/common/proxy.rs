@@ -2,18 +2,23 @@
 //! connection, to test the client's handling of failures it cannot cause on a healthy server.
 
 use std::io::{Read, Write};
-use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::{self, JoinHandle};
 
 struct Shared {
     upstream: SocketAddr,
     stopping: AtomicBool,
-    lose_next_reply: AtomicBool,
+    /// Replies to relay before one is lost; negative: none is.
+    lose_in: AtomicIsize,
+    /// Replies lost so far.
+    lost: AtomicUsize,
     paused: Mutex<bool>,
     resumed: Condvar,
     accepted: AtomicUsize,
+    /// Bytes forwarded from clients to the gateway.
+    request_bytes: AtomicUsize,
     sockets: Mutex<Vec<TcpStream>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
 }
@@ -29,12 +34,18 @@ impl Proxy {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind proxy");
         let addr = listener.local_addr().expect("proxy addr");
         let shared = Arc::new(Shared {
-            upstream: upstream.parse().expect("upstream is ip:port"),
+            upstream: upstream
+                .to_socket_addrs()
+                .ok()
+                .and_then(|mut addrs| addrs.next())
+                .unwrap_or_else(|| panic!("upstream {upstream} is not host:port")),
             stopping: AtomicBool::new(false),
-            lose_next_reply: AtomicBool::new(false),
+            lose_in: AtomicIsize::new(-1),
+            lost: AtomicUsize::new(0),
             paused: Mutex::new(false),
             resumed: Condvar::new(),
             accepted: AtomicUsize::new(0),
+            request_bytes: AtomicUsize::new(0),
             sockets: Mutex::new(Vec::new()),
             threads: Mutex::new(Vec::new()),
         });
@@ -56,7 +67,25 @@ impl Proxy {
     /// The next reply from the gateway is swallowed and its connection closed: the request
     /// was served, the client never hears back.
     pub fn lose_next_reply(&self) {
-        self.shared.lose_next_reply.store(true, Ordering::SeqCst);
+        self.lose_reply_after(0);
+    }
+
+    /// Relays `n` more replies (counted across connections, as they are read from the
+    /// gateway: replies that arrive together count once), then loses the next one the way
+    /// [`Proxy::lose_next_reply`] does.
+    pub fn lose_reply_after(&self, n: usize) {
+        let n = isize::try_from(n).expect("a sane count");
+        self.shared.lose_in.store(n, Ordering::SeqCst);
+    }
+
+    /// Disarms [`Proxy::lose_reply_after`] if it has not fired yet.
+    pub fn lose_no_reply(&self) {
+        self.shared.lose_in.store(-1, Ordering::SeqCst);
+    }
+
+    /// Replies lost so far.
+    pub fn lost(&self) -> usize {
+        self.shared.lost.load(Ordering::SeqCst)
     }
 
     /// Holds every reply until [`Proxy::resume`].
@@ -79,6 +108,20 @@ impl Proxy {
     /// Client connections accepted so far.
     pub fn accepted(&self) -> usize {
         self.shared.accepted.load(Ordering::SeqCst)
+    }
+
+    /// Bytes of requests forwarded to the gateway so far, once they stopped growing for 50 ms
+    /// (what a client wrote may still be on its way through the proxy).
+    pub fn request_bytes(&self) -> usize {
+        let mut seen = self.shared.request_bytes.load(Ordering::SeqCst);
+        loop {
+            thread::sleep(std::time::Duration::from_millis(50));
+            let now = self.shared.request_bytes.load(Ordering::SeqCst);
+            if now == seen {
+                return now;
+            }
+            seen = now;
+        }
     }
 }
 
@@ -118,7 +161,10 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
                 .into_iter()
                 .flatten(),
         );
-        let requests = thread::spawn(move || pump_requests(client, server));
+        let requests = {
+            let shared = shared.clone();
+            thread::spawn(move || pump_requests(client, server, &shared))
+        };
         let replies = {
             let shared = shared.clone();
             thread::spawn(move || pump_replies(server2, client2, &shared))
@@ -127,12 +173,13 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
     }
 }
 
-fn pump_requests(mut from: TcpStream, mut to: TcpStream) {
+fn pump_requests(mut from: TcpStream, mut to: TcpStream, shared: &Shared) {
     let mut buf = [0u8; 16 * 1024];
     while let Ok(n) = from.read(&mut buf) {
         if n == 0 || to.write_all(&buf[..n]).is_err() {
             break;
         }
+        shared.request_bytes.fetch_add(n, Ordering::SeqCst);
     }
     let _ = to.shutdown(Shutdown::Write);
 }
@@ -149,7 +196,14 @@ fn pump_replies(mut from: TcpStream, mut to: TcpStream, shared: &Shared) {
                 paused = shared.resumed.wait(paused).unwrap();
             }
         }
-        if shared.lose_next_reply.swap(false, Ordering::SeqCst) {
+        // Counts this reply down; the one that finds the count at zero is lost.
+        let armed = shared
+            .lose_in
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                (n >= 0).then_some(n - 1)
+            });
+        if armed == Ok(0) {
+            shared.lost.fetch_add(1, Ordering::SeqCst);
             let _ = to.shutdown(Shutdown::Both);
             let _ = from.shutdown(Shutdown::Both);
             return;

@@ -134,6 +134,7 @@ fn missing_and_non_transactional_tables_are_refused() {
         .admin()
         .create_table(&TableDescriptor::new(raw.clone()).family(FamilyDescriptor::new("f")))
         .unwrap();
+    env.created(&raw);
     let client = env.client();
     let missing = txn_support::unique("missing");
 

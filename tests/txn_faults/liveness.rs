@@ -1,10 +1,10 @@
 //! Liveness rows, lock wall times and heartbeats: who may clean a lock, and when.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use percolator::hbase::Get;
-use percolator::txn::{Clock, SystemClock};
+use percolator::hbase::{Get, Put};
+use percolator::txn::{Clock, Seam, SystemClock};
 use percolator::{Client, Error, TxnOptions};
 
 use crate::txn_support::faulty::{CasKind, Fault, FaultyStore, Gate};
@@ -94,6 +94,154 @@ impl Clock for Ahead {
     fn now_ms(&self) -> u64 {
         SystemClock.now_ms() + self.0.as_millis() as u64
     }
+}
+
+/// A clock running behind.
+struct Behind(Duration);
+
+impl Clock for Behind {
+    fn now_ms(&self) -> u64 {
+        SystemClock.now_ms() - self.0.as_millis() as u64
+    }
+}
+
+/// The server's clock now: the version HBase gives a cell written without one (`table`'s
+/// scratch row `clock`, which no transaction reads).
+fn server_now_ms(env: &Env, table: &str) -> i64 {
+    env.hbase
+        .put(table, &Put::new("clock").add(FAMILY, "clock", "tick"))
+        .expect("put a server-timed cell");
+    let row = env
+        .hbase
+        .get(table, &Get::new("clock").column(FAMILY, "clock"))
+        .expect("read it back");
+    let cell = row.versions(FAMILY.as_bytes(), b"clock").next();
+    cell.expect("the cell just written").timestamp
+}
+
+/// `owner`'s liveness row as stored: its version and the wall time it holds.
+fn liveness_cell(env: &Env, owner: &str) -> Option<(i64, u64)> {
+    let row = env
+        .hbase
+        .get(&env.liveness.table, &Get::new(owner))
+        .expect("read a liveness row");
+    let cell = row.cells.first()?;
+    let wall = <[u8; 8]>::try_from(cell.value.as_slice()).expect("a u64 wall time");
+    Some((cell.timestamp, u64::from_be_bytes(wall)))
+}
+
+/// Liveness rows are versioned with the SERVER's time, so HBase's TTL (a cell is hidden once
+/// its version is below the server's now minus the TTL) decides when a client counts as dead,
+/// whatever the client's own clock says. A client an hour ahead dies holding locks whose wall
+/// time can never look stale to a reader: only its row's expiry, measured on the server's
+/// clock, lets a waiting reader roll it back. A client an hour behind stays alive meanwhile.
+#[test]
+fn liveness_rows_expire_by_the_servers_clock_and_free_a_dead_owners_locks() {
+    let env = Env::start();
+    let t = seeded(&env);
+    let ttl_ms = i64::from(env.liveness.ttl_secs) * 1000;
+    let hour = Duration::from_secs(3600);
+    let before = server_now_ms(&env, &t);
+    let ahead = env.client_with(TxnOptions {
+        clock: Arc::new(Ahead(hour)),
+        lock_ttl: Duration::from_secs(60),
+        crash_injector: Some(Arc::new(|at| at == Seam::BeforePrimaryCommit)),
+        ..env.options()
+    });
+    let behind = env.client_with(TxnOptions {
+        clock: Arc::new(Behind(hour)),
+        ..env.options()
+    });
+    let after = server_now_ms(&env, &t);
+    for (client, skew_ms) in [(&ahead, 3_600_000), (&behind, -3_600_000)] {
+        let (version, wall) = liveness_cell(&env, client.owner_id()).expect("row written");
+        assert!(
+            (before..=after).contains(&version),
+            "the row's version {version} is the server's time, in [{before}, {after}]"
+        );
+        let drift = wall as i64 - (version + skew_ms);
+        assert!(
+            drift.abs() < 60_000,
+            "the value is the client's clock: {drift} ms off"
+        );
+    }
+
+    // Both stay alive over several TTLs, refreshed by their keepers.
+    let until = Instant::now() + Duration::from_millis(2500);
+    while Instant::now() < until {
+        for client in [&ahead, &behind] {
+            assert!(
+                liveness_cell(&env, client.owner_id()).is_some(),
+                "the liveness row of a live client expired"
+            );
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+
+    let err = write_p_and_s(&ahead, &t).unwrap_err();
+    assert!(matches!(err, Error::ClientCrashed { .. }), "{err}");
+    std::thread::scope(|s| {
+        // Meets p locked by a dead owner whose lock looks fresh for another hour: it waits
+        // (up to 6 s) until the owner's row expires.
+        let reading = s.spawn(|| {
+            let reader = env.client();
+            let txn = reader.begin().unwrap();
+            let read = (get(&txn, &t, "p"), get(&txn, &t, "s"));
+            let at = server_now_ms(&env, &t);
+            let stats = reader.stats();
+            reader.shutdown();
+            (read, at, stats)
+        });
+
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut last_version = None;
+        let expired_by = loop {
+            let asked = server_now_ms(&env, &t);
+            match liveness_cell(&env, ahead.owner_id()) {
+                Some((version, _)) => {
+                    assert!(
+                        asked <= version + ttl_ms,
+                        "row still visible at server time {asked} > version {version} + TTL"
+                    );
+                    last_version = Some(version);
+                }
+                None => {
+                    let answered = server_now_ms(&env, &t);
+                    let version = last_version.expect("the row was seen after the crash");
+                    assert!(
+                        answered > version + ttl_ms,
+                        "row gone by server time {answered}, before version {version} + TTL"
+                    );
+                    break version + ttl_ms;
+                }
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the dead client's row never expired"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+
+        let (read, at, stats) = reading.join().unwrap();
+        assert_eq!(read, (value("0"), value("0")), "rolled back");
+        assert!(stats.lock_waits > 0 && stats.rolled_back >= 1, "{stats:?}");
+        assert!(
+            at > expired_by,
+            "the reader finished at server time {at}, before the row expired at {expired_by}"
+        );
+    });
+    env.assert_no_locks(&t);
+
+    assert!(
+        liveness_cell(&env, behind.owner_id()).is_some(),
+        "the client behind is still alive"
+    );
+    behind.shutdown();
+    assert_eq!(
+        liveness_cell(&env, behind.owner_id()),
+        None,
+        "a clean shutdown removes the row at once"
+    );
 }
 
 /// A stale wall time is enough: a reader whose clock is past the lock's TTL cleans the lock of

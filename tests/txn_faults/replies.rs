@@ -1,14 +1,16 @@
 //! DESIGN.md invariant 7 (a lost reply leaves the effect unknown: re-read before deciding) and
-//! invariant 9 (the commit timestamp is taken only after every lock is stored).
+//! invariant 9 (the commit timestamp is taken only after every lock is stored). Replies are
+//! lost inside the client's HBase access (`FaultyStore`), and on the wire by a proxy.
 
 use std::sync::Arc;
 
 use percolator::txn::codec::LockState;
-use percolator::{Client, Error, RetryClass};
+use percolator::{Client, Error, HBaseClient, HBaseConfig, RetryClass};
 
 use crate::txn_support::faulty::{CasKind, Fault, FaultyStore, ProbingTso};
+use crate::txn_support::proxy::Proxy;
 use crate::txn_support::Env;
-use crate::{get, has_put_record, read_p_and_s, seeded, value, write_p_and_s};
+use crate::{get, has_put_record, read_p_and_s, seeded, value, write_p_and_s, FAMILY};
 
 /// Commits p = s = "1" through a store that applies `fault` to `kind` on `row` `times` times.
 fn commit_with_fault(
@@ -145,4 +147,80 @@ fn commit_timestamp_is_taken_after_every_lock_is_stored() {
         }
         client.shutdown();
     }
+}
+
+/// Replies lost on the wire, on whatever gateway the suite runs against: a proxy in front of it
+/// loses the k-th reply it relays (and that connection) while a client commits p = s = "1",
+/// for k = 0, 1, ... until a commit no longer meets the loss. Whichever call it hits (the
+/// table's descriptor, a prewrite, the commit point, a secondary commit), the commit reports
+/// the truth: success means committed everywhere, a retryable or fatal error means nothing
+/// committed, and an undetermined one is all or nothing.
+#[test]
+fn a_reply_lost_on_the_wire_anywhere_in_a_commit_leaves_it_all_or_nothing() {
+    const ROUNDS: usize = 12;
+    let env = Env::start();
+    let t = env.table("wire");
+    let rows = |k: usize| (format!("p{k}"), format!("s{k}"));
+    let seeder = env.client();
+    seeder
+        .run(|txn| {
+            for k in 0..ROUNDS {
+                let (p, s) = rows(k);
+                txn.set(&t, &p, FAMILY, "q", "0")?;
+                txn.set(&t, &s, FAMILY, "q", "0")?;
+            }
+            Ok(())
+        })
+        .unwrap();
+    seeder.shutdown();
+
+    let proxy = Proxy::start(&env.addr);
+    let mut hit = Vec::new();
+    for k in 0..ROUNDS {
+        let (p, s) = rows(k);
+        let hbase = HBaseClient::connect(HBaseConfig::new(proxy.addr())).unwrap();
+        let client = env.client_on(Arc::new(hbase), env.tso.clone(), env.options());
+        let lost_before = proxy.lost();
+        proxy.lose_reply_after(k);
+        let outcome = client.begin().and_then(|mut txn| {
+            txn.set(&t, &p, FAMILY, "q", "1")?;
+            txn.set(&t, &s, FAMILY, "q", "1")?;
+            txn.commit()
+        });
+        proxy.lose_no_reply();
+        let lost = proxy.lost() > lost_before;
+        client.shutdown();
+
+        // A fresh reader, straight to the gateway, resolves whatever the commit left.
+        let reader = env.client();
+        let txn = reader.begin().unwrap();
+        let read = (get(&txn, &t, &p), get(&txn, &t, &s));
+        reader.shutdown();
+        match &outcome {
+            Ok(commit_ts) => {
+                assert_eq!(
+                    read,
+                    (value("1"), value("1")),
+                    "k = {k}: reported committed"
+                );
+                for row in [&p, &s] {
+                    assert!(has_put_record(&env, &t, row, *commit_ts), "k = {k}: {row}");
+                }
+            }
+            Err(e) if e.retry_class() == RetryClass::Undetermined => {
+                assert!(read.0 == read.1, "k = {k}: {e}: half committed: {read:?}");
+            }
+            Err(e) => assert_eq!(read, (value("0"), value("0")), "k = {k}: failed with {e}"),
+        }
+        env.assert_no_locks(&t);
+        if !lost {
+            break;
+        }
+        hit.push((k, outcome.map_err(|e| e.to_string())));
+    }
+    assert!(
+        hit.len() >= 3 && hit.len() < ROUNDS,
+        "the loss hit the commit at several points, then no more: {hit:?}"
+    );
+    println!("replies lost, and the outcomes: {hit:?}");
 }

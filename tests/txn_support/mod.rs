@@ -1,14 +1,24 @@
-//! Shared fixture for the transaction tests: an in-process emulator and timestamp oracle on
-//! 127.0.0.1, transactional tables, and helpers that read the raw percolator columns.
+//! Shared fixture for the transaction tests: an in-process timestamp oracle on 127.0.0.1, the
+//! HBase gateway named by `HBASE_THRIFT=host:port` (a real HBase) or else an in-process
+//! emulator, transactional tables, and helpers that read the raw percolator columns.
+//!
+//! On a real HBase every test shares one long-lived cluster, so tables get names unique across
+//! processes and runs and are dropped in the background when their `Env` goes away (a drop
+//! costs about a second there); the liveness table (TTL 1 s, rows keyed by unique client ids)
+//! is shared by all tests.
 #![allow(dead_code)]
 
 pub mod crash;
 pub mod faulty;
+#[path = "../common/gateway.rs"]
+pub mod gateway;
+#[path = "../common/proxy.rs"]
+pub mod proxy;
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use parking_lot::Mutex;
 use percolator::emulator::{self, EmulatorHandle};
 use percolator::hbase::{Get, TimeRange};
 use percolator::oracle::TimestampSource;
@@ -19,15 +29,25 @@ use percolator::{HBaseClient, HBaseConfig};
 pub const FAMILY: &str = "f";
 
 pub struct Env {
-    pub emulator: EmulatorHandle,
+    /// The in-process emulator; `None` on the real HBase named by `HBASE_THRIFT`.
+    pub emulator: Option<EmulatorHandle>,
+    /// The gateway's address.
+    pub addr: String,
     pub hbase: HBaseClient,
     pub tso: Arc<dyn TimestampSource>,
     pub liveness: LivenessConfig,
     pub schema: Schema,
+    /// Tables this fixture created on a real HBase, dropped with it.
+    tables: Mutex<Vec<String>>,
     _oracle: oracle_fixture::Oracle,
 }
 
-static UNIQUE: AtomicU64 = AtomicU64::new(0);
+/// Liveness rows expire after a second, so dead clients are noticed quickly.
+const LIVENESS_TTL_SECS: i32 = 1;
+
+/// The liveness table every test on a real HBase shares. The TTL is part of its name, so a
+/// table that a run with another TTL left behind is never reused by mistake.
+const SHARED_LIVENESS_TABLE: &str = "percolator_test_liveness_ttl1";
 
 /// Begins a transaction whose snapshot is taken now. A snapshot is otherwise taken by the
 /// transaction's first operation; scripts in which others commit between a `begin` and the
@@ -39,33 +59,86 @@ pub fn begin_now(client: &percolator::txn::Client) -> percolator::txn::Transacti
     txn
 }
 
+/// A table name unique across tests, processes and runs (a real HBase outlives test runs).
 pub fn unique(prefix: &str) -> String {
-    format!(
-        "{prefix}_{}_{}",
-        std::process::id(),
-        UNIQUE.fetch_add(1, Ordering::Relaxed)
-    )
+    gateway::unique_name(prefix)
 }
 
 impl Env {
+    /// The gateway named by `HBASE_THRIFT` if set, else a fresh emulator.
     pub fn start() -> Env {
+        match gateway::external_addr() {
+            Some(addr) => Env::real(&addr),
+            None => Env::start_emulator(),
+        }
+    }
+
+    /// Always a fresh in-process emulator, for tests that need what only it offers.
+    pub fn start_emulator() -> Env {
         let emulator = emulator::start_local().expect("start the emulator");
-        let hbase = HBaseClient::connect(HBaseConfig::new(emulator.local_addr().to_string()))
-            .expect("connect to the emulator");
+        let addr = emulator.local_addr().to_string();
+        let hbase = HBaseClient::connect(HBaseConfig::new(&addr)).expect("connect to the emulator");
         let liveness = LivenessConfig {
             table: unique("liveness"),
-            ttl_secs: 1,
+            ttl_secs: LIVENESS_TTL_SECS,
         };
         txn::setup::create_liveness_table(&hbase, &liveness).expect("liveness table");
+        Env::with(Some(emulator), addr, hbase, liveness)
+    }
+
+    /// The real gateway at `addr`, with the shared liveness table.
+    fn real(addr: &str) -> Env {
+        // Admin calls (create, disable) take about a second on a real HBase; the client's
+        // other calls finish in milliseconds.
+        let hbase =
+            HBaseClient::connect(HBaseConfig::new(addr).read_timeout(Duration::from_secs(60)))
+                .unwrap_or_else(|e| panic!("connect to HBASE_THRIFT={addr}: {e}"));
+        let liveness = LivenessConfig {
+            table: SHARED_LIVENESS_TABLE.into(),
+            ttl_secs: LIVENESS_TTL_SECS,
+        };
+        // Once per process; concurrent creation by another process is tolerated by
+        // `create_liveness_table` itself.
+        static CREATED: OnceLock<()> = OnceLock::new();
+        CREATED.get_or_init(|| {
+            txn::setup::create_liveness_table(&hbase, &liveness).expect("liveness table");
+            let desc = hbase
+                .admin()
+                .table_descriptor(&liveness.table)
+                .expect("liveness table descriptor");
+            let ttl = desc.families.first().and_then(|f| f.ttl_secs);
+            assert_eq!(
+                ttl,
+                Some(liveness.ttl_secs),
+                "{} exists with another TTL: {desc:?}",
+                liveness.table
+            );
+        });
+        Env::with(None, addr.to_owned(), hbase, liveness)
+    }
+
+    fn with(
+        emulator: Option<EmulatorHandle>,
+        addr: String,
+        hbase: HBaseClient,
+        liveness: LivenessConfig,
+    ) -> Env {
         let oracle = oracle_fixture::Oracle::start();
         Env {
             tso: oracle.source(),
             emulator,
+            addr,
             hbase,
             liveness,
             schema: Schema::default(),
+            tables: Mutex::new(Vec::new()),
             _oracle: oracle,
         }
+    }
+
+    /// Whether this fixture runs on a real HBase (not the emulator).
+    pub fn is_real(&self) -> bool {
+        self.emulator.is_none()
     }
 
     /// A new transactional table with user family `f`.
@@ -73,7 +146,15 @@ impl Env {
         let name = unique(prefix);
         txn::setup::create_table(&self.hbase, &self.schema, &name, &[FAMILY])
             .expect("create table");
+        self.created(&name);
         name
+    }
+
+    /// Records a table made outside [`Env::table`] so that it is dropped with the fixture.
+    pub fn created(&self, table: &str) {
+        if self.is_real() {
+            self.tables.lock().push(table.to_owned());
+        }
     }
 
     /// Options for tests: short TTLs so dead clients are noticed within about a second, and
@@ -197,6 +278,14 @@ impl Env {
                     String::from_utf8_lossy(&row.row)
                 );
             }
+        }
+    }
+}
+
+impl Drop for Env {
+    fn drop(&mut self) {
+        for table in self.tables.get_mut().drain(..) {
+            gateway::drop_later(&self.hbase, table);
         }
     }
 }

@@ -11,7 +11,7 @@ use thrift::{ApplicationError, ProtocolError, ProtocolErrorKind};
 use crate::emulator::error::{Declared, ServerResult};
 use crate::emulator::handler::Handler;
 use crate::thrift::hbase::{
-    TCompareOperator, TDelete, TPut, TRowMutations, TScan, TTableDescriptor, TTableName,
+    TCompareOp, TDelete, TPut, TRowMutations, TScan, TTableDescriptor, TTableName,
 };
 
 pub(super) fn write_exception(
@@ -40,7 +40,7 @@ fn reply<T>(
         o.write_message_begin(&TMessageIdentifier::new(name, TMessageType::Reply, seq))?;
         o.write_struct_begin(&TStructIdentifier::new(format!("{name}_result")))
     };
-    match result.map_err(|e| e.into_declared()) {
+    match result.map_err(|e| e.into_declared(name)) {
         Ok(value) => {
             begin(o)?;
             if let Some(field_type) = success {
@@ -234,7 +234,7 @@ pub(super) fn check_and_mutate(
     let mut mutations = None;
     read_args(i, |i, id, ty| match (id, ty) {
         (5, TType::I32) => {
-            op = Some(TCompareOperator::read_from_in_protocol(i)?);
+            op = Some(TCompareOp::read_from_in_protocol(i)?);
             Ok(true)
         }
         (7, TType::Struct) => {

@@ -54,7 +54,16 @@ impl Default for Store {
 }
 
 impl Store {
+    /// A table as the gateway's own client looks it up (data calls, descriptors, state): a
+    /// missing one fails with the bare table name. Admin calls the master runs use
+    /// [`Store::table_for_master`].
     pub fn table(&self, name: &TableName) -> ServerResult<Arc<Table>> {
+        self.table_for_master(name).map_err(ServerError::in_gateway)
+    }
+
+    /// A table as the master looks it up for a procedure (delete, disable, truncate, schema
+    /// changes): a missing one fails with the master's `TableNotFoundException`.
+    pub fn table_for_master(&self, name: &TableName) -> ServerResult<Arc<Table>> {
         self.tables
             .read()
             .get(name)
@@ -91,7 +100,7 @@ impl Store {
             .get(name)
             .ok_or_else(|| ServerError::table_not_found(name))?;
         if table.is_enabled() {
-            return Err(ServerError::table_not_disabled(name));
+            return Err(ServerError::table_not_disabled_for_delete(name));
         }
         tables.remove(name);
         Ok(())

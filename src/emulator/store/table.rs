@@ -75,7 +75,7 @@ impl Table {
     pub fn schema_for_data(&self) -> ServerResult<Arc<TableSchema>> {
         let state = self.state.read();
         if !state.enabled {
-            return Err(ServerError::table_not_enabled(&self.name));
+            return Err(ServerError::table_disabled(&self.name));
         }
         Ok(state.schema.clone())
     }

@@ -79,6 +79,9 @@ impl WindowRecord {
     }
 }
 
+/// Table creation's timeout (see `ensure_table`).
+const ADMIN_TIMEOUT: Duration = Duration::from_secs(60);
+
 pub struct HBaseStore {
     client: HBaseClient,
     table: String,
@@ -120,10 +123,14 @@ impl HBaseStore {
     }
 
     fn ensure_table(&self) -> Result<()> {
-        let admin = self.client.admin();
-        if admin.table_exists(&self.table)? {
+        if self.client.admin().table_exists(&self.table)? {
             return Ok(());
         }
+        // Creating a table runs a master procedure: 0.4-0.7 s on an idle standalone HBase,
+        // more under load, so the lease-sized timeout of the window calls is too short for it.
+        let config = self.client.config().clone().read_timeout(ADMIN_TIMEOUT);
+        let client = HBaseClient::connect(config)?;
+        let admin = client.admin();
         let desc = TableDescriptor::new(self.table.clone())
             .family(FamilyDescriptor::new(FAMILY).max_versions(1));
         match admin.create_table(&desc) {

@@ -9,6 +9,7 @@ pub mod data;
 pub mod delete;
 pub mod errors;
 pub mod filter;
+pub mod gateway_errors;
 pub mod scan;
 
 use percolator::hbase::{Cell, RowResult};
@@ -80,6 +81,12 @@ macro_rules! with_cases {
             filter::bad_filter_is_rejected,
             errors::missing_table_is_table_not_found,
             errors::missing_family_is_family_not_found,
+            gateway_errors::missing_table_forms,
+            gateway_errors::disabled_and_enabled_table_forms,
+            gateway_errors::runtime_failures_name_only_the_method,
+            gateway_errors::max_versions_zero_is_the_gateways_io_error,
+            gateway_errors::scanner_errors_wait_for_the_first_page,
+            gateway_errors::batch_calls_report_retries_exhausted,
             admin::table_lifecycle,
             admin::family_changes,
             admin::namespaces,
