@@ -24,6 +24,10 @@ struct Args {
     /// Seconds after which an idle scanner is forgotten.
     #[arg(long, default_value_t = 60)]
     scanner_timeout_secs: u64,
+    /// Microseconds every call takes, served in order per connection: `1000` behaves like a
+    /// cluster whose calls cost a millisecond each.
+    #[arg(long, default_value_t = 0)]
+    latency_us: u64,
 }
 
 /// Every binary of the crate uses mimalloc: glibc's allocator took 12-19% of the benchmark's
@@ -43,6 +47,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let config = EmulatorConfig {
         max_frame_bytes: args.max_frame_bytes,
         scanner_idle_timeout: Duration::from_secs(args.scanner_timeout_secs),
+        service_time: Duration::from_micros(args.latency_us),
         ..EmulatorConfig::default()
     };
     let handle = emulator::start(listener, config)?;

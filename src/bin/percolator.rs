@@ -52,6 +52,11 @@ enum Command {
         /// what the oracle round trip costs).
         #[arg(long)]
         local_timestamps: bool,
+        /// `embedded`: the emulator and oracle in this process (loopback, no service time).
+        /// `cluster`: the emulator in a process of its own with 1 ms per call, served in order
+        /// per connection, as a real gateway in front of a cluster (ignored with --hbase).
+        #[arg(long, value_enum, default_value_t = Profile::Embedded)]
+        profile: Profile,
         /// Gateway connections in the client's pool.
         #[arg(long, default_value_t = 64)]
         pool: u32,
@@ -61,7 +66,23 @@ enum Command {
         #[arg(long)]
         pipeline: Option<usize>,
     },
+    /// The emulator for `bench --profile cluster`, in a process of its own: prints its address
+    /// on the first line, serves until its standard input closes (its parent exited).
+    #[command(hide = true)]
+    ServeEmulator {
+        #[arg(long, default_value_t = 1000)]
+        latency_us: u64,
+    },
 }
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum Profile {
+    Embedded,
+    Cluster,
+}
+
+/// The cluster profile's service time per call.
+const CLUSTER_LATENCY_US: u64 = 1000;
 
 /// Every binary of the crate uses mimalloc: glibc's allocator took 12-19% of the benchmark's
 /// CPU (see the README's benchmark notes).
@@ -88,6 +109,7 @@ fn main() -> ExitCode {
             hbase,
             oracle,
             local_timestamps,
+            profile,
             pool,
             pipeline,
         } => {
@@ -109,8 +131,20 @@ fn main() -> ExitCode {
                     None => c,
                 }
             };
+            let cluster = match (profile, &hbase) {
+                (Profile::Cluster, None) => match ClusterEmulator::spawn(CLUSTER_LATENCY_US) {
+                    Ok(emulator) => Some(emulator),
+                    Err(e) => {
+                        eprintln!("error: starting the cluster-profile emulator: {e}");
+                        return ExitCode::from(2);
+                    }
+                },
+                _ => None,
+            };
+            let hbase = hbase.or_else(|| cluster.as_ref().map(|c| c.addr.clone()));
             run_bench(&config, json, hbase, oracle, local_timestamps, tune)
         }
+        Command::ServeEmulator { latency_us } => serve_emulator(latency_us),
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,
@@ -176,14 +210,75 @@ fn run_bench(
 }
 
 fn print_ratios(report: &bench::BenchReport) {
-    let ops = |n: &str| report.workloads.get(n).map(|r| r.ops_per_s);
     for (txn, raw, target) in [
         ("txn_get", "raw_get", 0.9),
         ("txn_put1", "raw_put", 0.45),
         ("txn_transfer2", "raw_rmw2", 0.4),
     ] {
-        if let (Some(t), Some(r)) = (ops(txn), ops(raw)) {
-            println!("{txn} / {raw} = {:.2} (target >= {target})", t / r);
+        if let (Some(t), Some(r)) = (report.workloads.get(txn), report.workloads.get(raw)) {
+            println!(
+                "{txn} / {raw} = {:.2} (target >= {target}); p50 {:.2}x, p99 {:.2}x",
+                t.ops_per_s / r.ops_per_s,
+                t.p50_us / r.p50_us,
+                t.p99_us / r.p99_us
+            );
         }
     }
+}
+
+/// The emulator of the cluster profile: this binary again, as a child that dies with us.
+struct ClusterEmulator {
+    child: std::process::Child,
+    addr: String,
+}
+
+impl ClusterEmulator {
+    fn spawn(latency_us: u64) -> std::io::Result<ClusterEmulator> {
+        use std::io::BufRead;
+        use std::process::{Command, Stdio};
+        let mut child = Command::new(std::env::current_exe()?)
+            .args(["serve-emulator", "--latency-us", &latency_us.to_string()])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()?;
+        let mut line = String::new();
+        let stdout = child
+            .stdout
+            .take()
+            .ok_or_else(|| std::io::Error::other("no stdout"))?;
+        std::io::BufReader::new(stdout).read_line(&mut line)?;
+        let addr = line.trim().to_string();
+        if addr.is_empty() {
+            let _ = child.kill();
+            return Err(std::io::Error::other(
+                "the emulator exited before it listened",
+            ));
+        }
+        Ok(ClusterEmulator { child, addr })
+    }
+}
+
+impl Drop for ClusterEmulator {
+    fn drop(&mut self) {
+        // Closing its standard input ends it; wait so that no process outlives the bench.
+        drop(self.child.stdin.take());
+        let _ = self.child.wait();
+    }
+}
+
+fn serve_emulator(latency_us: u64) -> percolator::Result<bool> {
+    use percolator::emulator::{self, EmulatorConfig};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")
+        .map_err(|e| percolator::Error::io("binding the emulator", e))?;
+    let config = EmulatorConfig {
+        service_time: Duration::from_micros(latency_us),
+        ..EmulatorConfig::default()
+    };
+    let handle = emulator::start(listener, config)
+        .map_err(|e| percolator::Error::io("starting the emulator", e))?;
+    println!("{}", handle.local_addr());
+    // Until the parent closes our standard input (or dies).
+    let _ = std::io::copy(&mut std::io::stdin(), &mut std::io::sink());
+    handle.shutdown();
+    Ok(true)
 }

@@ -5,10 +5,15 @@
 //! length (frames are at most `max_frame_bytes`, so that byte is 0x00 in practice), after which
 //! the frame's own first byte tells the protocol. Requests are served one at a time, as a
 //! Thrift client sends them, and each reply is written with a single write.
+//!
+//! With a service time (`EmulatorConfig::service_time`, the cluster profile), every call costs
+//! that long before its reply is written, one call after another per connection, as a real
+//! gateway serves a connection whose calls each cost a region server round trip.
 
 use std::io::{self, BufRead, BufReader, Cursor, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::time::Duration;
 
 use thrift::protocol::{TBinaryOutputProtocol, TCompactOutputProtocol, TOutputProtocol};
 
@@ -21,12 +26,20 @@ const FRAME_HEADER: usize = 4;
 /// Frame buffers up to this size are kept between requests.
 const RETAINED_FRAME: usize = 1 << 20;
 
+/// What bounds one connection's requests.
+#[derive(Clone, Copy, Debug)]
+pub struct ConnLimits {
+    pub max_frame_bytes: usize,
+    /// Added to every call before its reply goes out (zero: none).
+    pub service_time: Duration,
+}
+
 /// Serves `stream` until the client hangs up, sends something undecodable, or the server
 /// shuts the socket down. A panic in here ends this connection only.
-pub fn serve_connection(handler: &Handler, stream: TcpStream, max_frame_bytes: usize) {
+pub fn serve_connection(handler: &Handler, stream: TcpStream, limits: ConnLimits) {
     let peer = stream.peer_addr().ok();
     tracing::debug!(?peer, "connection opened");
-    match catch_unwind(AssertUnwindSafe(|| run(handler, &stream, max_frame_bytes))) {
+    match catch_unwind(AssertUnwindSafe(|| run(handler, &stream, limits))) {
         Ok(Ok(())) => tracing::debug!(?peer, "connection closed"),
         Ok(Err(e)) => tracing::info!(?peer, error = %e, "closing connection"),
         Err(_) => tracing::error!(?peer, "connection handler panicked; connection closed"),
@@ -38,9 +51,9 @@ fn bad_input(message: String) -> thrift::Error {
     thrift::Error::from(io::Error::new(io::ErrorKind::InvalidData, message))
 }
 
-fn run(handler: &Handler, stream: &TcpStream, max_frame_bytes: usize) -> thrift::Result<()> {
+fn run(handler: &Handler, stream: &TcpStream, limits: ConnLimits) -> thrift::Result<()> {
     let mut out = Vec::new();
-    let result = serve_all(handler, stream, max_frame_bytes, &mut out);
+    let result = serve_all(handler, stream, limits, &mut out);
     // Replies already made go out whatever ended the connection; its own error comes first.
     let mut writer = stream;
     let flushed = writer.write_all(&out);
@@ -54,9 +67,10 @@ fn run(handler: &Handler, stream: &TcpStream, max_frame_bytes: usize) -> thrift:
 fn serve_all(
     handler: &Handler,
     stream: &TcpStream,
-    max_frame_bytes: usize,
+    limits: ConnLimits,
     out: &mut Vec<u8>,
 ) -> thrift::Result<()> {
+    let max_frame_bytes = limits.max_frame_bytes;
     let mut reader = BufReader::with_capacity(READ_BUFFER, stream);
     let mut writer = stream;
     let Some(&first) = reader.fill_buf()?.first() else {
@@ -102,7 +116,13 @@ fn serve_all(
                 return Err(e);
             }
         }
-        if reader.buffer().is_empty() {
+        if !limits.service_time.is_zero() {
+            // Each call's reply leaves when its own service time is over, before the next
+            // call of this connection starts.
+            std::thread::sleep(limits.service_time);
+            writer.write_all(out)?;
+            out.clear();
+        } else if reader.buffer().is_empty() {
             writer.write_all(out)?;
             out.clear();
         }

@@ -94,6 +94,10 @@ pub struct EmulatorConfig {
     pub scanner_idle_timeout: Duration,
     /// The server's wall clock: server-assigned timestamps, TTL and scanner expiry.
     pub clock: Clock,
+    /// Time every call takes before its reply is written, one call after another per
+    /// connection: a cluster's round trip to a region server (about a millisecond), which the
+    /// in-memory store otherwise answers in microseconds. Zero by default.
+    pub service_time: Duration,
 }
 
 impl Default for EmulatorConfig {
@@ -102,6 +106,7 @@ impl Default for EmulatorConfig {
             max_frame_bytes: 2 * 1024 * 1024,
             scanner_idle_timeout: Duration::from_secs(60),
             clock: Clock::system(),
+            service_time: Duration::ZERO,
         }
     }
 }

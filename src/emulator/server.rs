@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
-use crate::emulator::conn::serve_connection;
+use crate::emulator::conn::{serve_connection, ConnLimits};
 use crate::emulator::handler::Handler;
 use crate::emulator::EmulatorConfig;
 
@@ -53,10 +53,13 @@ pub fn start(listener: TcpListener, config: EmulatorConfig) -> io::Result<Emulat
     });
     let accept = {
         let shared = shared.clone();
-        let max_frame_bytes = config.max_frame_bytes;
+        let limits = ConnLimits {
+            max_frame_bytes: config.max_frame_bytes,
+            service_time: config.service_time,
+        };
         thread::Builder::new()
             .name("hbase-emu-accept".into())
-            .spawn(move || accept_loop(&listener, &handler, &shared, max_frame_bytes))?
+            .spawn(move || accept_loop(&listener, &handler, &shared, limits))?
     };
     tracing::info!(%addr, "HBase emulator listening (in-memory store)");
     Ok(EmulatorHandle {
@@ -70,7 +73,7 @@ fn accept_loop(
     listener: &TcpListener,
     handler: &Arc<Handler>,
     shared: &Arc<Shared>,
-    max_frame_bytes: usize,
+    limits: ConnLimits,
 ) {
     loop {
         let accepted = listener.accept();
@@ -79,7 +82,7 @@ fn accept_loop(
         }
         match accepted {
             Ok((stream, _)) => {
-                if let Err(e) = spawn_connection(stream, handler, shared, max_frame_bytes) {
+                if let Err(e) = spawn_connection(stream, handler, shared, limits) {
                     tracing::warn!(error = %e, "could not start a connection thread");
                 }
             }
@@ -95,7 +98,7 @@ fn spawn_connection(
     stream: TcpStream,
     handler: &Arc<Handler>,
     shared: &Arc<Shared>,
-    max_frame_bytes: usize,
+    limits: ConnLimits,
 ) -> io::Result<()> {
     stream.set_nodelay(true)?;
     let control = stream.try_clone()?;
@@ -116,7 +119,7 @@ fn spawn_connection(
         thread::Builder::new()
             .name(format!("hbase-emu-conn-{id}"))
             .spawn(move || {
-                serve_connection(&handler, stream, max_frame_bytes);
+                serve_connection(&handler, stream, limits);
                 shared.connections.lock().open.remove(&id);
             })
     };

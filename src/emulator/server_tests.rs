@@ -3,6 +3,7 @@
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
+use std::time::{Duration, Instant};
 
 use thrift::protocol::{
     TBinaryInputProtocol, TBinaryOutputProtocol, TCompactInputProtocol, TCompactOutputProtocol,
@@ -522,5 +523,36 @@ fn bench_round_trips() {
         "emulator: {calls} calls (put+get, {THREADS} connections) in {elapsed:?}: {:.0} calls/s",
         calls / elapsed.as_secs_f64()
     );
+    emu.shutdown();
+}
+
+#[test]
+fn a_service_time_is_paid_by_every_call_in_turn_per_connection() {
+    let service_time = Duration::from_millis(40);
+    let config = EmulatorConfig {
+        service_time,
+        ..EmulatorConfig::default()
+    };
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let emu = start(listener, config).unwrap();
+    let mut s = TcpStream::connect(emu.local_addr()).unwrap();
+    // Three calls in one write: the replies leave one service time apart, never together.
+    let one = message("getThriftServerType", |_| {});
+    let started = Instant::now();
+    s.write_all(&[one.clone(), one.clone(), one].concat())
+        .unwrap();
+    let mut arrivals = Vec::new();
+    for _ in 0..3 {
+        receive(&mut s, |i| i.read_i32().unwrap()).unwrap();
+        arrivals.push(started.elapsed());
+    }
+    for (n, arrived) in arrivals.iter().enumerate() {
+        assert!(
+            *arrived >= service_time * (n as u32 + 1),
+            "reply {n} after {arrived:?}: {arrivals:?}"
+        );
+    }
+    // Not gathered into one write at the end: the last left well after the first.
+    assert!(arrivals[2] - arrivals[0] >= service_time, "{arrivals:?}");
     emu.shutdown();
 }

@@ -3,6 +3,7 @@ package percolator.realhbase;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -36,14 +37,25 @@ import org.apache.thrift.transport.TSocket;
 public final class RealHBase {
   private RealHBase() {}
 
-  public static void main(String[] args) throws Exception {
+  public static void main(String[] args) {
+    try {
+      run(args);
+    } catch (Throwable e) {
+      // HBase's own non-daemon threads would keep a failed start alive until the script's
+      // deadline; exit now so that it reports the failure at once.
+      e.printStackTrace();
+      System.exit(1);
+    }
+  }
+
+  private static void run(String[] args) throws Exception {
     if (args.length < 2) {
       System.err.println("usage: RealHBase DATA_DIR READY_FILE [THRIFT_PORT]");
       System.exit(2);
     }
     Path data = Paths.get(args[0]).toAbsolutePath();
     Path ready = Paths.get(args[1]).toAbsolutePath();
-    int thriftPort = args.length > 2 ? Integer.parseInt(args[2]) : freePort();
+    int fixedPort = args.length > 2 ? Integer.parseInt(args[2]) : 0;
     Files.createDirectories(data);
     Files.deleteIfExists(ready);
 
@@ -70,20 +82,24 @@ public final class RealHBase {
         new LocalHBaseCluster(conf, 1, 1, HMaster.class, HRegionServer.class);
     cluster.startup();
 
-    ThriftServer gateway = new ThriftServer(conf);
-    Thread serving = new Thread(() -> {
-      try {
-        gateway.run(new String[] {"-b", "127.0.0.1", "-p", Integer.toString(thriftPort), "start"});
-      } catch (Exception e) {
-        e.printStackTrace();
-        Runtime.getRuntime().halt(1);
+    // The port is picked only now, after HBase has taken its own ephemeral ports, and picked
+    // again if something took it between the probe and the gateway's bind.
+    Gateway gateway = null;
+    for (int attempt = 1; gateway == null; attempt++) {
+      int port = fixedPort > 0 ? fixedPort : freePort();
+      Gateway candidate = new Gateway(conf, port);
+      if (candidate.awaitReady()) {
+        gateway = candidate;
+      } else if (fixedPort > 0 || attempt >= 5) {
+        throw new IllegalStateException("the Thrift2 gateway did not start", candidate.failure);
+      } else {
+        System.err.println("real-hbase: gateway on port " + port + " failed ("
+            + candidate.failure + "), trying another port");
       }
-    }, "thrift2-gateway");
-    serving.setDaemon(true);
-    serving.start();
-
+    }
+    Gateway started = gateway;
     Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-      gateway.stop();
+      started.server.stop();
       cluster.shutdown();
       cluster.join();
       try {
@@ -93,7 +109,7 @@ public final class RealHBase {
       }
     }, "real-hbase-shutdown"));
 
-    waitForRealRequest(thriftPort);
+    int thriftPort = started.port;
     Path partial = ready.resolveSibling(ready.getFileName() + ".tmp");
     Files.write(partial, (thriftPort + "\n").getBytes(StandardCharsets.UTF_8));
     Files.move(partial, ready, StandardCopyOption.ATOMIC_MOVE);
@@ -101,29 +117,59 @@ public final class RealHBase {
     cluster.join();
   }
 
-  /**
-   * Ready means the master has finished initialising (namespaces are listed) and hbase:meta is
-   * served by the region server (a get on it returns), both through the gateway itself.
-   */
-  private static void waitForRealRequest(int port) throws InterruptedException {
-    Exception last = null;
-    for (int attempt = 0; attempt < 600; attempt++) {
-      try (TSocket socket = new TSocket(new TConfiguration(), "127.0.0.1", port, 10_000)) {
-        socket.open();
-        THBaseService.Client client = new THBaseService.Client(new TBinaryProtocol(socket));
-        List<String> namespaces = client.listNamespaces();
-        if (namespaces.contains("default")) {
-          client.get(
-              java.nio.ByteBuffer.wrap("hbase:meta".getBytes(StandardCharsets.UTF_8)),
-              new TGet(java.nio.ByteBuffer.wrap("probe".getBytes(StandardCharsets.UTF_8))));
-          return;
+  /** One attempt at running the Thrift2 gateway on a port. */
+  private static final class Gateway {
+    final ThriftServer server;
+    final int port;
+    final Thread serving;
+    volatile Exception failure;
+
+    Gateway(Configuration conf, int port) {
+      this.server = new ThriftServer(conf);
+      this.port = port;
+      this.serving = new Thread(() -> {
+        try {
+          server.run(new String[] {"-b", "127.0.0.1", "-p", Integer.toString(port), "start"});
+        } catch (Exception e) {
+          failure = e;
         }
-      } catch (Exception e) {
-        last = e;
-      }
-      Thread.sleep(500);
+      }, "thrift2-gateway");
+      serving.setDaemon(true);
+      serving.start();
     }
-    throw new IllegalStateException("the gateway never answered a real request", last);
+
+    /**
+     * True once the master has finished initialising (namespaces are listed) and hbase:meta is
+     * served by the region server (a get on it returns), both through this gateway; false if
+     * the gateway thread ended first.
+     */
+    boolean awaitReady() throws InterruptedException {
+      Exception last = null;
+      for (int attempt = 0; attempt < 600; attempt++) {
+        if (!serving.isAlive()) {
+          if (failure == null) {
+            failure = new IllegalStateException("the gateway stopped", last);
+          }
+          return false;
+        }
+        try (TSocket socket = new TSocket(new TConfiguration(), "127.0.0.1", port, 10_000)) {
+          socket.open();
+          THBaseService.Client client = new THBaseService.Client(new TBinaryProtocol(socket));
+          List<String> namespaces = client.listNamespaces();
+          if (namespaces.contains("default")) {
+            client.get(
+                ByteBuffer.wrap("hbase:meta".getBytes(StandardCharsets.UTF_8)),
+                new TGet(ByteBuffer.wrap("probe".getBytes(StandardCharsets.UTF_8))));
+            return true;
+          }
+        } catch (Exception e) {
+          last = e;
+        }
+        Thread.sleep(500);
+      }
+      failure = new IllegalStateException("the gateway never answered a real request", last);
+      return false;
+    }
   }
 
   private static int freePort() throws IOException {
