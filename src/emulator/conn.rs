@@ -32,6 +32,8 @@ pub struct ConnLimits {
     pub max_frame_bytes: usize,
     /// Added to every call before its reply goes out (zero: none).
     pub service_time: Duration,
+    /// The socket's read timeout: a client silent for this long is disconnected.
+    pub idle_timeout: Duration,
 }
 
 /// Serves `stream` until the client hangs up, sends something undecodable, or the server
@@ -73,9 +75,10 @@ fn serve_all(
     let max_frame_bytes = limits.max_frame_bytes;
     let mut reader = BufReader::with_capacity(READ_BUFFER, stream);
     let mut writer = stream;
-    let Some(&first) = reader.fill_buf()?.first() else {
+    if !request_waiting(&mut reader)? {
         return Ok(());
-    };
+    }
+    let first = reader.buffer()[0];
     let unframed = Wire::detect(first);
     let mut framed_wire = None;
     // Reused: a frame costs no allocation once the buffer has grown to the usual size.
@@ -84,7 +87,7 @@ fn serve_all(
         let start = out.len();
         let served = match unframed {
             Some(wire) => {
-                if reader.fill_buf()?.is_empty() {
+                if !request_waiting(&mut reader)? {
                     return Ok(());
                 }
                 serve_one(handler, wire, &mut reader, max_frame_bytes, out)
@@ -129,6 +132,25 @@ fn serve_all(
     }
 }
 
+/// Whether another request has begun to arrive: false when the client hung up, or sent nothing
+/// for the idle timeout (the socket's read timeout), after which the real gateway closes the
+/// connection too.
+fn request_waiting<R: BufRead>(reader: &mut R) -> io::Result<bool> {
+    match reader.fill_buf() {
+        Ok(buf) => Ok(!buf.is_empty()),
+        Err(e)
+            if matches!(
+                e.kind(),
+                io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+            ) =>
+        {
+            tracing::debug!("idle connection closed");
+            Ok(false)
+        }
+        Err(e) => Err(e),
+    }
+}
+
 /// Decodes one request from `reader` (at most `budget` bytes) and appends the reply to `out`.
 fn serve_one<R: Read>(
     handler: &Handler,
@@ -152,7 +174,7 @@ fn read_frame<R: BufRead>(
     max_frame_bytes: usize,
     frame: &mut Vec<u8>,
 ) -> io::Result<bool> {
-    if reader.fill_buf()?.is_empty() {
+    if !request_waiting(reader)? {
         return Ok(false);
     }
     let mut header = [0u8; FRAME_HEADER];

@@ -50,8 +50,9 @@
 //! and versions hidden by delete markers are dropped at write time (what a real region does
 //! at its next flush, so a time-range read never finds versions a flush would have removed);
 //! KEEP_DELETED_CELLS, NEW_VERSION_BEHAVIOR, protobuf `filterBytes`, visibility labels and
-//! system tables are not emulated (the first three answer a `TIOError` saying so); idle
-//! connections are never dropped; split keys are accepted and ignored.
+//! system tables are not emulated (the first three answer a `TIOError` saying so); split keys
+//! are accepted and ignored. Like the real gateway, a connection that sends nothing for
+//! `idle_timeout` (60 s, `hbase.thrift.server.socket.read.timeout`) is closed.
 
 mod admin;
 #[cfg(test)]
@@ -98,6 +99,9 @@ pub struct EmulatorConfig {
     /// connection: a cluster's round trip to a region server (about a millisecond), which the
     /// in-memory store otherwise answers in microseconds. Zero by default.
     pub service_time: Duration,
+    /// A connection that sends nothing for this long is closed, as the real gateway's socket
+    /// read timeout does (60 s by default, on both).
+    pub idle_timeout: Duration,
 }
 
 impl Default for EmulatorConfig {
@@ -107,6 +111,7 @@ impl Default for EmulatorConfig {
             scanner_idle_timeout: Duration::from_secs(60),
             clock: Clock::system(),
             service_time: Duration::ZERO,
+            idle_timeout: Duration::from_secs(60),
         }
     }
 }

@@ -56,6 +56,7 @@ pub fn start(listener: TcpListener, config: EmulatorConfig) -> io::Result<Emulat
         let limits = ConnLimits {
             max_frame_bytes: config.max_frame_bytes,
             service_time: config.service_time,
+            idle_timeout: config.idle_timeout,
         };
         thread::Builder::new()
             .name("hbase-emu-accept".into())
@@ -101,6 +102,7 @@ fn spawn_connection(
     limits: ConnLimits,
 ) -> io::Result<()> {
     stream.set_nodelay(true)?;
+    stream.set_read_timeout(Some(limits.idle_timeout).filter(|t| !t.is_zero()))?;
     let control = stream.try_clone()?;
     let mut conns = shared.connections.lock();
     // Join threads that have finished, so the list does not grow with every connection.

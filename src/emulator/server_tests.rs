@@ -556,3 +556,29 @@ fn a_service_time_is_paid_by_every_call_in_turn_per_connection() {
     assert!(arrivals[2] - arrivals[0] >= service_time, "{arrivals:?}");
     emu.shutdown();
 }
+
+#[test]
+fn a_connection_idle_past_the_timeout_is_closed_and_a_busy_one_is_not() {
+    let idle_timeout = Duration::from_millis(300);
+    let config = EmulatorConfig {
+        idle_timeout,
+        ..EmulatorConfig::default()
+    };
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let emu = start(listener, config).unwrap();
+    let mut busy = client(&emu, false, false);
+    let mut idle = TcpStream::connect(emu.local_addr()).unwrap();
+    send(&mut idle, "getThriftServerType", |_| {});
+    receive(&mut idle, |i| i.read_i32().unwrap()).unwrap();
+    // The busy client calls more often than the timeout, for longer than it.
+    let until = Instant::now() + idle_timeout * 3;
+    while Instant::now() < until {
+        assert_eq!(
+            busy.get_thrift_server_type().unwrap(),
+            TThriftServerType::TWO
+        );
+        std::thread::sleep(idle_timeout / 4);
+    }
+    assert!(closed_by_server(&mut idle));
+    emu.shutdown();
+}
