@@ -3,8 +3,8 @@
 //! Snapshot-isolated, cross-row, cross-table transactions on existing HBase tables, following
 //! Google's Percolator (OSDI 2010) with TiKV's refinements. HBase cell versions carry the
 //! timestamps and `checkAndMutate` is the single-row transaction; locks and write records live
-//! in extra column families beside the user's data. See `docs/` and `shared/DESIGN.md` for the
-//! protocol and its invariants.
+//! in extra column families beside the user's data. See `docs/design.md` (and the rest
+//! of `docs/`) for the protocol and its invariants.
 //!
 //! # Layout
 //! - [`thrift`]: wire layer, bindings generated from `thrift/hbase.thrift`.

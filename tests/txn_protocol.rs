@@ -1,5 +1,5 @@
 //! Protocol scripts: each test drives the protocol steps against the emulator and states what
-//! must hold after each step. One or more tests per invariant of shared/DESIGN.md.
+//! must hold after each step. One or more tests per invariant of docs/design.md.
 
 mod txn_support;
 

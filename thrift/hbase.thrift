@@ -1,9 +1,9 @@
-// THBaseService: the HBase 2.2+ Thrift2 gateway interface, written for this project from the
-// facts in shared/hbase-thrift2-facts.md. Field ids and types are wire-compatible with HBase's
-// own IDL; tests/thrift_idl.rs compares every declaration here with HBase 2.6.1's. Arguments that
-// HBase's IDL leaves without a requiredness keyword and that Java or Python clients omit are
-// declared `optional` here so such requests still parse; the server then answers them the way
-// HBase does. That test lists each of them, and each known difference not yet fixed.
+// THBaseService: the HBase 2.2+ Thrift2 gateway interface, written for this project. Field ids and
+// types are wire-compatible with HBase's own IDL; tests/thrift_idl.rs compares every declaration
+// here with HBase 2.6.1's. Arguments that HBase's IDL leaves without a requiredness keyword and
+// that Java or Python clients omit are declared `optional` here so such requests still parse; the
+// server then answers them the way HBase does. That test lists each of them, and each known
+// difference not yet fixed.
 
 namespace rs hbase
 

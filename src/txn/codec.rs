@@ -1,6 +1,6 @@
 //! Byte encodings of the percolator columns: lock cells, write records and column keys.
 //!
-//! The lock cell's byte order carries the prewrite rule (DESIGN.md invariant 2):
+//! The lock cell's byte order carries the prewrite rule (docs/design.md invariant 2):
 //! released = `0x00 || BE(M)` where M is the highest commit_ts or rolled-back start_ts ever
 //! recorded on the cell; locked = `0x01 || lock record`. A prewrite at `start_ts` is then one
 //! `checkAndMutate(lock, GREATER, 0x00 || BE(start_ts))`, which HBase evaluates as

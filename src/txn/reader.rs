@@ -1,5 +1,5 @@
 //! Snapshot reads: one Get per row fetches each column's lock cell and newest write records
-//! (DESIGN.md cost model: one round trip for a committed short value). Locks at or below the
+//! (docs/design.md cost model: one round trip for a committed short value). Locks at or below the
 //! snapshot are resolved or waited out before any value is returned (invariant 5).
 
 use std::collections::BTreeMap;

@@ -1,4 +1,4 @@
-//! Lock resolution through the primary (DESIGN.md invariant 4): roll a lock forward when its
+//! Lock resolution through the primary (docs/design.md invariant 4): roll a lock forward when its
 //! primary committed, back when it did not and cannot, and wait while its owner is alive.
 
 use crate::error::{Error, Result};

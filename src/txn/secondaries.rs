@@ -1,4 +1,4 @@
-//! Committing the secondaries once the commit point is passed (DESIGN.md invariant 3).
+//! Committing the secondaries once the commit point is passed (docs/design.md invariant 3).
 //!
 //! Their failures are harmless (a reader that meets a left-over lock rolls it forward through
 //! the committed primary), so the committing call does not wait for them. In the background

@@ -189,7 +189,7 @@ impl Transaction {
     }
 
     /// Buffers a transactional delete of one cell (a Delete write record, never an HBase
-    /// delete marker: DESIGN.md invariant 6).
+    /// delete marker: docs/design.md invariant 6).
     pub fn delete(
         &mut self,
         table: &str,

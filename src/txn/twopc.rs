@@ -1,5 +1,5 @@
 //! Two-phase commit: parallel prewrite of every cell, the commit point on the primary, then
-//! the secondaries in the background (tracked). Failure handling follows DESIGN.md 1-4, 7, 9.
+//! the secondaries in the background (tracked). Failure handling follows docs/design.md 1-4, 7, 9.
 
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
@@ -246,7 +246,7 @@ impl Session {
     }
 
     /// One cell's prewrite: the CAS, and on failure one read of the lock cell to learn why
-    /// (DESIGN.md invariant 2). A lost reply is settled by that same read (invariant 7).
+    /// (docs/design.md invariant 2). A lost reply is settled by that same read (invariant 7).
     /// `first` is the outcome of its first CAS, already sent.
     fn prewrite_cell(&self, m: &Arc<Mutation>, first: Result<bool>) -> Prewritten {
         let is_primary = m.key == m.lock.primary;
@@ -368,7 +368,7 @@ impl Session {
         Some(g.bytes().to_vec())
     }
 
-    /// The commit point (DESIGN.md invariant 3): the primary's commit CAS, carrying a fresh
+    /// The commit point (docs/design.md invariant 3): the primary's commit CAS, carrying a fresh
     /// commit timestamp, with a lost reply settled by re-reading the primary (invariant 7).
     fn commit_primary(
         &self,

@@ -1,4 +1,4 @@
-//! DESIGN.md invariant 7 (a lost reply leaves the effect unknown: re-read before deciding) and
+//! docs/design.md invariant 7 (a lost reply leaves the effect unknown: re-read before deciding) and
 //! invariant 9 (the commit timestamp is taken only after every lock is stored). Replies are
 //! lost inside the client's HBase access (`FaultyStore`), and on the wire by a proxy.
 

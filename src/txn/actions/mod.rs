@@ -21,7 +21,7 @@ use crate::txn::key::CellKey;
 use crate::txn::schema::Schema;
 
 /// The CAS condition "the cell is released with every recorded commit and rollback below
-/// `start_ts`" (DESIGN.md invariant 2): `0x00||BE(start_ts) > cell`, which a held lock
+/// `start_ts`" (docs/design.md invariant 2): `0x00||BE(start_ts) > cell`, which a held lock
 /// (`0x01...`) or a newer record fails. A cell that has no lock cell never matches a non-empty
 /// value, so `absent` selects `EQUAL ""` instead: true only while no transaction ever wrote it.
 fn unlocked_below(start_ts: u64, absent: bool) -> (CompareOp, Vec<u8>) {
@@ -32,7 +32,8 @@ fn unlocked_below(start_ts: u64, absent: bool) -> (CompareOp, Vec<u8>) {
     }
 }
 
-/// Puts the released lock state with high-water mark `max_ts` (server timestamp, see DESIGN.md).
+/// Puts the released lock state with high-water mark `max_ts` (server timestamp, see
+/// docs/design.md).
 fn put_released(schema: &Schema, key: &CellKey, put: Put, max_ts: u64) -> Put {
     put.add(
         schema.lock_family.clone(),

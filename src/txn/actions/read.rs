@@ -1,4 +1,4 @@
-//! Snapshot read of one column from its lock cell and newest write records (DESIGN.md
+//! Snapshot read of one column from its lock cell and newest write records (docs/design.md
 //! invariant 5).
 
 use crate::hbase::Cell;

@@ -14,7 +14,7 @@ fn rollback_record(start_ts: u64) -> WriteRecord {
     }
 }
 
-/// Rolls back `lock` on `key`, conditional on its exact bytes (DESIGN.md invariant 4). The
+/// Rolls back `lock` on `key`, conditional on its exact bytes (docs/design.md invariant 4). The
 /// release sets the high-water mark to start_ts, so a late or duplicated prewrite of this
 /// transaction fails. On the primary a Rollback record at start_ts makes the outcome explicit
 /// for anyone checking the transaction's status.

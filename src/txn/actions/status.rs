@@ -1,4 +1,4 @@
-//! Whether a transaction committed, read off its primary (DESIGN.md invariant 4).
+//! Whether a transaction committed, read off its primary (docs/design.md invariant 4).
 
 use crate::hbase::Cell;
 use crate::txn::codec::{decode_write, CodecError, Lock, LockState, WriteKind};
