@@ -312,6 +312,41 @@ fn resolver_fences_an_in_flight_primary_prewrite() {
     );
 }
 
+/// Invariant 4, parallel prewrite, primary held by another transaction: the resolver must
+/// resolve that one first and then fence the primary. Declaring the blocked transaction rolled
+/// back while the other lock stands would let the other's rollback (which leaves the primary's
+/// high-water mark at its own, older start_ts) re-open the primary to the delayed prewrite.
+#[test]
+fn resolver_resolves_the_primarys_other_lock_before_fencing() {
+    let env = Env::start();
+    let t = env.table("acct");
+    let (p, s) = (env.key(&t, "p"), env.key(&t, "s"));
+    let older = Script::dead(&env, &p);
+    let txn = Script::dead(&env, &p);
+    assert!(older.start_ts < txn.start_ts);
+    assert!(
+        older.prewrite(&p, b"old"),
+        "another transaction holds the primary"
+    );
+    assert!(
+        txn.prewrite(&s, b"1"),
+        "the secondary lands, the primary prewrite is in flight"
+    );
+
+    assert_eq!(read(&env, &s), None, "the secondary is rolled back");
+    must_be_released_at(&env, &s, txn.start_ts);
+    // Whatever becomes of the older transaction now, the delayed primary prewrite must fail.
+    older.rollback(&p, b"old");
+    assert!(
+        !txn.prewrite(&p, b"1"),
+        "the delayed primary prewrite must fail once the transaction was declared rolled back"
+    );
+    match env.lock_state(&p) {
+        LockState::Released { max_ts } => assert!(max_ts >= txn.start_ts, "{max_ts}"),
+        other => panic!("the primary must be released and fenced, is {other:?}"),
+    }
+}
+
 /// Invariant 4: roll-forward happens whenever the primary committed, regardless of TTLs or
 /// the owner's liveness.
 #[test]
