@@ -1,7 +1,7 @@
 //! `Client`: the entry point. Owns the HBase access, the timestamp source, the worker pool, the
 //! liveness row and its keeper thread.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
@@ -59,7 +59,7 @@ impl Client {
             liveness,
             opts: options,
             stats: Stats::default(),
-            checked_tables: parking_lot::RwLock::new(HashSet::new()),
+            checked_tables: parking_lot::RwLock::new(HashMap::new()),
             primaries: Mutex::new(HashMap::new()),
             dead: AtomicBool::new(false),
             keeper: Mutex::new(None),

@@ -134,7 +134,8 @@ pub(crate) struct Inner {
     pub liveness: Liveness,
     pub executor: Executor,
     pub stats: Stats,
-    pub checked_tables: RwLock<HashSet<String>>,
+    /// Tables found transactional, with their families (refreshed when a family is missing).
+    pub checked_tables: RwLock<HashMap<String, Arc<HashSet<Vec<u8>>>>>,
     pub primaries: Mutex<HashMap<u64, Arc<Mutex<PrimaryGuard>>>>,
     /// Set by `Client::kill`: the client behaves as if its process had died.
     pub dead: AtomicBool,
@@ -165,14 +166,45 @@ impl Inner {
     /// Fails with `NotTransactional` unless the table has the percolator families. Checked once
     /// per table per client.
     pub fn check_table(&self, table: &str) -> Result<()> {
-        if self.checked_tables.read().contains(table) {
-            return Ok(());
+        self.table_families(table, false).map(|_| ())
+    }
+
+    /// Fails with `FamilyNotFound` if a key names a family its table does not have: a read
+    /// would otherwise find no write record and answer "absent". A family missing from the
+    /// cached descriptor is looked up once more, since it may have been added since.
+    pub fn check_families<'k>(&self, keys: impl IntoIterator<Item = &'k CellKey>) -> Result<()> {
+        for key in keys {
+            if self
+                .table_families(&key.table, false)?
+                .contains(&key.family)
+                || self.table_families(&key.table, true)?.contains(&key.family)
+            {
+                continue;
+            }
+            return Err(Error::FamilyNotFound {
+                table: key.table.clone(),
+                family: String::from_utf8_lossy(&key.family).into_owned(),
+                message: "the table has no such column family".into(),
+            });
+        }
+        Ok(())
+    }
+
+    fn table_families(&self, table: &str, refresh: bool) -> Result<Arc<HashSet<Vec<u8>>>> {
+        if !refresh {
+            if let Some(families) = self.checked_tables.read().get(table) {
+                return Ok(families.clone());
+            }
         }
         Stats::bump(&self.stats.hbase_rpcs);
         let desc = self.store.table_descriptor(table)?;
         self.opts.schema.check(&desc)?;
-        self.checked_tables.write().insert(table.to_string());
-        Ok(())
+        let families: Arc<HashSet<Vec<u8>>> =
+            Arc::new(desc.families.into_iter().map(|f| f.name).collect());
+        self.checked_tables
+            .write()
+            .insert(table.to_string(), families.clone());
+        Ok(families)
     }
 
     /// Makes this client behave as a dead process: no more heartbeats (its liveness row

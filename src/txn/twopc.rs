@@ -100,6 +100,7 @@ impl Session {
         for table in writes.iter().map(|(k, _)| &k.table) {
             inner.check_table(table)?;
         }
+        inner.check_families(writes.iter().map(|(k, _)| k))?;
         let template = Arc::new(self.lock_template(&writes[0].0));
         let primary_len = writes[0].1.as_ref().map_or(0, Vec::len);
         let mut writes = writes.into_iter();

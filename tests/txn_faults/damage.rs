@@ -202,3 +202,41 @@ fn empty_row_key_is_an_illegal_argument() {
     assert_eq!(txn.commit().unwrap(), start_ts, "nothing was buffered");
     client.shutdown();
 }
+
+/// A key in a family its table lacks is `FamilyNotFound` for reads and writes, before any
+/// lock is written; a family added while the client runs is found without a restart.
+#[test]
+fn a_family_the_table_lacks_is_family_not_found() {
+    let env = Env::start();
+    let t = env.table("fam");
+    let client = env.client();
+    let is_missing_g = |err: &Error| matches!(err, Error::FamilyNotFound { table, family, .. } if *table == t && family == "g");
+
+    // Read first, so the table's descriptor is cached without `g`.
+    let txn = client.begin().unwrap();
+    assert_eq!(txn.get(&t, "r", FAMILY, "q").unwrap(), None);
+    let err = txn.get(&t, "r", "g", "q").unwrap_err();
+    assert!(is_missing_g(&err), "{err}");
+    assert_eq!(err.retry_class(), RetryClass::Fatal);
+
+    let mut txn = client.begin().unwrap();
+    txn.set(&t, "r", FAMILY, "q", "v").unwrap();
+    txn.set(&t, "r", "g", "q", "v").unwrap();
+    let err = txn.commit().unwrap_err();
+    assert!(is_missing_g(&err), "{err}");
+    env.assert_no_locks(&t);
+
+    env.hbase
+        .admin()
+        .add_family(&t, &FamilyDescriptor::new("g").max_versions(i32::MAX))
+        .unwrap();
+    client
+        .run(|txn| txn.set(&t, "r", "g", "q", "w"))
+        .expect("the new family is found");
+    let txn = client.begin().unwrap();
+    assert_eq!(
+        txn.get(&t, "r", "g", "q").unwrap().as_deref(),
+        Some(&b"w"[..])
+    );
+    client.shutdown();
+}
