@@ -102,6 +102,15 @@ pub enum Error {
         conflict_ts: u64,
     },
 
+    /// `Transaction::insert` of a cell that has a value at the transaction's snapshot.
+    #[error("{table} row {row:?} column {column:?} already has a value at snapshot {start_ts}")]
+    KeyExists {
+        table: String,
+        row: Vec<u8>,
+        column: Vec<u8>,
+        start_ts: u64,
+    },
+
     /// A lock is held by a live transaction and did not clear within the wait budget.
     #[error("{table} row {row:?} column {column:?} is locked by live transaction {lock_ts}")]
     KeyLocked {
@@ -192,7 +201,9 @@ impl Error {
             Error::OutcomeUnknown { .. }
             | Error::CommitUndetermined { .. }
             | Error::ClientCrashed { .. } => RetryClass::Undetermined,
-            Error::TableNotFound { .. }
+            // A new snapshot would see the same value: put-if-absent has its answer.
+            Error::KeyExists { .. }
+            | Error::TableNotFound { .. }
             | Error::FamilyNotFound { .. }
             | Error::IllegalArgument { .. }
             | Error::Rejected { .. }

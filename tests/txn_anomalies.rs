@@ -195,6 +195,45 @@ fn lost_update_prevented() {
     client.shutdown();
 }
 
+/// Put-if-absent: two inserts of one cell race and only one commits; an insert that sees the
+/// value fails with the fatal `KeyExists`, which `run` returns instead of retrying; after a
+/// transactional delete the cell can be inserted again.
+#[test]
+fn concurrent_inserts_of_one_cell_commit_once() {
+    let env = Env::start();
+    let t = env.table("ins");
+    let client = env.client();
+    let mut t1 = begin_now(&client);
+    let mut t2 = begin_now(&client);
+    assert!(!t1.key_exists(&t, "x", FAMILY, "q").unwrap());
+    t1.insert(&t, "x", FAMILY, "q", "1").unwrap();
+    assert!(
+        t1.key_exists(&t, "x", FAMILY, "q").unwrap(),
+        "its own insert"
+    );
+    t2.insert(&t, "x", FAMILY, "q", "2").unwrap();
+    t1.commit().unwrap();
+    let err = assert_conflict(t2.commit());
+    assert!(matches!(err, Error::WriteConflict { .. }), "{err}");
+
+    let err = client
+        .run(|txn| txn.insert(&t, "x", FAMILY, "q", "3"))
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::KeyExists { table, .. } if *table == t),
+        "{err}"
+    );
+    assert_eq!(err.retry_class(), RetryClass::Fatal);
+    assert_eq!(get(&begin_now(&client), &t, "x"), value("1"));
+
+    client.run(|txn| txn.delete(&t, "x", FAMILY, "q")).unwrap();
+    client
+        .run(|txn| txn.insert(&t, "x", FAMILY, "q", "4"))
+        .unwrap();
+    assert_eq!(get(&begin_now(&client), &t, "x"), value("4"));
+    client.shutdown();
+}
+
 /// G-single: T1 reads x, T2 moves 25 from x to y and commits, T1 reads y: T1 still sees the
 /// invariant x + y = 100 of its snapshot.
 #[test]

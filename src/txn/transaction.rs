@@ -188,6 +188,41 @@ impl Transaction {
         self.buffer(key, Some(value))
     }
 
+    /// Whether the cell has a value at the snapshot (this transaction's own writes included).
+    pub fn key_exists(
+        &self,
+        table: &str,
+        row: impl AsRef<[u8]>,
+        family: impl AsRef<[u8]>,
+        qualifier: impl AsRef<[u8]>,
+    ) -> Result<bool> {
+        Ok(self.get(table, row, family, qualifier)?.is_some())
+    }
+
+    /// Buffers a write of `value` to a cell that must not have a value yet (put-if-absent):
+    /// `KeyExists` (fatal) if it has one at the snapshot. A transaction that gives it a value
+    /// after the snapshot makes this one's commit fail with a write conflict, as for any
+    /// write, so an insert never overwrites a value it did not see.
+    pub fn insert(
+        &mut self,
+        table: &str,
+        row: impl AsRef<[u8]>,
+        family: impl AsRef<[u8]>,
+        qualifier: impl AsRef<[u8]>,
+        value: impl Into<Vec<u8>>,
+    ) -> Result<()> {
+        let key = CellKey::new(table, row.as_ref(), family.as_ref(), qualifier.as_ref())?;
+        if self.get_many(std::slice::from_ref(&key))?[0].is_some() {
+            return Err(Error::KeyExists {
+                column: key.column(),
+                table: key.table,
+                row: key.row,
+                start_ts: self.known_start_ts(),
+            });
+        }
+        self.set(table, row, family, qualifier, value)
+    }
+
     /// Buffers a transactional delete of one cell (a Delete write record, never an HBase
     /// delete marker: docs/design.md invariant 6).
     pub fn delete(
