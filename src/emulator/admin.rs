@@ -366,7 +366,7 @@ impl Handler {
     /// error) and for a disabled one, whose regions are closed.
     pub fn is_table_available(&self, table: &TTableName) -> ServerResult<bool> {
         let name = thrift_table_name(table)?;
-        Ok(self.store.table_exists(&name) && self.store.table(&name)?.is_enabled())
+        Ok(self.store.table(&name).is_ok_and(|t| t.is_enabled()))
     }
 
     pub fn add_column_family(

@@ -104,14 +104,11 @@ impl Handler {
     /// it is; an IO error becomes RetriesExhaustedWithDetailsException, naming this server
     /// unless the table was never located.
     fn batch_failure(&self, count: usize, error: ServerError) -> ServerError {
-        match &error {
-            ServerError::Io { class, .. } => {
-                let located = !class.ends_with(".TableNotFoundException");
-                let server = located.then(|| self.server_name());
-                ServerError::retries_exhausted(count, &error, server.as_deref())
-            }
-            _ => error,
+        if !matches!(error, ServerError::Io { .. }) {
+            return error;
         }
+        let server = (!error.is_table_not_found()).then(|| self.server_name());
+        ServerError::retries_exhausted(count, &error, server.as_deref())
     }
 
     fn server_name(&self) -> String {
@@ -344,9 +341,7 @@ impl Handler {
     pub fn region_locations(&self, table: &[u8]) -> ServerResult<Vec<THRegionLocation>> {
         match self.region_location(table) {
             Ok(location) => Ok(vec![location]),
-            Err(ServerError::Io { class, .. }) if class.ends_with(".TableNotFoundException") => {
-                Ok(Vec::new())
-            }
+            Err(e) if e.is_table_not_found() => Ok(Vec::new()),
             Err(e) => Err(e),
         }
     }

@@ -172,6 +172,11 @@ impl ServerError {
         .in_gateway()
     }
 
+    /// Whether the table named in the call does not exist.
+    pub fn is_table_not_found(&self) -> bool {
+        matches!(self, ServerError::Io { class, .. } if class.ends_with(".TableNotFoundException"))
+    }
+
     /// The text a client receives for this error.
     pub fn wire_message(&self) -> String {
         match self {

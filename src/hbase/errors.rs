@@ -111,20 +111,7 @@ pub(crate) fn io_error(message: String, can_retry: bool, table: &str) -> Error {
             .or_else(|| capture(after_class_pattern(), &message))
             .unwrap_or_else(|| table.to_owned());
         Error::TableNotFound { table, message }
-    } else if capture(batch_cause_pattern(), &message)
-        .is_some_and(|cause| is_bare_table_name(&cause, table))
-    {
-        // The batch path (putMultiple, deleteMultiple, mutateRow, checkAndMutate) wraps the
-        // same lookup failure in a retryable RetriesExhaustedWithDetailsException; retrying
-        // cannot make the table exist.
-        Error::TableNotFound {
-            table: table.to_owned(),
-            message,
-        }
-    } else if !can_retry && is_bare_table_name(&message, table) {
-        // The gateway's own client raised TableNotFoundException(tableName) while locating the
-        // table's region (data calls, descriptors, table state), and the gateway forwards only
-        // getMessage(): the bare name, without the class that remote exceptions carry.
+    } else if names_only_the_table(&message, can_retry, table) {
         Error::TableNotFound {
             table: table.to_owned(),
             message,
@@ -132,6 +119,18 @@ pub(crate) fn io_error(message: String, can_retry: bool, table: &str) -> Error {
     } else {
         Error::ServerIo { message, can_retry }
     }
+}
+
+/// The gateway's own client raised `TableNotFoundException(tableName)` while locating the
+/// table's region (data calls, descriptors, table state), and the gateway forwards only
+/// `getMessage()`: the bare name, without the class that remote exceptions carry. The batch
+/// path (putMultiple, deleteMultiple, mutateRow, checkAndMutate) wraps that same failure in a
+/// RetriesExhaustedWithDetailsException marked retryable, though retrying cannot make the
+/// table exist.
+fn names_only_the_table(message: &str, can_retry: bool, table: &str) -> bool {
+    (!can_retry && is_bare_table_name(message, table))
+        || capture(batch_cause_pattern(), message)
+            .is_some_and(|cause| is_bare_table_name(&cause, table))
 }
 
 /// `message` is `table` as HBase prints a `TableName`: `default:` is left out.

@@ -65,7 +65,6 @@ impl Session {
         let table = first.table.as_str();
         // A table without the percolator families is a typed error, not FamilyNotFound; a key
         // in a family the table lacks is FamilyNotFound, not "absent".
-        self.inner.check_table(table)?;
         self.inner.check_families(keys)?;
         let schema = &self.inner.opts.schema;
         let qualifiers: Vec<Vec<u8>> = keys.iter().map(|k| schema.qualifier(k)).collect();

@@ -169,7 +169,8 @@ impl Inner {
         self.table_families(table, false).map(|_| ())
     }
 
-    /// Fails with `FamilyNotFound` if a key names a family its table does not have: a read
+    /// [`Inner::check_table`] for every key's table, and `FamilyNotFound` if a key names a
+    /// family its table does not have: a read
     /// would otherwise find no write record and answer "absent". A family missing from the
     /// cached descriptor is looked up once more, since it may have been added since.
     pub fn check_families<'k>(&self, keys: impl IntoIterator<Item = &'k CellKey>) -> Result<()> {

@@ -97,9 +97,6 @@ impl Session {
         writes: Vec<(CellKey, Option<Vec<u8>>)>,
     ) -> Result<u64> {
         let inner = &self.inner;
-        for table in writes.iter().map(|(k, _)| &k.table) {
-            inner.check_table(table)?;
-        }
         inner.check_families(writes.iter().map(|(k, _)| k))?;
         let template = Arc::new(self.lock_template(&writes[0].0));
         let primary_len = writes[0].1.as_ref().map_or(0, Vec::len);
