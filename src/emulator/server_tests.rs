@@ -24,6 +24,12 @@ use crate::thrift::hbase::{
 
 type Client = Box<dyn TTHBaseServiceSyncClient>;
 
+/// An emulator with `config` on 127.0.0.1:0.
+fn start_with(config: EmulatorConfig) -> EmulatorHandle {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    start(listener, config).unwrap()
+}
+
 fn client(emu: &EmulatorHandle, framed: bool, compact: bool) -> Client {
     let s = TcpStream::connect(emu.local_addr()).unwrap();
     let r = s.try_clone().unwrap();
@@ -387,8 +393,7 @@ fn oversized_or_garbage_input_closes_only_that_connection() {
         max_frame_bytes: 1024,
         ..EmulatorConfig::default()
     };
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let emu = start(listener, config).unwrap();
+    let emu = start_with(config);
     let mut healthy = client(&emu, false, false);
     healthy
         .create_table(table_desc("t", &[("f", 1)]), vec![])
@@ -533,8 +538,7 @@ fn a_service_time_is_paid_by_every_call_in_turn_per_connection() {
         service_time,
         ..EmulatorConfig::default()
     };
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let emu = start(listener, config).unwrap();
+    let emu = start_with(config);
     let mut s = TcpStream::connect(emu.local_addr()).unwrap();
     // Three calls in one write: the replies leave one service time apart, never together.
     let one = message("getThriftServerType", |_| {});
@@ -564,8 +568,7 @@ fn a_connection_idle_past_the_timeout_is_closed_and_a_busy_one_is_not() {
         idle_timeout,
         ..EmulatorConfig::default()
     };
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let emu = start(listener, config).unwrap();
+    let emu = start_with(config);
     let mut busy = client(&emu, false, false);
     let mut idle = TcpStream::connect(emu.local_addr()).unwrap();
     send(&mut idle, "getThriftServerType", |_| {});

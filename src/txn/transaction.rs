@@ -175,7 +175,10 @@ impl Transaction {
         value: impl Into<Vec<u8>>,
     ) -> Result<()> {
         let key = CellKey::new(table, row.as_ref(), family.as_ref(), qualifier.as_ref())?;
-        let value = value.into();
+        self.set_key(key, value.into())
+    }
+
+    fn set_key(&mut self, key: CellKey, value: Vec<u8>) -> Result<()> {
         let limit = self.session.inner.opts.max_value_size;
         if value.len() > limit {
             return Err(Error::ValueTooLarge {
@@ -220,7 +223,7 @@ impl Transaction {
                 start_ts: self.known_start_ts(),
             });
         }
-        self.set(table, row, family, qualifier, value)
+        self.set_key(key, value.into())
     }
 
     /// Buffers a transactional delete of one cell (a Delete write record, never an HBase

@@ -136,16 +136,18 @@ impl TestTable {
 
 impl Drop for TestTable {
     fn drop(&mut self) {
-        let admin = self.client.admin();
         // Cleanup must not mask the test's own failure, so problems are only reported.
-        let dropped = match admin.disable_table(&self.name) {
-            Ok(()) => admin.delete_table(&self.name),
-            Err(e) => Err(e),
-        };
-        if let Err(e) = dropped {
+        if let Err(e) = drop_table(&self.client, &self.name) {
             eprintln!("cleanup of table {} failed: {e}", self.name);
         }
     }
+}
+
+/// Disables and deletes `table`.
+fn drop_table(client: &HBaseClient, table: &str) -> percolator::Result<()> {
+    let admin = client.admin();
+    admin.disable_table(table)?;
+    admin.delete_table(table)
 }
 
 /// Disables and deletes `table` on a background thread, so that a test on a real HBase does not
@@ -211,12 +213,7 @@ impl Janitor {
                     queue = self.changed.wait(queue).unwrap_or_else(|e| e.into_inner());
                 }
             };
-            let admin = client.admin();
-            let dropped = match admin.disable_table(&table) {
-                Ok(()) => admin.delete_table(&table),
-                Err(e) => Err(e),
-            };
-            if let Err(e) = dropped {
+            if let Err(e) = drop_table(&client, &table) {
                 // Straight to stderr: `eprintln!` here would land in the output a test thread
                 // captures (this thread inherits it), which nobody reads after the test.
                 let _ = writeln!(std::io::stderr(), "cleanup of table {table} failed: {e}");
