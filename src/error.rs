@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use crate::key::{CellKey, InvalidKey};
+
 /// What a caller should do about an error.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RetryClass {
@@ -120,7 +122,7 @@ pub enum Error {
         lock_ts: u64,
         /// The holder's primary cell (boxed to keep `Error` small); `None` when the holder was
         /// gone by the time we looked.
-        primary: Option<Box<crate::txn::CellKey>>,
+        primary: Option<Box<CellKey>>,
     },
 
     /// Our transaction was rolled back by another client (it found us dead or stale).
@@ -138,6 +140,9 @@ pub enum Error {
     CommitUndetermined {
         start_ts: u64,
         commit_ts: u64,
+        /// What [`Client::transaction_status`](crate::Client::transaction_status) needs to
+        /// find out later (boxed to keep `Error` small).
+        primary: Box<CellKey>,
         reason: String,
     },
 
@@ -224,6 +229,12 @@ impl Error {
             context: context.into(),
             source,
         }
+    }
+}
+
+impl From<InvalidKey> for Error {
+    fn from(e: InvalidKey) -> Self {
+        Error::IllegalArgument { message: e.0 }
     }
 }
 

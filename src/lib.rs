@@ -20,6 +20,8 @@
 mod clock;
 pub mod emulator;
 mod error;
+mod key;
+mod runtime;
 pub mod hbase;
 pub mod oracle;
 pub mod thrift;
@@ -29,4 +31,4 @@ pub mod workload;
 pub use error::{Error, Peer, Result, RetryClass};
 pub use hbase::{AsyncHBaseClient, HBaseClient, HBaseConfig};
 pub use oracle::{LocalTimestamps, OracleClient, OracleHandle, OracleServer, TimestampSource};
-pub use txn::{AsyncClient, CellKey, Client, Transaction, TxnOptions};
+pub use txn::{AsyncClient, AsyncTransaction, CellKey, Client, Transaction, TxnOptions};

@@ -19,6 +19,19 @@ impl AsyncHBaseClient {
         AsyncHBaseClient { client }
     }
 
+    /// Connects (see [`HBaseClient::connect`]).
+    pub async fn connect(config: crate::hbase::HBaseConfig) -> Result<AsyncHBaseClient> {
+        match tokio::task::spawn_blocking(move || HBaseClient::connect(config)).await {
+            Ok(client) => Ok(AsyncHBaseClient::new(client?)),
+            Err(_) => Err(Error::Shutdown),
+        }
+    }
+
+    pub async fn table_descriptor(&self, table: &str) -> Result<TableDescriptor> {
+        let table = table.to_owned();
+        self.run(move |c| c.admin().table_descriptor(&table)).await
+    }
+
     /// The blocking client underneath.
     pub fn blocking(&self) -> &HBaseClient {
         &self.client

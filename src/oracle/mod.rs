@@ -39,7 +39,7 @@
 //!
 //! # Client
 //! [`OracleClient`] batches concurrent askers per connection (see [`client`](self::client)),
-//! reconnects, and fails over along its address list. [`TimestampSource`] is the synchronous
+//! reconnects, and fails over along its address list. [`TimestampSource`] is the
 //! interface the transaction layer uses; [`LocalTimestamps`] implements it without a server.
 
 // `Error` is the crate-wide enum with rich variants (see `error.rs`); boxing it per call would
@@ -55,7 +55,7 @@ mod stats;
 pub mod store;
 
 pub use client::{
-    fetch_stats, ClientConfig, Continuation, LocalTimestamps, OracleClient, Ticket, TimestampSource,
+    fetch_stats, ClientConfig, LocalTimestamps, OracleClient, TimestampSource,
 };
 pub use server::{run, Oracle, OracleHandle, OracleServer, ServerConfig};
 pub use stats::{StatsSnapshot, BATCH_BUCKETS};

@@ -1,132 +1,183 @@
-//! `Client`: the entry point. Owns the HBase access, the timestamp source, the worker pool, the
-//! liveness row and its keeper thread.
+//! `AsyncClient`: the entry point of the async API. Owns the HBase access, the timestamp
+//! source, the liveness row and its heartbeat, and the background commits.
 
-use std::collections::HashMap;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
 
 use crate::error::{Error, Result, RetryClass};
-use crate::hbase::{HBaseClient, HBaseConfig};
+use crate::hbase::{AsyncHBaseClient, HBaseConfig};
+use crate::key::CellKey;
 use crate::oracle::{ClientConfig as OracleConfig, OracleClient, TimestampSource};
-use crate::txn::access::HBaseAccess;
-use crate::txn::executor::Executor;
-use crate::txn::keeper;
-use crate::txn::key::CellKey;
+use crate::txn::context::Context;
+use crate::txn::heartbeat::Heartbeat;
 use crate::txn::liveness::Liveness;
-use crate::txn::options::TxnOptions;
-use crate::txn::session::{ClientStats, Inner, Session, Stats};
-use crate::txn::transaction::Transaction;
+use crate::txn::options::{RetryPolicy, TxnOptions};
+use crate::txn::resolver::LockResolver;
+use crate::txn::session::Session;
+use crate::txn::stats::ClientStats;
+use crate::txn::store::HBaseAccess;
+use crate::txn::transaction::AsyncTransaction;
 
-/// A transactional client. Cheap to clone; clones share connections, threads and liveness.
-/// Dropping the last clone shuts it down like [`Client::shutdown`].
+/// What all clones of a client share.
+struct Shared {
+    ctx: Arc<Context>,
+    heartbeat: Mutex<Option<Heartbeat>>,
+    shut_down: AtomicBool,
+}
+
+/// A transactional client for tokio code. Cheap to clone; clones share connections, the
+/// heartbeat and the liveness row. Call [`shutdown`](Self::shutdown) when done: it waits for
+/// background commits and removes the liveness row (dropping the last clone starts the same
+/// shutdown in the background).
+///
+/// ```no_run
+/// # async fn demo() -> percolator::Result<()> {
+/// use percolator::{AsyncClient, HBaseConfig, TxnOptions};
+/// let client = AsyncClient::connect(
+///     HBaseConfig::new("127.0.0.1:9090"),
+///     &["127.0.0.1:7070".to_string()],
+///     TxnOptions::default(),
+/// )
+/// .await?;
+/// let moved = client
+///     .run(async |txn| {
+///         txn.set("accounts", "bob", "f", "balance", b"5".to_vec())?;
+///         Ok(true)
+///     })
+///     .await?;
+/// client.shutdown().await;
+/// # let _ = moved; Ok(()) }
+/// ```
 #[derive(Clone)]
-pub struct Client {
-    inner: Arc<Inner>,
-    /// Counts user handles only (transactions and background jobs also hold `inner`).
+pub struct AsyncClient {
+    shared: Arc<Shared>,
+    /// Counts user handles only (transactions and background tasks hold the context).
     handles: Arc<()>,
 }
 
-impl Drop for Client {
+impl Drop for AsyncClient {
     fn drop(&mut self) {
-        if Arc::strong_count(&self.handles) == 1 {
-            self.shutdown();
+        if Arc::strong_count(&self.handles) == 1 && !self.shared.shut_down.load(Ordering::SeqCst)
+        {
+            let me = AsyncClient {
+                shared: Arc::clone(&self.shared),
+                handles: Arc::new(()),
+            };
+            let runtime = self.shared.ctx.background().runtime().clone();
+            // The last handle is gone: nobody is left to await the shutdown.
+            runtime.spawn(async move { me.shutdown().await });
         }
     }
 }
 
-impl Client {
-    /// Builds a client over any HBase access and timestamp source (production: `HBaseClient`
-    /// and `OracleClient`). Registers the liveness row and starts the keeper thread.
-    pub fn new(
+impl AsyncClient {
+    /// Builds a client over any HBase access and timestamp source (production: the pooled
+    /// HBase client and `OracleClient`). Registers the liveness row and starts the heartbeat.
+    pub async fn new(
         store: Arc<dyn HBaseAccess>,
         tso: Arc<dyn TimestampSource>,
         options: TxnOptions,
-    ) -> Result<Client> {
-        let owner = format!(
-            "{}-{}-{:016x}",
-            hostname(),
-            std::process::id(),
-            rand::random::<u64>()
-        );
+    ) -> Result<AsyncClient> {
+        Self::on_runtime(store, tso, options, crate::runtime::handle()).await
+    }
+
+    pub(crate) async fn on_runtime(
+        store: Arc<dyn HBaseAccess>,
+        tso: Arc<dyn TimestampSource>,
+        options: TxnOptions,
+        runtime: tokio::runtime::Handle,
+    ) -> Result<AsyncClient> {
+        let owner = format!("{}-{}-{}", hostname(), std::process::id(), uuid::Uuid::new_v4());
         let liveness = Liveness::new(options.liveness.clone(), owner);
-        liveness.refresh(store.as_ref(), options.clock.now_ms())?;
-        let inner = Arc::new(Inner {
-            executor: Executor::new(),
-            store,
-            tso,
-            liveness,
-            opts: options,
-            stats: Stats::default(),
-            checked_tables: parking_lot::RwLock::new(HashMap::new()),
-            primaries: Mutex::new(HashMap::new()),
-            dead: AtomicBool::new(false),
-            keeper: Mutex::new(None),
-            backlog: Default::default(),
-        });
-        let handle =
-            keeper::start(&inner).map_err(|e| Error::io("starting the keeper thread", e))?;
-        *inner.keeper.lock() = Some(handle);
-        Ok(Client {
-            inner,
+        liveness
+            .refresh(store.as_ref(), options.clock.now_ms())
+            .await?;
+        let ctx = Arc::new(Context::new(store, tso, options, liveness, runtime));
+        let heartbeat = Heartbeat::start(&ctx);
+        Ok(AsyncClient {
+            shared: Arc::new(Shared {
+                ctx,
+                heartbeat: Mutex::new(Some(heartbeat)),
+                shut_down: AtomicBool::new(false),
+            }),
             handles: Arc::new(()),
         })
     }
 
     /// Connects to an HBase Thrift2 gateway and a timestamp oracle (a fail-over list of
     /// addresses), creating the liveness table if it is missing.
-    pub fn connect(
+    pub async fn connect(
         hbase: HBaseConfig,
         oracle_addrs: &[String],
         options: TxnOptions,
-    ) -> Result<Client> {
-        let hbase = HBaseClient::connect(hbase)?;
-        crate::txn::setup::create_liveness_table(&hbase, &options.liveness)?;
-        let tso = OracleClient::connect(oracle_addrs, OracleConfig::default())?;
-        Client::new(Arc::new(hbase), Arc::new(tso), options)
+    ) -> Result<AsyncClient> {
+        let hbase = AsyncHBaseClient::connect(hbase).await?;
+        let (admin, config) = (hbase.blocking().clone(), options.liveness.clone());
+        // Once per client, at start: the admin calls may stay blocking.
+        tokio::task::spawn_blocking(move || {
+            crate::txn::setup::create_liveness_table(&admin, &config)
+        })
+        .await
+        .map_err(|_| Error::Shutdown)??;
+        let tso = OracleClient::connect_async(oracle_addrs, OracleConfig::default()).await?;
+        Self::new(Arc::new(hbase), Arc::new(tso), options).await
+    }
+
+    /// True for the last user handle of this client (clones and blocking wrappers count).
+    pub(crate) fn is_last_handle(&self) -> bool {
+        Arc::strong_count(&self.handles) == 1
     }
 
     /// This client's liveness id, stored in every lock it takes.
     pub fn owner_id(&self) -> &str {
-        self.inner.liveness.owner()
+        self.shared.ctx.liveness().owner()
     }
 
     pub fn options(&self) -> &TxnOptions {
-        &self.inner.opts
+        self.shared.ctx.opts()
     }
 
-    /// Starts a transaction. Its snapshot is taken after this call, by its first operation
-    /// (see [`Transaction`]).
-    pub fn begin(&self) -> Result<Transaction> {
-        if self.inner.is_dead() {
+    /// Starts a transaction. Its snapshot is taken after this call, by its first operation.
+    pub fn begin(&self) -> Result<AsyncTransaction> {
+        if self.shared.ctx.is_dead() || self.shared.shut_down.load(Ordering::SeqCst) {
             return Err(Error::Shutdown);
         }
-        Ok(Transaction::new(Session::new(self.inner.clone())))
+        Ok(AsyncTransaction::new(Session::new(self.shared.ctx.clone())))
+    }
+
+    /// A read-only transaction whose snapshot is `ts` (an earlier commit timestamp, say):
+    /// reads see exactly what was committed at or below it. Writes are refused.
+    pub fn snapshot(&self, ts: u64) -> Result<AsyncTransaction> {
+        if self.shared.ctx.is_dead() {
+            return Err(Error::Shutdown);
+        }
+        Ok(AsyncTransaction::read_only_at(
+            Session::new(self.shared.ctx.clone()),
+            ts,
+        ))
     }
 
     /// Runs `body` in a transaction and commits it, retrying with backoff while the error is
     /// classified `Retry` (conflicts, live locks, transient I/O); stops on `Fatal` and
-    /// `Undetermined` errors and after `retry.max_attempts`.
-    pub fn run<T>(&self, mut body: impl FnMut(&mut Transaction) -> Result<T>) -> Result<T> {
-        let policy = &self.inner.opts.retry;
-        let mut attempt = 0;
+    /// `Undetermined` errors and after `retry.max_attempts`. No thread is held while it waits.
+    pub async fn run<T, F>(&self, mut body: F) -> Result<T>
+    where
+        F: AsyncFnMut(&mut AsyncTransaction) -> Result<T>,
+    {
+        let mut attempts = Attempts::new(&self.shared.ctx.opts().retry);
         loop {
-            let result = self.begin().and_then(|mut txn| {
-                let value = body(&mut txn)?;
-                txn.commit()?;
+            let result = async {
+                let mut txn = self.begin()?;
+                let value = body(&mut txn).await?;
+                txn.commit().await?;
                 Ok(value)
-            });
-            match result {
-                Err(e)
-                    if e.retry_class() == RetryClass::Retry
-                        && attempt + 1 < policy.max_attempts =>
-                {
-                    tracing::debug!(attempt, error = %e, "retrying transaction");
-                    std::thread::sleep(policy.backoff(attempt));
-                    attempt += 1;
-                }
-                other => return other,
+            }
+            .await;
+            match attempts.after(result) {
+                Ok(done) => return done,
+                Err(pause) => tokio::time::sleep(pause).await,
             }
         }
     }
@@ -134,74 +185,82 @@ impl Client {
     /// Whether the transaction that started at `start_ts` with primary `primary` committed:
     /// `Some(commit_ts)`, or `None` when it is rolled back or not (yet) committed. Resolves the
     /// primary if its owner is gone, so the answer is final unless the owner is alive.
-    pub fn transaction_status(&self, primary: &CellKey, start_ts: u64) -> Result<Option<u64>> {
-        Session::new(self.inner.clone()).settle_transaction(primary, start_ts)
+    pub async fn transaction_status(
+        &self,
+        primary: &CellKey,
+        start_ts: u64,
+    ) -> Result<Option<u64>> {
+        let session = Session::new(self.shared.ctx.clone());
+        LockResolver::new(&session)
+            .settle_transaction(primary, start_ts)
+            .await
     }
 
     pub fn stats(&self) -> ClientStats {
-        self.inner.stats.snapshot()
+        self.shared.ctx.stats().snapshot()
     }
 
     /// Waits for background secondary commits to finish.
-    pub fn drain(&self) {
-        self.inner.executor.drain();
+    pub async fn drain(&self) {
+        self.shared.ctx.background().drain().await;
     }
 
-    /// Clean shutdown: drains background commits, stops the keeper, removes the liveness row
-    /// (a killed client leaves it to expire). Idempotent.
-    pub fn shutdown(&self) {
-        self.inner.executor.drain();
-        self.inner.stop_keeper(!self.inner.is_dead());
-        self.inner.executor.shutdown();
+    /// Clean shutdown: drains background commits, stops the heartbeat, removes the liveness
+    /// row (a killed client leaves it to expire). Idempotent.
+    pub async fn shutdown(&self) {
+        self.shared.shut_down.store(true, Ordering::SeqCst);
+        let ctx = &self.shared.ctx;
+        ctx.background().drain().await;
+        let heartbeat = self.shared.heartbeat.lock().take();
+        if let Some(mut heartbeat) = heartbeat {
+            heartbeat.stop().await;
+            if !ctx.is_dead() {
+                if let Err(e) = ctx.liveness().remove(ctx.store()).await {
+                    tracing::warn!(error = %e, "could not remove liveness row");
+                }
+            }
+        }
     }
 
     /// Simulates a crash: the client stops on the spot, leaving its locks and letting its
-    /// liveness row expire (used by tests and the demo).
+    /// liveness row expire (tests and the demo).
     pub fn kill(&self) {
-        self.inner.die();
+        self.shared.ctx.die();
+        if let Some(heartbeat) = self.shared.heartbeat.lock().as_ref() {
+            heartbeat.signal_stop();
+        }
     }
 
     pub fn is_dead(&self) -> bool {
-        self.inner.is_dead()
+        self.shared.ctx.is_dead()
+    }
+}
+
+/// The retry loop of `run`, shared by the async and the blocking API.
+pub(crate) struct Attempts<'p> {
+    policy: &'p RetryPolicy,
+    attempt: u32,
+}
+
+impl<'p> Attempts<'p> {
+    pub fn new(policy: &'p RetryPolicy) -> Self {
+        Attempts { policy, attempt: 0 }
     }
 
-    /// An async facade for tokio code; the blocking work runs on tokio's blocking pool.
-    pub fn asynchronous(&self) -> AsyncClient {
-        AsyncClient {
-            client: self.clone(),
+    /// The final result, or how long to pause before the next attempt.
+    pub fn after<T>(&mut self, result: Result<T>) -> std::result::Result<Result<T>, std::time::Duration> {
+        match result {
+            Err(e)
+                if e.retry_class() == RetryClass::Retry
+                    && self.attempt + 1 < self.policy.max_attempts =>
+            {
+                tracing::debug!(attempt = self.attempt, error = %e, "retrying transaction");
+                let pause = self.policy.backoff(self.attempt);
+                self.attempt += 1;
+                Err(pause)
+            }
+            other => Ok(other),
         }
-    }
-}
-
-/// Async use from tokio: each call runs the blocking protocol on `spawn_blocking`, so the
-/// runtime's worker threads never wait on HBase.
-#[derive(Clone)]
-pub struct AsyncClient {
-    client: Client,
-}
-
-impl AsyncClient {
-    /// `Client::run` without blocking the runtime.
-    pub async fn run<T, F>(&self, body: F) -> Result<T>
-    where
-        T: Send + 'static,
-        F: FnMut(&mut Transaction) -> Result<T> + Send + 'static,
-    {
-        let client = self.client.clone();
-        tokio::task::spawn_blocking(move || client.run(body))
-            .await
-            .map_err(|e| {
-                Error::io(
-                    "transaction task failed",
-                    std::io::Error::other(e.to_string()),
-                )
-            })?
-    }
-
-    /// A snapshot read of one cell in its own read-only transaction.
-    pub async fn get(&self, key: CellKey) -> Result<Option<Vec<u8>>> {
-        self.run(move |txn| Ok(txn.get_many(std::slice::from_ref(&key))?.pop().flatten()))
-            .await
     }
 }
 

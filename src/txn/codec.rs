@@ -9,7 +9,7 @@
 //! Every decoder is strict (exact lengths, no trailing bytes) so that a damaged cell is reported
 //! as corrupted instead of being misread.
 
-use crate::txn::key::CellKey;
+use crate::key::CellKey;
 
 const RELEASED: u8 = 0x00;
 const LOCKED: u8 = 0x01;

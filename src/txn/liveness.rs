@@ -10,7 +10,7 @@ use parking_lot::Mutex;
 
 use crate::error::Result;
 use crate::hbase::{Delete, FamilyDescriptor, Get, Put, TableDescriptor};
-use crate::txn::access::HBaseAccess;
+use crate::txn::store::HBaseAccess;
 
 #[derive(Clone, Debug)]
 pub struct LivenessConfig {
@@ -75,26 +75,28 @@ impl Liveness {
     }
 
     /// Writes (or refreshes) this client's row. Server time, so the TTL counts from now.
-    pub fn refresh(&self, store: &dyn HBaseAccess, wall_ms: u64) -> Result<()> {
+    pub async fn refresh(&self, store: &dyn HBaseAccess, wall_ms: u64) -> Result<()> {
         let put = Put::new(self.owner.as_bytes().to_vec()).add(
             FAMILY,
             QUALIFIER,
             wall_ms.to_be_bytes().to_vec(),
         );
-        store.put(&self.config.table, &put)
+        store.put(&self.config.table, &put).await
     }
 
     /// Removes this client's row on a clean shutdown, so others need not wait for the TTL.
-    pub fn remove(&self, store: &dyn HBaseAccess) -> Result<()> {
-        store.delete(
-            &self.config.table,
-            &Delete::new(self.owner.as_bytes().to_vec()),
-        )
+    pub async fn remove(&self, store: &dyn HBaseAccess) -> Result<()> {
+        store
+            .delete(
+                &self.config.table,
+                &Delete::new(self.owner.as_bytes().to_vec()),
+            )
+            .await
     }
 
     /// Whether `owner`'s row exists; `on_rpc` is called when answering needed a round trip
     /// (recent positive answers are cached).
-    pub fn is_alive(
+    pub async fn is_alive(
         &self,
         store: &dyn HBaseAccess,
         owner: &str,
@@ -110,7 +112,9 @@ impl Liveness {
         }
         on_rpc();
         let get = Get::new(owner.as_bytes().to_vec()).column(FAMILY, QUALIFIER);
-        let rows = store.get_many(&self.config.table, std::slice::from_ref(&get))?;
+        let rows = store
+            .get_many(&self.config.table, std::slice::from_ref(&get))
+            .await?;
         let alive = rows.first().is_some_and(|r| !r.is_empty());
         let mut cache = self.alive_cache.lock();
         if alive {

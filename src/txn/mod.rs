@@ -1,35 +1,49 @@
-//! Percolator transactions: the protocol core and the transaction API.
+//! Percolator transactions: the protocol and the transaction API.
 //!
-//! Layers, bottom up: `codec` (byte formats of locks and write records), `actions` (the
-//! protocol steps as pure functions returning the `CheckAndMutate` to apply), `session` +
-//! `resolver` + `reader` + `twopc` (the steps driven over HBase), `transaction` and `client`
-//! (the API). `access` is the seam to HBase, `liveness` and `keeper` the ephemeral rows.
+//! Bottom up:
+//! - `codec`: byte formats of locks and write records; `actions`: the protocol steps as pure
+//!   functions returning the `CheckAndMutate` to apply.
+//! - `store`: the seam to HBase ([`HBaseAccess`]); `session`: one transaction's counted
+//!   round trips; `context`: what a client's transactions share.
+//! - The protocol, each part owning its state: `snapshot` (the snapshot reader), `resolver`
+//!   (the lock resolver), `committer` (two-phase commit and the secondaries) and
+//!   `commit_point` (the one write that decides a transaction).
+//! - `heartbeat`, `primaries`, `liveness`: keeping a client's locks and liveness row fresh;
+//!   `background`: tracked tasks drained on shutdown.
+//! - The API: `transaction` ([`AsyncTransaction`]) and `client` ([`AsyncClient`]), and
+//!   `blocking` ([`Client`], [`Transaction`]) over them.
 
-mod access;
-pub mod actions;
+mod background;
+mod blocking;
 mod client;
-pub mod codec;
-mod executor;
-mod keeper;
-mod key;
+mod commit_point;
+mod committer;
+mod context;
+mod heartbeat;
 mod liveness;
+mod mutation;
 mod options;
-mod reader;
+mod primaries;
 mod resolver;
 mod schema;
-mod secondaries;
 mod session;
-pub mod setup;
+mod snapshot;
+mod stats;
+mod store;
 mod transaction;
-mod twopc;
+
+pub mod actions;
+pub mod codec;
+pub mod setup;
 
 pub use crate::clock::{Clock, SystemClock};
-pub use access::HBaseAccess;
-pub use client::{AsyncClient, Client};
-pub use key::CellKey;
+pub use crate::key::{CellKey, InvalidKey};
+pub use blocking::{Client, RowIter, Transaction};
+pub use client::AsyncClient;
 pub use liveness::LivenessConfig;
 pub use options::{CrashInjector, RetryPolicy, Seam, TxnOptions};
-pub use reader::ScannedRow;
 pub use schema::{Schema, ALL_VERSIONS};
-pub use session::ClientStats;
-pub use transaction::Transaction;
+pub use snapshot::ScannedRow;
+pub use stats::ClientStats;
+pub use store::HBaseAccess;
+pub use transaction::{AsyncTransaction, RowStream};

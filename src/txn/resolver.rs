@@ -1,87 +1,111 @@
-//! Lock resolution through the primary (docs/design.md invariant 4): roll a lock forward when its
-//! primary committed, back when it did not and cannot, and wait while its owner is alive.
+//! The lock resolver (docs/design.md invariant 4): a lock is rolled forward when its primary
+//! committed, back when it did not and cannot any more, and waited on while its owner lives.
+//! Everything it learns comes from the primary, the one cell that decides a transaction.
+
+use std::future::Future;
+use std::pin::Pin;
 
 use crate::error::{Error, Result};
-use crate::hbase::{Get, TimeRange};
+use crate::hbase::{CheckAndMutate, Get, TimeRange};
+use crate::key::CellKey;
 use crate::txn::actions::{self, corrupted, ts, TxnStatus};
 use crate::txn::codec::{decode_lock_state, Lock, MutationKind};
-use crate::txn::key::CellKey;
-use crate::txn::session::{Session, Stats};
+use crate::txn::session::Session;
+use crate::txn::stats::Stats;
 
 /// How many times the resolver re-reads a primary whose state moved under it before it gives
 /// the caller a "still locked" answer (the caller then backs off).
 const MAX_ROUNDS: usize = 6;
 
-impl Session {
-    /// Resolves `lock`, found on `key` with stored bytes `lock_bytes`. Returns true when that
-    /// lock is gone (resolved here or by someone else), false when its transaction is alive and
-    /// the caller should wait.
-    pub fn resolve_lock(&self, key: &CellKey, lock: &Lock, lock_bytes: &[u8]) -> Result<bool> {
-        self.resolve(key, lock, lock_bytes, 0)
+pub(crate) struct LockResolver<'a> {
+    session: &'a Session,
+}
+
+impl<'a> LockResolver<'a> {
+    pub fn new(session: &'a Session) -> Self {
+        LockResolver { session }
     }
 
-    fn resolve(&self, key: &CellKey, lock: &Lock, lock_bytes: &[u8], depth: u8) -> Result<bool> {
-        let schema = &self.inner.opts.schema;
-        let primary = &lock.primary;
-        for _ in 0..MAX_ROUNDS {
-            let (primary_raw, status) = self.primary_status(primary, lock.start_ts)?;
-            match status {
-                TxnStatus::Committed { commit_ts } => {
-                    if key != primary {
-                        let cam = actions::commit(schema, key, lock, lock_bytes, commit_ts);
-                        if self.cas_settled(&key.table, &cam)? {
-                            Stats::bump(&self.inner.stats.rolled_forward);
+    /// Resolves `lock`, found on `key` with stored bytes `lock_bytes`. True when that lock is
+    /// gone (resolved here or by someone else), false when its transaction is alive and the
+    /// caller should wait.
+    pub async fn resolve(&self, key: &CellKey, lock: &Lock, lock_bytes: &[u8]) -> Result<bool> {
+        self.resolve_at(key, lock, lock_bytes, 0).await
+    }
+
+    /// One level of recursion at most (a primary blocked by another transaction's lock is
+    /// resolved through that one's primary), so the future is boxed.
+    fn resolve_at<'f>(
+        &'f self,
+        key: &'f CellKey,
+        lock: &'f Lock,
+        lock_bytes: &'f [u8],
+        depth: u8,
+    ) -> Pin<Box<dyn Future<Output = Result<bool>> + Send + 'f>> {
+        Box::pin(async move {
+            let ctx = self.session.ctx();
+            let schema = ctx.schema();
+            let primary = &lock.primary;
+            for _ in 0..MAX_ROUNDS {
+                let (primary_raw, status) = self.primary_status(primary, lock.start_ts).await?;
+                match status {
+                    TxnStatus::Committed { commit_ts } => {
+                        if key != primary {
+                            let cam = actions::commit(schema, key, lock, lock_bytes, commit_ts);
+                            if self.cas_settled(&key.table, &cam).await? {
+                                Stats::bump(&ctx.stats().rolled_forward);
+                            }
+                        }
+                        return Ok(true);
+                    }
+                    TxnStatus::RolledBack => {
+                        if key != primary {
+                            let cam = actions::rollback(schema, key, lock, lock_bytes);
+                            if self.cas_settled(&key.table, &cam).await? {
+                                Stats::bump(&ctx.stats().rolled_back);
+                            }
+                        }
+                        return Ok(true);
+                    }
+                    TxnStatus::Locked { lock: plock } => {
+                        if !self.may_clean(&plock).await? {
+                            return Ok(false);
+                        }
+                        let raw = primary_raw.unwrap_or_default();
+                        let cam = actions::rollback(schema, primary, &plock, &raw);
+                        if self.cas_settled(&primary.table, &cam).await? {
+                            Stats::bump(&ctx.stats().rolled_back);
                         }
                     }
-                    return Ok(true);
-                }
-                TxnStatus::RolledBack => {
-                    if key != primary {
-                        let cam = actions::rollback(schema, key, lock, lock_bytes);
-                        if self.cas_settled(&key.table, &cam)? {
-                            Stats::bump(&self.inner.stats.rolled_back);
+                    TxnStatus::PrimaryNotLocked { absent } => {
+                        // Its primary prewrite may still be in flight: make it impossible
+                        // before declaring the transaction rolled back.
+                        if !self.may_clean(lock).await? {
+                            return Ok(false);
                         }
+                        let cam = actions::fence(schema, primary, lock.start_ts, absent);
+                        self.cas_settled(&primary.table, &cam).await?;
                     }
-                    return Ok(true);
-                }
-                TxnStatus::Locked { lock: plock } => {
-                    if !self.may_clean(&plock)? {
-                        return Ok(false);
-                    }
-                    let raw = primary_raw.unwrap_or_default();
-                    let cam = actions::rollback(schema, primary, &plock, &raw);
-                    if self.cas_settled(&primary.table, &cam)? {
-                        Stats::bump(&self.inner.stats.rolled_back);
-                    }
-                }
-                TxnStatus::PrimaryNotLocked { absent } => {
-                    // Its primary prewrite may still be in flight: make it impossible before
-                    // declaring the transaction rolled back.
-                    if !self.may_clean(lock)? {
-                        return Ok(false);
-                    }
-                    let cam = actions::fence(schema, primary, lock.start_ts, absent);
-                    self.cas_settled(&primary.table, &cam)?;
-                }
-                TxnStatus::BlockedBy { lock: other } => {
-                    if !self.may_clean(lock)? || depth > 0 {
-                        return Ok(false);
-                    }
-                    let raw = primary_raw.unwrap_or_default();
-                    if !self.resolve(primary, &other, &raw, depth + 1)? {
-                        return Ok(false);
+                    TxnStatus::BlockedBy { lock: other } => {
+                        if !self.may_clean(lock).await? || depth > 0 {
+                            return Ok(false);
+                        }
+                        let raw = primary_raw.unwrap_or_default();
+                        if !self.resolve_at(primary, &other, &raw, depth + 1).await? {
+                            return Ok(false);
+                        }
                     }
                 }
             }
-        }
-        Ok(false)
+            Ok(false)
+        })
     }
 
     /// Whether the transaction `start_ts` with primary `primary` committed: `Some(commit_ts)`,
-    /// or `None` when it is rolled back or its owner is alive. A primary left locked by a dead or
-    /// stale owner is rolled back and one not locked yet is fenced, so `None` is final unless
-    /// the owner is alive.
-    pub fn settle_transaction(&self, primary: &CellKey, start_ts: u64) -> Result<Option<u64>> {
+    /// or `None` when it is rolled back or its owner is alive. A primary left locked by a dead
+    /// or stale owner is rolled back and one not locked yet is fenced, so `None` is final
+    /// unless the owner is alive.
+    pub async fn settle_transaction(&self, primary: &CellKey, start_ts: u64) -> Result<Option<u64>> {
         // The transaction as its primary stands for it, owned by no one and long stale: every
         // "may it be cleaned" about it is yes, while a lock still on the primary is judged on
         // its own owner and wall time.
@@ -95,11 +119,11 @@ impl Session {
             short_value: None,
         };
         for _ in 0..3 {
-            match self.primary_status(primary, start_ts)?.1 {
+            match self.primary_status(primary, start_ts).await?.1 {
                 TxnStatus::Committed { commit_ts } => return Ok(Some(commit_ts)),
                 TxnStatus::RolledBack => return Ok(None),
                 _ => {
-                    if !self.resolve(primary, &stale, &[], 0)? {
+                    if !self.resolve(primary, &stale, &[]).await? {
                         return Ok(None);
                     }
                 }
@@ -111,12 +135,12 @@ impl Session {
     /// Reads the primary's lock cell and its write records at or after `start_ts` (two Gets of
     /// one row in one round trip: the lock cell carries server time, below every oracle
     /// timestamp, so one time range cannot cover both).
-    pub fn primary_status(
+    pub async fn primary_status(
         &self,
         primary: &CellKey,
         start_ts: u64,
     ) -> Result<(Option<Vec<u8>>, TxnStatus)> {
-        let schema = &self.inner.opts.schema;
+        let schema = self.session.ctx().schema();
         let q = schema.qualifier(primary);
         let gets = [
             Get::new(primary.row.clone()).column(schema.lock_family.clone(), q.clone()),
@@ -125,7 +149,7 @@ impl Session {
                 .time_range(TimeRange::new(ts(start_ts), i64::MAX))
                 .max_versions(i32::MAX),
         ];
-        let rows = self.get_many(&primary.table, &gets)?;
+        let rows = self.session.get_many(&primary.table, &gets).await?;
         let raw = rows[0].value(&schema.lock_family, &q).map(<[u8]>::to_vec);
         let state = decode_lock_state(raw.as_deref()).map_err(|e| corrupted("lock", primary, e))?;
         let writes: Vec<_> = rows[1]
@@ -138,25 +162,25 @@ impl Session {
     }
 
     /// A lock may be cleaned when its wall time is stale or its owner's liveness row is gone.
-    fn may_clean(&self, lock: &Lock) -> Result<bool> {
-        let now = self.inner.now_ms();
-        if now > lock.wall_ms.saturating_add(lock.ttl_ms) {
+    async fn may_clean(&self, lock: &Lock) -> Result<bool> {
+        let ctx = self.session.ctx();
+        if ctx.now_ms() > lock.wall_ms.saturating_add(lock.ttl_ms) {
             return Ok(true);
         }
-        let alive = self
-            .inner
-            .liveness
-            .is_alive(self.inner.store.as_ref(), &lock.owner, || self.count())?;
+        let alive = ctx
+            .liveness()
+            .is_alive(ctx.store(), &lock.owner, || self.session.count())
+            .await?;
         if alive {
-            Stats::bump(&self.inner.stats.lock_waits);
+            Stats::bump(&ctx.stats().lock_waits);
         }
         Ok(!alive)
     }
 
     /// A resolver CAS: safe to repeat because it is conditional on exact stored bytes, so a
     /// lost reply just means "read again" and the caller's next round re-reads.
-    fn cas_settled(&self, table: &str, cam: &crate::hbase::CheckAndMutate) -> Result<bool> {
-        match self.cas(table, cam) {
+    async fn cas_settled(&self, table: &str, cam: &CheckAndMutate) -> Result<bool> {
+        match self.session.cas(table, cam).await {
             Ok(applied) => Ok(applied),
             Err(Error::OutcomeUnknown { .. }) => Ok(false),
             Err(e) => Err(e),

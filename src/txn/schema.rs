@@ -3,7 +3,7 @@
 use crate::error::{Error, Result};
 use crate::hbase::{FamilyDescriptor, TableDescriptor};
 use crate::txn::codec::column_qualifier;
-use crate::txn::key::CellKey;
+use crate::key::CellKey;
 
 /// HBase's largest VERSIONS setting: percolator families must keep every version, because
 /// versions are transaction timestamps (HBase 2.x defaults to 1).

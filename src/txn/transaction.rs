@@ -1,34 +1,45 @@
-//! The transaction API: snapshot reads, buffered writes, commit.
+//! The async transaction: snapshot reads, buffered writes, commit.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::Ordering;
-use std::sync::OnceLock;
+
+use tokio::sync::OnceCell;
 
 use crate::error::{Error, Result};
-use crate::txn::key::CellKey;
-use crate::txn::reader::ScannedRow;
-use crate::txn::session::{Session, Stats};
+use crate::key::CellKey;
+use crate::txn::committer::Committer;
+use crate::txn::session::Session;
+use crate::txn::snapshot::{ScanCursor, ScannedRow, SnapshotReader};
+use crate::txn::stats::Stats;
 
-/// A row's columns during a scan merge: (family, qualifier) -> value.
-type RowColumns = BTreeMap<(Vec<u8>, Vec<u8>), Vec<u8>>;
+/// A row's columns during a scan merge: (family, qualifier) -> value, `None` = deleted here.
+type RowWrites = BTreeMap<(Vec<u8>, Vec<u8>), Option<Vec<u8>>>;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
     Active,
+    /// A snapshot at a chosen timestamp: reads only.
+    ReadOnly,
     Committed,
     RolledBack,
 }
 
-/// A snapshot-isolated transaction. Reads see the snapshot at `start_ts` plus this
-/// transaction's own writes; writes are buffered until `commit`.
+/// A snapshot-isolated transaction, async. Reads see the snapshot at `start_ts` plus this
+/// transaction's own writes; writes are buffered until [`commit`](Self::commit).
 ///
-/// The start timestamp is fetched by the first operation that needs it, and travels with that
-/// operation's request (the first read, or the primary's prewrite of a transaction that only
-/// writes): the snapshot is still taken after `begin`, which is all snapshot isolation and
-/// real-time order ask, and the caller waits once instead of twice.
-pub struct Transaction {
+/// The start timestamp is fetched by the first operation that needs it, so the snapshot is
+/// taken after `begin`, which is all snapshot isolation and real-time order ask.
+///
+/// ```no_run
+/// # async fn demo(client: percolator::AsyncClient) -> percolator::Result<()> {
+/// let mut txn = client.begin().await?;
+/// let balance = txn.get("accounts", "alice", "f", "balance").await?;
+/// txn.set("accounts", "alice", "f", "balance", b"10".to_vec())?;
+/// let commit_ts = txn.commit().await?;
+/// # let _ = (balance, commit_ts); Ok(()) }
+/// ```
+pub struct AsyncTransaction {
     session: Session,
-    start_ts: OnceLock<u64>,
+    start_ts: OnceCell<u64>,
     /// `None` = delete.
     writes: BTreeMap<CellKey, Option<Vec<u8>>>,
     /// The first written key becomes the primary.
@@ -36,25 +47,34 @@ pub struct Transaction {
     state: State,
 }
 
-impl Transaction {
-    pub(crate) fn new(session: Session) -> Transaction {
-        Stats::bump(&session.inner.stats.begun);
-        Transaction {
+impl AsyncTransaction {
+    pub(crate) fn new(session: Session) -> AsyncTransaction {
+        Stats::bump(&session.ctx().stats().begun);
+        AsyncTransaction {
             session,
-            start_ts: OnceLock::new(),
+            start_ts: OnceCell::new(),
             writes: BTreeMap::new(),
             first: None,
             state: State::Active,
         }
     }
 
-    /// The snapshot timestamp, fetched now if no operation has fixed it yet.
-    pub fn start_ts(&self) -> Result<u64> {
-        if let Some(&ts) = self.start_ts.get() {
-            return Ok(ts);
+    pub(crate) fn read_only_at(session: Session, ts: u64) -> AsyncTransaction {
+        AsyncTransaction {
+            session,
+            start_ts: OnceCell::new_with(Some(ts)),
+            writes: BTreeMap::new(),
+            first: None,
+            state: State::ReadOnly,
         }
-        let ts = self.session.inner.timestamp()?;
-        Ok(*self.start_ts.get_or_init(|| ts))
+    }
+
+    /// The snapshot timestamp, fetched now if no operation has fixed it yet.
+    pub async fn start_ts(&self) -> Result<u64> {
+        self.start_ts
+            .get_or_try_init(|| self.session.ctx().timestamp())
+            .await
+            .copied()
     }
 
     /// The start timestamp if it is fixed already (for error reports).
@@ -64,25 +84,38 @@ impl Transaction {
 
     /// HBase RPCs this transaction has made so far (reads, prewrites, commits, resolution).
     pub fn rpc_count(&self) -> u64 {
-        self.session.rpcs.load(Ordering::Relaxed)
+        self.session.rpcs()
     }
 
-    fn check_active(&self) -> Result<()> {
+    fn check_readable(&self) -> Result<()> {
         match self.state {
-            State::Active => Ok(()),
-            State::Committed => Err(Error::TransactionClosed {
-                start_ts: self.known_start_ts(),
-                state: "committed",
+            State::Active | State::ReadOnly => Ok(()),
+            State::Committed => Err(self.closed("committed")),
+            State::RolledBack => Err(self.closed("rolled back")),
+        }
+    }
+
+    fn check_writable(&self) -> Result<()> {
+        match self.state {
+            State::ReadOnly => Err(Error::IllegalArgument {
+                message: format!(
+                    "snapshot at {} is read-only: it cannot write",
+                    self.known_start_ts()
+                ),
             }),
-            State::RolledBack => Err(Error::TransactionClosed {
-                start_ts: self.known_start_ts(),
-                state: "rolled back",
-            }),
+            _ => self.check_readable(),
+        }
+    }
+
+    fn closed(&self, state: &'static str) -> Error {
+        Error::TransactionClosed {
+            start_ts: self.known_start_ts(),
+            state,
         }
     }
 
     /// Reads one cell at the snapshot.
-    pub fn get(
+    pub async fn get(
         &self,
         table: &str,
         row: impl AsRef<[u8]>,
@@ -90,23 +123,26 @@ impl Transaction {
         qualifier: impl AsRef<[u8]>,
     ) -> Result<Option<Vec<u8>>> {
         let key = CellKey::new(table, row.as_ref(), family.as_ref(), qualifier.as_ref())?;
-        Ok(self.get_many(std::slice::from_ref(&key))?.pop().flatten())
+        Ok(self
+            .get_many(std::slice::from_ref(&key))
+            .await?
+            .pop()
+            .flatten())
     }
 
     /// Reads many cells (any tables and rows) at the snapshot, batched per table and row.
-    pub fn get_many(&self, keys: &[CellKey]) -> Result<Vec<Option<Vec<u8>>>> {
-        self.check_active()?;
+    pub async fn get_many(&self, keys: &[CellKey]) -> Result<Vec<Option<Vec<u8>>>> {
+        self.check_readable()?;
         let unbuffered: Vec<CellKey> = keys
             .iter()
             .filter(|k| !self.writes.contains_key(*k))
             .cloned()
             .collect();
-        let mut snapshot = self.start_ts.get().copied();
-        let fetched = self.session.read(&mut snapshot, &unbuffered);
-        if let Some(ts) = snapshot {
-            let _ = self.start_ts.set(ts);
-        }
-        let mut fetched = fetched?.into_iter();
+        let snapshot = self.start_ts().await?;
+        let mut fetched = SnapshotReader::new(&self.session, snapshot)
+            .read(&unbuffered)
+            .await?
+            .into_iter();
         Ok(keys
             .iter()
             .map(|k| match self.writes.get(k) {
@@ -116,53 +152,91 @@ impl Transaction {
             .collect())
     }
 
+    /// Whether the cell has a value at the snapshot (this transaction's own writes included).
+    pub async fn key_exists(
+        &self,
+        table: &str,
+        row: impl AsRef<[u8]>,
+        family: impl AsRef<[u8]>,
+        qualifier: impl AsRef<[u8]>,
+    ) -> Result<bool> {
+        Ok(self.get(table, row, family, qualifier).await?.is_some())
+    }
+
     /// Scans rows `[start, stop)` of `table` at the snapshot (empty `stop` = to the end), up to
-    /// `limit` rows that have a visible column. Includes this transaction's own writes.
-    pub fn scan(
+    /// `limit` rows that have a visible column, in ascending order. Includes this
+    /// transaction's own writes.
+    pub async fn scan(
         &self,
         table: &str,
         start: impl AsRef<[u8]>,
         stop: impl AsRef<[u8]>,
         limit: usize,
     ) -> Result<Vec<ScannedRow>> {
-        self.check_active()?;
-        let (start, stop) = (start.as_ref(), stop.as_ref());
-        let stored = self.session.scan(
-            self.start_ts()?,
-            table,
-            start,
-            stop,
-            limit.saturating_add(self.writes.len()),
-        )?;
-        let mut rows: BTreeMap<Vec<u8>, RowColumns> = stored
-            .into_iter()
-            .map(|r| {
-                let cols = r.columns.into_iter().map(|(f, q, v)| ((f, q), v)).collect();
-                (r.row, cols)
-            })
-            .collect();
-        let in_range = |row: &[u8]| row >= start && (stop.is_empty() || row < stop);
+        self.stream(table, start.as_ref(), stop.as_ref(), false)?
+            .take(limit)
+            .await
+    }
+
+    /// [`scan`](Self::scan) in descending order: the last rows of `[start, stop)` first.
+    pub async fn scan_reverse(
+        &self,
+        table: &str,
+        start: impl AsRef<[u8]>,
+        stop: impl AsRef<[u8]>,
+        limit: usize,
+    ) -> Result<Vec<ScannedRow>> {
+        self.stream(table, start.as_ref(), stop.as_ref(), true)?
+            .take(limit)
+            .await
+    }
+
+    /// Rows `[start, stop)` of `table` at the snapshot in ascending order, fetched a page at
+    /// a time as they are consumed, with no limit. Includes this transaction's own writes as
+    /// of this call.
+    pub fn scan_stream(
+        &self,
+        table: &str,
+        start: impl AsRef<[u8]>,
+        stop: impl AsRef<[u8]>,
+    ) -> Result<RowStream<'_>> {
+        self.stream(table, start.as_ref(), stop.as_ref(), false)
+    }
+
+    /// [`scan_stream`](Self::scan_stream) in descending order.
+    pub fn scan_reverse_stream(
+        &self,
+        table: &str,
+        start: impl AsRef<[u8]>,
+        stop: impl AsRef<[u8]>,
+    ) -> Result<RowStream<'_>> {
+        self.stream(table, start.as_ref(), stop.as_ref(), true)
+    }
+
+    fn stream(&self, table: &str, start: &[u8], stop: &[u8], reverse: bool) -> Result<RowStream<'_>> {
+        self.check_readable()?;
+        let cursor = ScanCursor::new(table, start, stop, reverse);
+        let mut own: BTreeMap<Vec<u8>, RowWrites> = BTreeMap::new();
         for (k, v) in self
             .writes
             .iter()
-            .filter(|(k, _)| k.table == table && in_range(&k.row))
+            .filter(|(k, _)| k.table == table && cursor.in_range(&k.row))
         {
-            let cols = rows.entry(k.row.clone()).or_default();
-            let col = (k.family.clone(), k.qualifier.clone());
-            match v {
-                Some(v) => cols.insert(col, v.clone()),
-                None => cols.remove(&col),
-            };
+            own.entry(k.row.clone())
+                .or_default()
+                .insert((k.family.clone(), k.qualifier.clone()), v.clone());
         }
-        Ok(rows
-            .into_iter()
-            .filter(|(_, cols)| !cols.is_empty())
-            .take(limit)
-            .map(|(row, cols)| ScannedRow {
-                row,
-                columns: cols.into_iter().map(|((f, q), v)| (f, q, v)).collect(),
-            })
-            .collect())
+        // Merged from the back: the next row in scan order goes last.
+        let mut own: Vec<_> = own.into_iter().collect();
+        if !reverse {
+            own.reverse();
+        }
+        Ok(RowStream {
+            txn: self,
+            cursor,
+            stored: std::collections::VecDeque::new(),
+            own,
+        })
     }
 
     /// Buffers a write of `value` to one cell.
@@ -179,7 +253,7 @@ impl Transaction {
     }
 
     fn set_key(&mut self, key: CellKey, value: Vec<u8>) -> Result<()> {
-        let limit = self.session.inner.opts.max_value_size;
+        let limit = self.session.ctx().opts().max_value_size;
         if value.len() > limit {
             return Err(Error::ValueTooLarge {
                 table: key.table,
@@ -191,22 +265,11 @@ impl Transaction {
         self.buffer(key, Some(value))
     }
 
-    /// Whether the cell has a value at the snapshot (this transaction's own writes included).
-    pub fn key_exists(
-        &self,
-        table: &str,
-        row: impl AsRef<[u8]>,
-        family: impl AsRef<[u8]>,
-        qualifier: impl AsRef<[u8]>,
-    ) -> Result<bool> {
-        Ok(self.get(table, row, family, qualifier)?.is_some())
-    }
-
     /// Buffers a write of `value` to a cell that must not have a value yet (put-if-absent):
     /// `KeyExists` (fatal) if it has one at the snapshot. A transaction that gives it a value
     /// after the snapshot makes this one's commit fail with a write conflict, as for any
     /// write, so an insert never overwrites a value it did not see.
-    pub fn insert(
+    pub async fn insert(
         &mut self,
         table: &str,
         row: impl AsRef<[u8]>,
@@ -215,7 +278,8 @@ impl Transaction {
         value: impl Into<Vec<u8>>,
     ) -> Result<()> {
         let key = CellKey::new(table, row.as_ref(), family.as_ref(), qualifier.as_ref())?;
-        if self.get_many(std::slice::from_ref(&key))?[0].is_some() {
+        self.check_writable()?;
+        if self.get_many(std::slice::from_ref(&key)).await?[0].is_some() {
             return Err(Error::KeyExists {
                 column: key.column(),
                 table: key.table,
@@ -240,14 +304,8 @@ impl Transaction {
     }
 
     fn buffer(&mut self, key: CellKey, value: Option<Vec<u8>>) -> Result<()> {
-        self.check_active()?;
-        if self
-            .session
-            .inner
-            .opts
-            .schema
-            .is_percolator_family(&key.family)
-        {
+        self.check_writable()?;
+        if self.session.ctx().schema().is_percolator_family(&key.family) {
             return Err(Error::IllegalArgument {
                 message: format!("{key} is in a percolator family"),
             });
@@ -261,23 +319,100 @@ impl Transaction {
 
     /// Commits the buffered writes and returns the commit timestamp (`start_ts` for a
     /// transaction that wrote nothing: it needs no commit).
-    pub fn commit(mut self) -> Result<u64> {
-        self.check_active()?;
+    pub async fn commit(mut self) -> Result<u64> {
+        self.check_readable()?;
+        let read_only = self.state == State::ReadOnly;
         self.state = State::Committed;
-        let Some(primary) = self.first.take() else {
-            return self.start_ts();
+        let start_ts = self.start_ts().await?;
+        let Some(primary) = self.first.take().filter(|_| !read_only) else {
+            return Ok(start_ts);
         };
         let mut writes = std::mem::take(&mut self.writes);
         let primary_value = writes.remove(&primary).flatten();
         let mut ordered = Vec::with_capacity(writes.len() + 1);
         ordered.push((primary, primary_value));
         ordered.extend(writes);
-        self.session.commit(self.start_ts.get().copied(), ordered)
+        Committer::new(self.session.clone(), start_ts, ordered)
+            .commit()
+            .await
     }
 
     /// Discards the buffered writes. Nothing was written before commit, so nothing to undo.
     pub fn rollback(mut self) {
         self.state = State::RolledBack;
         self.writes.clear();
+    }
+}
+
+/// The rows of a scan, fetched a page at a time as they are consumed (see
+/// [`AsyncTransaction::scan_stream`]).
+pub struct RowStream<'t> {
+    txn: &'t AsyncTransaction,
+    cursor: ScanCursor,
+    stored: std::collections::VecDeque<ScannedRow>,
+    /// This transaction's writes in range, the next one to merge last.
+    own: Vec<(Vec<u8>, RowWrites)>,
+}
+
+impl RowStream<'_> {
+    /// Up to `limit` rows, consuming the stream.
+    pub async fn take(mut self, limit: usize) -> Result<Vec<ScannedRow>> {
+        let mut out = Vec::new();
+        while out.len() < limit {
+            match self.next().await? {
+                Some(row) => out.push(row),
+                None => break,
+            }
+        }
+        Ok(out)
+    }
+
+    /// The next row with a visible column, or `None` at the end of the range.
+    pub async fn next(&mut self) -> Result<Option<ScannedRow>> {
+        loop {
+            while self.stored.is_empty() && !self.cursor.done {
+                let snapshot = self.txn.start_ts().await?;
+                let page = SnapshotReader::new(&self.txn.session, snapshot)
+                    .next_page(&mut self.cursor)
+                    .await?;
+                self.stored.extend(page);
+            }
+            let stored_row = self.stored.front().map(|r| r.row.as_slice());
+            let own_row = self.own.last().map(|(row, _)| row.as_slice());
+            let take_own = match (stored_row, own_row) {
+                (None, None) => return Ok(None),
+                (Some(_), None) => false,
+                (None, Some(_)) => true,
+                (Some(s), Some(o)) => {
+                    if self.cursor.reverse() {
+                        o >= s
+                    } else {
+                        o <= s
+                    }
+                }
+            };
+            if !take_own {
+                return Ok(self.stored.pop_front());
+            }
+            let (row, writes) = self.own.pop().unwrap_or_default();
+            let mut columns: BTreeMap<(Vec<u8>, Vec<u8>), Vec<u8>> = BTreeMap::new();
+            if self.stored.front().is_some_and(|r| r.row == row) {
+                if let Some(stored) = self.stored.pop_front() {
+                    columns.extend(stored.columns.into_iter().map(|(f, q, v)| ((f, q), v)));
+                }
+            }
+            for (col, value) in writes {
+                match value {
+                    Some(v) => columns.insert(col, v),
+                    None => columns.remove(&col),
+                };
+            }
+            if !columns.is_empty() {
+                return Ok(Some(ScannedRow {
+                    row,
+                    columns: columns.into_iter().map(|((f, q), v)| (f, q, v)).collect(),
+                }));
+            }
+        }
     }
 }

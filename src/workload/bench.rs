@@ -250,7 +250,7 @@ fn op(
 }
 
 fn key(table: &str, i: usize) -> Result<CellKey> {
-    CellKey::new(table, row(i), F, Q)
+    Ok(CellKey::new(table, row(i), F, Q)?)
 }
 
 fn cores() -> f64 {

@@ -194,55 +194,63 @@ fn lost(table: &str, row: &[u8]) -> Error {
     }
 }
 
+#[async_trait::async_trait]
 impl HBaseAccess for FaultyStore {
-    fn get_many(&self, table: &str, gets: &[Get]) -> Result<Vec<RowResult>> {
-        HBaseAccess::get_many(&self.inner, table, gets)
+    async fn get_many(&self, table: &str, gets: &[Get]) -> Result<Vec<RowResult>> {
+        HBaseAccess::get_many(&self.inner, table, gets).await
     }
 
-    fn check_and_mutate(&self, table: &str, cam: &CheckAndMutate) -> Result<bool> {
-        let apply = || HBaseAccess::check_and_mutate(&self.inner, table, cam);
-        match self.take_fault(cam) {
-            None => apply(),
-            Some(Fault::LoseReply) => apply().and_then(|_| Err(lost(table, &cam.row))),
-            Some(Fault::DropRequest) => Err(lost(table, &cam.row)),
-            Some(Fault::Delay(pause)) => {
-                std::thread::sleep(pause);
-                apply()
+    async fn check_and_mutate(&self, table: &str, cam: &CheckAndMutate) -> Result<bool> {
+        let fault = self.take_fault(cam);
+        if let Some(Fault::DropRequest) = fault {
+            return Err(lost(table, &cam.row));
+        }
+        match fault {
+            Some(Fault::Delay(pause)) => tokio::time::sleep(pause).await,
+            // The gate blocks a thread; off the runtime's workers.
+            Some(Fault::Hold(ref gate)) => {
+                let gate = Arc::clone(gate);
+                let _ = tokio::task::spawn_blocking(move || gate.pass()).await;
             }
-            Some(Fault::Hold(gate)) => {
-                gate.pass();
-                apply()
-            }
+            _ => {}
+        }
+        let applied = HBaseAccess::check_and_mutate(&self.inner, table, cam).await;
+        match fault {
+            Some(Fault::LoseReply) => applied.and_then(|_| Err(lost(table, &cam.row))),
+            _ => applied,
         }
     }
 
-    /// Recorded, then run one by one (as the trait's default does), so faults still apply.
-    fn check_and_mutate_all(&self, calls: &[(&str, &CheckAndMutate)]) -> Vec<Result<bool>> {
+    /// Recorded, then the production path (the trait's default: every call in flight at
+    /// once), so faults still apply to each call.
+    async fn check_and_mutate_all(&self, calls: &[(&str, &CheckAndMutate)]) -> Vec<Result<bool>> {
         let burst = calls
             .iter()
             .map(|(_, cam)| (classify(&self.schema, cam), cam.row.clone()))
             .collect();
         self.bursts.lock().push(burst);
-        calls
-            .iter()
-            .map(|&(table, cam)| self.check_and_mutate(table, cam))
-            .collect()
+        futures::future::join_all(
+            calls
+                .iter()
+                .map(|&(table, cam)| self.check_and_mutate(table, cam)),
+        )
+        .await
     }
 
-    fn scan_page(&self, table: &str, scan: &Scan, rows: i32) -> Result<Vec<RowResult>> {
-        self.inner.scan_page(table, scan, rows)
+    async fn scan_page(&self, table: &str, scan: &Scan, rows: i32) -> Result<Vec<RowResult>> {
+        HBaseAccess::scan_page(&self.inner, table, scan, rows).await
     }
 
-    fn put(&self, table: &str, put: &Put) -> Result<()> {
-        HBaseAccess::put(&self.inner, table, put)
+    async fn put(&self, table: &str, put: &Put) -> Result<()> {
+        HBaseAccess::put(&self.inner, table, put).await
     }
 
-    fn delete(&self, table: &str, delete: &Delete) -> Result<()> {
-        HBaseAccess::delete(&self.inner, table, delete)
+    async fn delete(&self, table: &str, delete: &Delete) -> Result<()> {
+        HBaseAccess::delete(&self.inner, table, delete).await
     }
 
-    fn table_descriptor(&self, table: &str) -> Result<TableDescriptor> {
-        self.inner.table_descriptor(table)
+    async fn table_descriptor(&self, table: &str) -> Result<TableDescriptor> {
+        HBaseAccess::table_descriptor(&self.inner, table).await
     }
 }
 
@@ -281,8 +289,9 @@ impl ProbingTso {
     }
 }
 
+#[async_trait::async_trait]
 impl TimestampSource for ProbingTso {
-    fn get_timestamp(&self) -> Result<u64> {
+    async fn timestamp(&self) -> Result<u64> {
         if self.calls.fetch_add(1, Ordering::SeqCst) + 1 == self.nth {
             let states = self
                 .watch
@@ -294,6 +303,6 @@ impl TimestampSource for ProbingTso {
                 .collect();
             *self.seen.lock() = Some(states);
         }
-        self.inner.get_timestamp()
+        self.inner.timestamp().await
     }
 }

@@ -6,7 +6,6 @@
 
 use std::future::Future;
 use std::pin::pin;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll, Wake, Waker};
 use std::thread::Thread;
@@ -14,7 +13,6 @@ use std::thread::Thread;
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 
-use super::Continuation;
 use crate::{Error, Result};
 
 /// Timestamp ranges answering one batch, in slot order: `(first, count)`.
@@ -60,58 +58,17 @@ impl BatchError {
 
 pub(crate) type Outcome = std::result::Result<Ranges, BatchError>;
 
-/// Numbers batches across lanes and clients, so a batch id is never reused in this process.
-static NEXT_BATCH: AtomicU64 = AtomicU64::new(0);
-
+#[derive(Default)]
 pub(crate) struct Batch {
-    id: u64,
     outcome: OnceLock<Outcome>,
     done: Notify,
-    /// Askers that left work to run with their timestamp instead of waiting: (slot, work).
-    continuations: Mutex<Vec<(u32, Continuation)>>,
-}
-
-impl Default for Batch {
-    fn default() -> Self {
-        Batch {
-            id: NEXT_BATCH.fetch_add(1, Ordering::Relaxed),
-            outcome: OnceLock::new(),
-            done: Notify::new(),
-            continuations: Mutex::new(Vec::new()),
-        }
-    }
 }
 
 impl Batch {
-    pub fn id(&self) -> u64 {
-        self.id
-    }
-
     pub fn complete(&self, outcome: Outcome) {
         // Only the lane task completes a batch, once.
         let _ = self.outcome.set(outcome);
         self.done.notify_waiters();
-        let continuations = std::mem::take(&mut *self.continuations.lock());
-        if let Some(outcome) = self.outcome.get() {
-            for (slot, then) in continuations {
-                then(Self::pick(outcome, slot));
-            }
-        }
-    }
-
-    /// Runs `then` with the timestamp of `slot` once the batch is answered: on the thread that
-    /// completes it, or here if it already is.
-    pub fn then(&self, slot: u32, then: Continuation) {
-        let mut continuations = self.continuations.lock();
-        // Checked under the lock `complete` takes after setting the outcome: either we see the
-        // outcome or `complete` sees our continuation.
-        match self.outcome.get() {
-            Some(outcome) => {
-                drop(continuations);
-                then(Self::pick(outcome, slot));
-            }
-            None => continuations.push((slot, then)),
-        }
     }
 
     /// Waits for the outcome and returns the timestamps of slots `slot..slot + n`.
@@ -270,35 +227,6 @@ mod tests {
         taken.complete(Ok(Ranges(vec![(10, 4)])));
         assert_eq!(block_on(b1.wait_one(s1)).unwrap(), 10);
         assert_eq!(block_on(b2.wait(s2, 3)).unwrap(), vec![11, 12, 13]);
-    }
-
-    #[test]
-    fn continuations_run_once_with_their_slot_whenever_they_are_left() {
-        let lane = Lane::new();
-        let got = Arc::new(Mutex::new(Vec::new()));
-        let record = |got: &Arc<Mutex<Vec<u64>>>| -> Continuation {
-            let got = Arc::clone(got);
-            Box::new(move |ts| got.lock().push(ts.unwrap()))
-        };
-        let (batch, s1) = lane.join(1).unwrap();
-        batch.then(s1, record(&got));
-        let (_, s2) = lane.join(1).unwrap();
-        let (taken, _) = lane.take().unwrap();
-        taken.complete(Ok(Ranges(vec![(7, 2)])));
-        // Left after the answer: runs at once, here.
-        batch.then(s2, record(&got));
-        assert_eq!(*got.lock(), vec![7, 8]);
-    }
-
-    #[test]
-    fn continuations_get_the_error_of_a_failed_batch() {
-        let lane = Lane::new();
-        let (batch, slot) = lane.join(1).unwrap();
-        let seen = Arc::new(Mutex::new(None));
-        let s = Arc::clone(&seen);
-        batch.then(slot, Box::new(move |ts| *s.lock() = Some(ts.is_err())));
-        lane.close();
-        assert_eq!(*seen.lock(), Some(true));
     }
 
     #[test]

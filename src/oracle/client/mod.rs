@@ -25,51 +25,16 @@ use super::protocol::MAX_COUNT;
 use super::stats::StatsSnapshot;
 use crate::{Error, Peer, Result};
 
-/// Work to run with a timestamp once it is known (see [`Ticket::then`]).
-pub type Continuation = Box<dyn FnOnce(Result<u64>) + Send>;
-
-/// Where transactions get their timestamps. Synchronous: the transaction layer is thread based.
+/// Where transactions get their timestamps: strictly increasing, from an oracle or a local
+/// counter. Implement [`timestamp`](Self::timestamp); the blocking form has a default.
+#[async_trait::async_trait]
 pub trait TimestampSource: Send + Sync {
     /// A timestamp greater than every one this source returned before it was called.
-    fn get_timestamp(&self) -> Result<u64>;
+    async fn timestamp(&self) -> Result<u64>;
 
-    /// A place in the next request for a timestamp, to be redeemed with [`Ticket::then`]: the
-    /// caller need not sleep until the timestamp is known (a transaction hands over the
-    /// request that carries it, and waits for that request's reply instead). The default
-    /// fetches the timestamp now.
-    fn ticket(&self) -> Ticket {
-        Ticket(Place::Ready(self.get_timestamp()))
-    }
-}
-
-/// A claim on one timestamp obtained as [`TimestampSource::get_timestamp`] would, taken before
-/// anything runs with it. Dropping it unused wastes the timestamp, nothing else.
-pub struct Ticket(Place);
-
-enum Place {
-    Ready(Result<u64>),
-    Batch(Arc<batch::Batch>, u32),
-}
-
-impl Ticket {
-    /// The same for every ticket answered by one oracle request, and different from every other
-    /// request's: work that tickets of one request start together can travel together.
-    /// `None` when the timestamp did not come from a shared request.
-    pub fn batch_id(&self) -> Option<u64> {
-        match &self.0 {
-            Place::Ready(_) => None,
-            Place::Batch(batch, _) => Some(batch.id()),
-        }
-    }
-
-    /// Runs `then` exactly once, with the timestamp or the error, as soon as it is known:
-    /// here, or on the thread that receives the answer. The continuations of one oracle
-    /// answer run one after another on that thread.
-    pub fn then(self, then: Continuation) {
-        match self.0 {
-            Place::Ready(ts) => then(ts),
-            Place::Batch(batch, slot) => batch.then(slot, then),
-        }
+    /// [`timestamp`](Self::timestamp) for synchronous callers: blocks the calling thread.
+    fn get_timestamp(&self) -> Result<u64> {
+        block_on(self.timestamp())
     }
 }
 
@@ -255,17 +220,14 @@ impl OracleClient {
     }
 }
 
+#[async_trait::async_trait]
 impl TimestampSource for OracleClient {
-    fn get_timestamp(&self) -> Result<u64> {
-        OracleClient::get_timestamp(self)
+    async fn timestamp(&self) -> Result<u64> {
+        self.get_timestamp_async().await
     }
 
-    /// Answered on the lane that receives the batch's answer.
-    fn ticket(&self) -> Ticket {
-        match self.lane().join(1) {
-            Ok((batch, slot)) => Ticket(Place::Batch(batch, slot)),
-            Err(e) => Ticket(Place::Ready(Err(e))),
-        }
+    fn get_timestamp(&self) -> Result<u64> {
+        OracleClient::get_timestamp(self)
     }
 }
 
@@ -377,7 +339,17 @@ impl LocalTimestamps {
     }
 
     pub async fn get_timestamp_async(&self) -> Result<u64> {
-        self.get_timestamp()
+        self.next()
+    }
+
+    fn next(&self) -> Result<u64> {
+        let prev = self.last.fetch_add(1, Ordering::SeqCst);
+        if prev == u64::MAX {
+            return Err(Error::OracleStore {
+                message: "local timestamp counter exhausted".into(),
+            });
+        }
+        Ok(prev + 1)
     }
 }
 
@@ -387,15 +359,14 @@ impl Default for LocalTimestamps {
     }
 }
 
+#[async_trait::async_trait]
 impl TimestampSource for LocalTimestamps {
+    async fn timestamp(&self) -> Result<u64> {
+        self.next()
+    }
+
     fn get_timestamp(&self) -> Result<u64> {
-        let prev = self.last.fetch_add(1, Ordering::SeqCst);
-        if prev == u64::MAX {
-            return Err(Error::OracleStore {
-                message: "local timestamp counter exhausted".into(),
-            });
-        }
-        Ok(prev + 1)
+        self.next()
     }
 }
 

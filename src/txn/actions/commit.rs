@@ -3,7 +3,7 @@
 use crate::hbase::{CheckAndMutate, CompareOp, Put};
 use crate::txn::actions::{put_released, put_write_record};
 use crate::txn::codec::{Lock, MutationKind, WriteKind, WriteRecord};
-use crate::txn::key::CellKey;
+use crate::key::CellKey;
 use crate::txn::schema::Schema;
 
 /// The commit CAS, used for the primary (the commit point) and every secondary, by the owner

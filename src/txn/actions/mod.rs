@@ -17,7 +17,7 @@ pub use status::{txn_status, TxnStatus};
 use crate::error::Error;
 use crate::hbase::{CompareOp, Delete, DeleteType, Put};
 use crate::txn::codec::{encode_released, encode_write, CodecError, WriteRecord};
-use crate::txn::key::CellKey;
+use crate::key::CellKey;
 use crate::txn::schema::Schema;
 
 /// The CAS condition "the cell is released with every recorded commit and rollback below
@@ -80,7 +80,7 @@ pub(crate) fn corrupted(what: &'static str, key: &CellKey, e: CodecError) -> Err
 pub(crate) mod fixtures {
     use crate::hbase::Cell;
     use crate::txn::codec::{encode_write, Lock, MutationKind, WriteKind, WriteRecord};
-    use crate::txn::key::CellKey;
+    use crate::key::CellKey;
 
     /// A write-record cell as HBase returns it, at version `at`.
     pub fn write_cell(at: i64, kind: WriteKind, start_ts: u64, value: Option<&[u8]>) -> Cell {

@@ -3,7 +3,7 @@
 use crate::hbase::{CheckAndMutate, CompareOp, Put};
 use crate::txn::actions::{delete_data_version, put_released, put_write_record, unlocked_below};
 use crate::txn::codec::{Lock, MutationKind, WriteKind, WriteRecord};
-use crate::txn::key::CellKey;
+use crate::key::CellKey;
 use crate::txn::schema::Schema;
 
 fn rollback_record(start_ts: u64) -> WriteRecord {

@@ -1,6 +1,6 @@
-//! Addresses of transactional cells.
+//! Addresses of transactional cells. A leaf: the error type refers to keys, so keys must not
+//! refer to it (their own validation error converts into `Error::IllegalArgument`).
 
-use crate::error::{Error, Result};
 
 /// One transactional cell: table, row and user column `family:qualifier`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -19,7 +19,7 @@ impl CellKey {
         row: impl Into<Vec<u8>>,
         family: impl Into<Vec<u8>>,
         qualifier: impl Into<Vec<u8>>,
-    ) -> Result<CellKey> {
+    ) -> Result<CellKey, InvalidKey> {
         let key = CellKey {
             table: table.into(),
             row: row.into(),
@@ -38,9 +38,7 @@ impl CellKey {
             None
         };
         match problem {
-            Some(why) => Err(Error::IllegalArgument {
-                message: format!("{why}: {key}"),
-            }),
+            Some(why) => Err(InvalidKey(format!("{why}: {key}"))),
             None => Ok(key),
         }
     }
@@ -65,3 +63,15 @@ impl std::fmt::Display for CellKey {
         )
     }
 }
+
+/// Why a [`CellKey`] was refused; becomes `Error::IllegalArgument` through `?`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InvalidKey(pub String);
+
+impl std::fmt::Display for InvalidKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for InvalidKey {}

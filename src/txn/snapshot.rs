@@ -1,41 +1,104 @@
-//! Snapshot reads: one Get per row fetches each column's lock cell and newest write records
-//! (docs/design.md cost model: one round trip for a committed short value). Locks at or below the
-//! snapshot are resolved or waited out before any value is returned (invariant 5).
+//! The snapshot reader (docs/design.md invariant 5): one Get per row fetches each column's
+//! lock cell and newest write records, so a committed short value costs one round trip. Locks
+//! at or below the snapshot are resolved or waited out before any value is returned.
 
 use std::collections::BTreeMap;
 use std::time::Instant;
 
 use crate::error::{Error, Result};
 use crate::hbase::{Get, RowResult, Scan, TimeRange};
+use crate::key::CellKey;
 use crate::txn::actions::{corrupted, read_column, ts, ReadDecision};
-use crate::txn::codec::{decode_lock_state, split_column_qualifier, LockState};
-use crate::txn::key::CellKey;
+use crate::txn::codec::{decode_lock_state, split_column_qualifier, Lock, LockState};
+use crate::txn::resolver::LockResolver;
+use crate::txn::schema::Schema;
 use crate::txn::session::Session;
 
 /// Write-record versions fetched per column on the first try: the newest is almost always a
 /// commit, and a read that meets rollback records asks again for 8 times as many. A second
 /// version up front would cost every read a cell to cover a case that is rare.
 const FIRST_VERSIONS: i32 = 1;
+/// Rows per scan round trip.
 const SCAN_PAGE: i32 = 256;
 
 /// One row returned by a transactional scan: its visible columns as (family, qualifier, value).
+///
+/// ```
+/// let row = percolator::txn::ScannedRow { row: b"r1".to_vec(), columns: vec![] };
+/// assert!(row.columns.is_empty());
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ScannedRow {
     pub row: Vec<u8>,
     pub columns: Vec<(Vec<u8>, Vec<u8>, Vec<u8>)>,
 }
 
-impl Session {
-    /// Reads `keys` (any tables and rows) at `snapshot`; values in the order of `keys`. With
-    /// no snapshot yet, the first read fetches one and carries it (it is set here).
-    pub fn read(
-        &self,
-        snapshot: &mut Option<u64>,
-        keys: &[CellKey],
-    ) -> Result<Vec<Option<Vec<u8>>>> {
+/// Where a transactional scan stands: the rows `[start, stop)` of a table, in either order.
+#[derive(Clone, Debug)]
+pub(crate) struct ScanCursor {
+    pub table: String,
+    start: Vec<u8>,
+    stop: Vec<u8>,
+    reverse: bool,
+    /// The bound the next page starts from (inclusive).
+    from: Vec<u8>,
+    /// A row the next page must drop (the bound is inclusive, the previous page had it).
+    skip: Option<Vec<u8>>,
+    pub done: bool,
+}
+
+impl ScanCursor {
+    pub fn new(table: &str, start: &[u8], stop: &[u8], reverse: bool) -> ScanCursor {
+        ScanCursor {
+            table: table.to_string(),
+            start: start.to_vec(),
+            stop: stop.to_vec(),
+            reverse,
+            // Reversed, HBase starts at its (inclusive) start row and goes down; our stop is
+            // exclusive, so it is skipped if present.
+            from: if reverse { stop.to_vec() } else { start.to_vec() },
+            skip: (reverse && !stop.is_empty()).then(|| stop.to_vec()),
+            done: false,
+        }
+    }
+
+    pub fn in_range(&self, row: &[u8]) -> bool {
+        row >= self.start.as_slice() && (self.stop.is_empty() || row < self.stop.as_slice())
+    }
+
+    pub fn reverse(&self) -> bool {
+        self.reverse
+    }
+
+    fn scan(&self, schema: &Schema, snapshot: u64) -> Scan {
+        let scan = if self.reverse {
+            // Down to the first row: a reversed scan's stop row is exclusive, and ours is not.
+            Scan::range(self.from.clone(), Vec::new()).reversed(true)
+        } else {
+            Scan::range(self.from.clone(), self.stop.clone())
+        };
+        scan.family(schema.lock_family.clone())
+            .family(schema.write_family.clone())
+            .time_range(TimeRange::up_to(ts(snapshot)))
+            .max_versions(FIRST_VERSIONS)
+    }
+}
+
+pub(crate) struct SnapshotReader<'a> {
+    session: &'a Session,
+    snapshot: u64,
+}
+
+impl<'a> SnapshotReader<'a> {
+    pub fn new(session: &'a Session, snapshot: u64) -> Self {
+        SnapshotReader { session, snapshot }
+    }
+
+    /// Reads `keys` (any tables and rows); values in the order of `keys`.
+    pub async fn read(&self, keys: &[CellKey]) -> Result<Vec<Option<Vec<u8>>>> {
         // The common case, one table, reads the keys where they are.
         if keys.iter().all(|k| k.table == keys[0].table) {
-            return self.read_table(snapshot, keys);
+            return self.read_table(keys).await;
         }
         let mut by_table: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
         for (i, k) in keys.iter().enumerate() {
@@ -44,29 +107,24 @@ impl Session {
         let mut out = vec![None; keys.len()];
         for idxs in by_table.into_values() {
             let table_keys: Vec<CellKey> = idxs.iter().map(|&i| keys[i].clone()).collect();
-            for (i, v) in idxs
-                .into_iter()
-                .zip(self.read_table(snapshot, &table_keys)?)
-            {
+            for (i, v) in idxs.into_iter().zip(self.read_table(&table_keys).await?) {
                 out[i] = v;
             }
         }
         Ok(out)
     }
 
-    fn read_table(
-        &self,
-        snapshot: &mut Option<u64>,
-        keys: &[CellKey],
-    ) -> Result<Vec<Option<Vec<u8>>>> {
+    async fn read_table(&self, keys: &[CellKey]) -> Result<Vec<Option<Vec<u8>>>> {
         let Some(first) = keys.first() else {
             return Ok(Vec::new());
         };
         let table = first.table.as_str();
+        let ctx = self.session.ctx();
         // A table without the percolator families is a typed error, not FamilyNotFound; a key
         // in a family the table lacks is FamilyNotFound, not "absent".
-        self.inner.check_families(keys)?;
-        let schema = &self.inner.opts.schema;
+        ctx.check_families(keys).await?;
+        let schema = ctx.schema();
+        let resolver = LockResolver::new(self.session);
         let qualifiers: Vec<Vec<u8>> = keys.iter().map(|k| schema.qualifier(k)).collect();
         let mut out: Vec<Option<Vec<u8>>> = vec![None; keys.len()];
         let mut pending: Vec<usize> = (0..keys.len()).collect();
@@ -74,28 +132,9 @@ impl Session {
         let started = Instant::now();
         let mut waits = 0u32;
         while !pending.is_empty() {
-            let (gets, members) = row_gets(
-                schema,
-                keys,
-                &qualifiers,
-                &pending,
-                snapshot.unwrap_or(0),
-                versions,
-            );
-            let (snapshot, rows) = match *snapshot {
-                Some(s) => (s, self.get_many(table, &gets)?),
-                // The time range built above is a placeholder until the timestamp exists.
-                None => {
-                    let asked = gets.len();
-                    let at_snapshot = Box::new(move |s| {
-                        let range = TimeRange::up_to(ts(s));
-                        gets.into_iter().map(|g| g.time_range(range)).collect()
-                    });
-                    let (s, rows) = self.get_many_fresh(table, asked, at_snapshot)?;
-                    *snapshot = Some(s);
-                    (s, rows)
-                }
-            };
+            let (gets, members) =
+                row_gets(schema, keys, &qualifiers, &pending, self.snapshot, versions);
+            let rows = self.session.get_many(table, &gets).await?;
             let mut retry = Vec::new();
             let mut fetch = Vec::new();
             let mut more_versions = false;
@@ -108,7 +147,7 @@ impl Session {
                     let lock = decode_lock_state(raw).map_err(|e| corrupted("lock", key, e))?;
                     let writes: Vec<_> = row.versions(&schema.write_family, q).cloned().collect();
                     let complete = writes.len() < versions as usize;
-                    match read_column(snapshot, &lock, &writes, complete)
+                    match read_column(self.snapshot, &lock, &writes, complete)
                         .map_err(|e| corrupted("write record", key, e))?
                     {
                         ReadDecision::Value(v) => out[i] = Some(v),
@@ -120,7 +159,7 @@ impl Session {
                         }
                         ReadDecision::Blocked(l) => {
                             let raw = raw.unwrap_or_default();
-                            if !self.resolve_lock(key, &l, raw)? {
+                            if !resolver.resolve(key, &l, raw).await? {
                                 waiting = true;
                             }
                             retry.push(i);
@@ -128,12 +167,13 @@ impl Session {
                     }
                 }
             }
-            self.fetch_data(table, keys, &fetch, &mut out)?;
+            self.fetch_data(table, keys, &fetch, &mut out).await?;
             if more_versions {
                 versions = versions.saturating_mul(8);
             }
             if waiting {
-                self.wait_for_lock(&keys[retry[0]], started, &mut waits)?;
+                self.wait_for_lock(&keys[retry[0]], started, &mut waits)
+                    .await?;
             }
             pending = retry;
         }
@@ -141,7 +181,7 @@ impl Session {
     }
 
     /// Reads large values at the exact version their write record names.
-    fn fetch_data(
+    async fn fetch_data(
         &self,
         table: &str,
         keys: &[CellKey],
@@ -160,7 +200,7 @@ impl Session {
                     .timestamp(ts(start_ts))
             })
             .collect();
-        let rows = self.get_many(table, &gets)?;
+        let rows = self.session.get_many(table, &gets).await?;
         for (&(i, start_ts), row) in fetch.iter().zip(&rows) {
             let k = &keys[i];
             match row.value(&k.family, &k.qualifier) {
@@ -182,10 +222,10 @@ impl Session {
     }
 
     /// Backs off while a live transaction holds a lock; gives up after `max_lock_wait`.
-    fn wait_for_lock(&self, key: &CellKey, started: Instant, waits: &mut u32) -> Result<()> {
-        let opts = &self.inner.opts;
+    async fn wait_for_lock(&self, key: &CellKey, started: Instant, waits: &mut u32) -> Result<()> {
+        let opts = self.session.ctx().opts();
         if started.elapsed() >= opts.max_lock_wait {
-            let holder = self.describe_lock(key);
+            let holder = self.describe_lock(key).await;
             return Err(Error::KeyLocked {
                 table: key.table.clone(),
                 row: key.row.clone(),
@@ -194,68 +234,63 @@ impl Session {
                 primary: holder.map(|l| Box::new(l.primary)),
             });
         }
-        std::thread::sleep(opts.retry.backoff(*waits));
+        tokio::time::sleep(opts.retry.backoff(*waits)).await;
         *waits += 1;
         Ok(())
     }
 
     /// For the error only: who holds the lock now (best effort).
-    fn describe_lock(&self, key: &CellKey) -> Option<crate::txn::codec::Lock> {
-        let raw = self.lock_cell(key).ok()?;
+    async fn describe_lock(&self, key: &CellKey) -> Option<Lock> {
+        let raw = self.session.lock_cell(key).await.ok()?;
         match decode_lock_state(raw.as_deref()).ok()? {
             LockState::Locked(l) => Some(l),
             _ => None,
         }
     }
 
-    /// Scans `[start, stop)` of `table` at `snapshot`, at most `limit` rows with a visible
-    /// column. Rows with anything unsettled (locks, large values) go through the read path.
-    pub fn scan(
-        &self,
-        snapshot: u64,
-        table: &str,
-        start: &[u8],
-        stop: &[u8],
-        limit: usize,
-    ) -> Result<Vec<ScannedRow>> {
-        self.inner.check_table(table)?;
-        let schema = &self.inner.opts.schema;
+    /// The next page of a scan: the rows with a visible column, in the cursor's order. Rows
+    /// with anything unsettled (locks, large values) go through the read path. May be empty
+    /// while the cursor is not done.
+    pub async fn next_page(&self, cursor: &mut ScanCursor) -> Result<Vec<ScannedRow>> {
+        if cursor.done {
+            return Ok(Vec::new());
+        }
+        let ctx = self.session.ctx();
+        ctx.check_table(&cursor.table).await?;
+        let scan = cursor.scan(ctx.schema(), self.snapshot);
+        let page = self
+            .session
+            .scan_page(&cursor.table, &scan, SCAN_PAGE)
+            .await?;
+        cursor.done = page.len() < SCAN_PAGE as usize;
+        let skip = cursor.skip.take();
         let mut out = Vec::new();
-        let mut from = start.to_vec();
-        while out.len() < limit {
-            let scan = Scan::range(from.clone(), stop.to_vec())
-                .family(schema.lock_family.clone())
-                .family(schema.write_family.clone())
-                .time_range(TimeRange::up_to(ts(snapshot)))
-                .max_versions(FIRST_VERSIONS);
-            let page = self.scan_page(table, &scan, SCAN_PAGE)?;
-            let exhausted = page.len() < SCAN_PAGE as usize;
-            for row in &page {
-                if let Some(r) = self.scanned_row(snapshot, table, row)? {
-                    out.push(r);
-                    if out.len() == limit {
-                        break;
-                    }
-                }
+        for row in &page {
+            if skip.as_deref() == Some(row.row.as_slice()) {
+                continue;
             }
-            match page.last() {
-                Some(last) if !exhausted => {
-                    from = last.row.clone();
-                    from.push(0);
-                }
-                _ => break,
+            if !cursor.in_range(&row.row) {
+                // Reversed scans run past the lower bound: everything after is below it too.
+                cursor.done = true;
+                break;
+            }
+            if let Some(r) = self.scanned_row(&cursor.table, row).await? {
+                out.push(r);
+            }
+        }
+        if let Some(last) = page.last().filter(|_| !cursor.done) {
+            if cursor.reverse {
+                cursor.from = last.row.clone();
+                cursor.skip = Some(last.row.clone());
+            } else {
+                cursor.from = [last.row.as_slice(), &[0]].concat();
             }
         }
         Ok(out)
     }
 
-    fn scanned_row(
-        &self,
-        snapshot: u64,
-        table: &str,
-        row: &RowResult,
-    ) -> Result<Option<ScannedRow>> {
-        let schema = &self.inner.opts.schema;
+    async fn scanned_row(&self, table: &str, row: &RowResult) -> Result<Option<ScannedRow>> {
+        let schema = self.session.ctx().schema();
         let mut columns: BTreeMap<Vec<u8>, ()> = BTreeMap::new();
         for c in &row.cells {
             if schema.is_percolator_family(&c.family) {
@@ -278,7 +313,7 @@ impl Session {
                 .map_err(|e| corrupted("lock", &key, e))?;
             let writes: Vec<_> = row.versions(&schema.write_family, q).cloned().collect();
             let complete = writes.len() < FIRST_VERSIONS as usize;
-            let decision = read_column(snapshot, &lock, &writes, complete)
+            let decision = read_column(self.snapshot, &lock, &writes, complete)
                 .map_err(|e| corrupted("write record", &key, e))?;
             let value = match decision {
                 ReadDecision::Value(v) => Some(v),
@@ -292,7 +327,7 @@ impl Session {
             values.push(value);
         }
         if unsettled {
-            values = self.read(&mut Some(snapshot), &keys)?;
+            values = Box::pin(self.read(&keys)).await?;
         }
         let columns: Vec<_> = keys
             .into_iter()
@@ -309,7 +344,7 @@ impl Session {
 /// One Get per row of the pending keys (lock and write columns at `snapshot`), and for each
 /// Get the indices of the keys it serves.
 fn row_gets(
-    schema: &crate::txn::schema::Schema,
+    schema: &Schema,
     keys: &[CellKey],
     qualifiers: &[Vec<u8>],
     pending: &[usize],

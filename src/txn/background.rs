@@ -1,0 +1,65 @@
+//! Tracked background work: secondary commits and the heartbeat task run as tasks the client
+//! can wait for (`Client::drain`) and that shutdown drains, never fire-and-forget.
+
+use std::future::Future;
+
+use tokio::runtime::Handle;
+use tokio_util::task::TaskTracker;
+
+pub(crate) struct Background {
+    tasks: TaskTracker,
+    runtime: Handle,
+}
+
+impl Background {
+    pub fn new(runtime: Handle) -> Background {
+        Background {
+            tasks: TaskTracker::new(),
+            runtime,
+        }
+    }
+
+    pub fn runtime(&self) -> &Handle {
+        &self.runtime
+    }
+
+    /// Runs `work` on the client's runtime, tracked until it finishes.
+    pub fn spawn(&self, work: impl Future<Output = ()> + Send + 'static) {
+        self.tasks.spawn_on(work, &self.runtime);
+    }
+
+    /// Waits for every task spawned before this call (and any they spawn meanwhile).
+    pub async fn drain(&self) {
+        self.tasks.close();
+        self.tasks.wait().await;
+        self.tasks.reopen();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    #[test]
+    fn drain_waits_for_every_spawned_task_and_the_tracker_takes_more_after() {
+        let bg = Background::new(crate::runtime::handle());
+        let done = Arc::new(AtomicUsize::new(0));
+        for _ in 0..20 {
+            let done = done.clone();
+            bg.spawn(async move {
+                tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+                done.fetch_add(1, Ordering::SeqCst);
+            });
+        }
+        crate::runtime::block_on(bg.runtime(), bg.drain());
+        assert_eq!(done.load(Ordering::SeqCst), 20);
+        let d = done.clone();
+        bg.spawn(async move {
+            d.fetch_add(1, Ordering::SeqCst);
+        });
+        crate::runtime::block_on(bg.runtime(), bg.drain());
+        assert_eq!(done.load(Ordering::SeqCst), 21);
+    }
+}

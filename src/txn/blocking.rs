@@ -1,0 +1,337 @@
+//! The blocking API: [`Client`] and [`Transaction`] are thin layers over the async ones, each
+//! call run to completion on the caller's thread (see `crate::runtime::block_on`).
+
+use std::sync::Arc;
+
+use tokio::runtime::Handle;
+
+use crate::error::Result;
+use crate::hbase::{HBaseClient, HBaseConfig};
+use crate::key::CellKey;
+use crate::oracle::{ClientConfig as OracleConfig, OracleClient, TimestampSource};
+use crate::runtime::block_on;
+use crate::txn::client::{AsyncClient, Attempts};
+use crate::txn::options::TxnOptions;
+use crate::txn::snapshot::ScannedRow;
+use crate::txn::stats::ClientStats;
+use crate::txn::store::HBaseAccess;
+use crate::txn::transaction::{AsyncTransaction, RowStream};
+
+/// A transactional client for threaded code. Cheap to clone; clones share connections, the
+/// heartbeat and the liveness row. Dropping the last clone shuts it down like
+/// [`Client::shutdown`].
+///
+/// ```no_run
+/// use percolator::{Client, HBaseConfig, TxnOptions};
+/// let client = Client::connect(
+///     HBaseConfig::new("127.0.0.1:9090"),
+///     &["127.0.0.1:7070".to_string()],
+///     TxnOptions::default(),
+/// )?;
+/// client.run(|txn| txn.set("accounts", "bob", "f", "balance", b"5".to_vec()))?;
+/// # Ok::<(), percolator::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct Client {
+    inner: AsyncClient,
+    runtime: Handle,
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        if self.inner.is_last_handle() {
+            self.shutdown();
+        }
+    }
+}
+
+impl Client {
+    /// Builds a client over any HBase access and timestamp source (production: `HBaseClient`
+    /// and `OracleClient`). Registers the liveness row and starts the heartbeat.
+    pub fn new(
+        store: Arc<dyn HBaseAccess>,
+        tso: Arc<dyn TimestampSource>,
+        options: TxnOptions,
+    ) -> Result<Client> {
+        let runtime = crate::runtime::handle();
+        let inner = block_on(
+            &runtime,
+            AsyncClient::on_runtime(store, tso, options, runtime.clone()),
+        )?;
+        Ok(Client { inner, runtime })
+    }
+
+    /// Connects to an HBase Thrift2 gateway and a timestamp oracle (a fail-over list of
+    /// addresses), creating the liveness table if it is missing.
+    pub fn connect(
+        hbase: HBaseConfig,
+        oracle_addrs: &[String],
+        options: TxnOptions,
+    ) -> Result<Client> {
+        let hbase = HBaseClient::connect(hbase)?;
+        crate::txn::setup::create_liveness_table(&hbase, &options.liveness)?;
+        let tso = OracleClient::connect(oracle_addrs, OracleConfig::default())?;
+        Client::new(Arc::new(hbase), Arc::new(tso), options)
+    }
+
+    /// The async client this one wraps (same connections, heartbeat and liveness row).
+    pub fn asynchronous(&self) -> AsyncClient {
+        self.inner.clone()
+    }
+
+    /// This client's liveness id, stored in every lock it takes.
+    pub fn owner_id(&self) -> &str {
+        self.inner.owner_id()
+    }
+
+    pub fn options(&self) -> &TxnOptions {
+        self.inner.options()
+    }
+
+    /// Starts a transaction. Its snapshot is taken after this call, by its first operation.
+    pub fn begin(&self) -> Result<Transaction> {
+        Ok(self.wrap(self.inner.begin()?))
+    }
+
+    /// A read-only transaction whose snapshot is `ts`; see [`AsyncClient::snapshot`].
+    pub fn snapshot(&self, ts: u64) -> Result<Transaction> {
+        Ok(self.wrap(self.inner.snapshot(ts)?))
+    }
+
+    fn wrap(&self, inner: AsyncTransaction) -> Transaction {
+        Transaction {
+            inner,
+            runtime: self.runtime.clone(),
+        }
+    }
+
+    /// Runs `body` in a transaction and commits it, retrying with backoff while the error is
+    /// classified `Retry` (conflicts, live locks, transient I/O); stops on `Fatal` and
+    /// `Undetermined` errors and after `retry.max_attempts`.
+    pub fn run<T>(&self, mut body: impl FnMut(&mut Transaction) -> Result<T>) -> Result<T> {
+        let mut attempts = Attempts::new(&self.options().retry);
+        loop {
+            let result = self.begin().and_then(|mut txn| {
+                let value = body(&mut txn)?;
+                txn.commit()?;
+                Ok(value)
+            });
+            match attempts.after(result) {
+                Ok(done) => return done,
+                Err(pause) => std::thread::sleep(pause),
+            }
+        }
+    }
+
+    /// See [`AsyncClient::transaction_status`].
+    pub fn transaction_status(&self, primary: &CellKey, start_ts: u64) -> Result<Option<u64>> {
+        block_on(
+            &self.runtime,
+            self.inner.transaction_status(primary, start_ts),
+        )
+    }
+
+    pub fn stats(&self) -> ClientStats {
+        self.inner.stats()
+    }
+
+    /// Waits for background secondary commits to finish.
+    pub fn drain(&self) {
+        block_on(&self.runtime, self.inner.drain())
+    }
+
+    /// Clean shutdown: drains background commits, stops the heartbeat, removes the liveness
+    /// row (a killed client leaves it to expire). Idempotent.
+    pub fn shutdown(&self) {
+        block_on(&self.runtime, self.inner.shutdown())
+    }
+
+    /// Simulates a crash: the client stops on the spot, leaving its locks and letting its
+    /// liveness row expire (tests and the demo).
+    pub fn kill(&self) {
+        self.inner.kill()
+    }
+
+    pub fn is_dead(&self) -> bool {
+        self.inner.is_dead()
+    }
+}
+
+/// A snapshot-isolated transaction for threaded code; see [`AsyncTransaction`], whose
+/// methods these are.
+///
+/// ```no_run
+/// # fn demo(client: &percolator::Client) -> percolator::Result<()> {
+/// let mut txn = client.begin()?;
+/// let old = txn.get("accounts", "alice", "f", "balance")?;
+/// txn.set("accounts", "alice", "f", "balance", b"10".to_vec())?;
+/// txn.commit()?;
+/// # let _ = old; Ok(()) }
+/// ```
+pub struct Transaction {
+    inner: AsyncTransaction,
+    runtime: Handle,
+}
+
+impl Transaction {
+    /// The snapshot timestamp, fetched now if no operation has fixed it yet.
+    pub fn start_ts(&self) -> Result<u64> {
+        block_on(&self.runtime, self.inner.start_ts())
+    }
+
+    /// HBase RPCs this transaction has made so far.
+    pub fn rpc_count(&self) -> u64 {
+        self.inner.rpc_count()
+    }
+
+    /// Reads one cell at the snapshot.
+    pub fn get(
+        &self,
+        table: &str,
+        row: impl AsRef<[u8]>,
+        family: impl AsRef<[u8]>,
+        qualifier: impl AsRef<[u8]>,
+    ) -> Result<Option<Vec<u8>>> {
+        let (row, family, qualifier) = (row.as_ref(), family.as_ref(), qualifier.as_ref());
+        block_on(&self.runtime, self.inner.get(table, row, family, qualifier))
+    }
+
+    /// Reads many cells (any tables and rows) at the snapshot, batched per table and row.
+    pub fn get_many(&self, keys: &[CellKey]) -> Result<Vec<Option<Vec<u8>>>> {
+        block_on(&self.runtime, self.inner.get_many(keys))
+    }
+
+    /// Whether the cell has a value at the snapshot (own writes included).
+    pub fn key_exists(
+        &self,
+        table: &str,
+        row: impl AsRef<[u8]>,
+        family: impl AsRef<[u8]>,
+        qualifier: impl AsRef<[u8]>,
+    ) -> Result<bool> {
+        let (row, family, qualifier) = (row.as_ref(), family.as_ref(), qualifier.as_ref());
+        block_on(
+            &self.runtime,
+            self.inner.key_exists(table, row, family, qualifier),
+        )
+    }
+
+    /// Rows `[start, stop)` with a visible column, ascending, up to `limit`.
+    pub fn scan(
+        &self,
+        table: &str,
+        start: impl AsRef<[u8]>,
+        stop: impl AsRef<[u8]>,
+        limit: usize,
+    ) -> Result<Vec<ScannedRow>> {
+        let (start, stop) = (start.as_ref(), stop.as_ref());
+        block_on(&self.runtime, self.inner.scan(table, start, stop, limit))
+    }
+
+    /// [`scan`](Self::scan) in descending order.
+    pub fn scan_reverse(
+        &self,
+        table: &str,
+        start: impl AsRef<[u8]>,
+        stop: impl AsRef<[u8]>,
+        limit: usize,
+    ) -> Result<Vec<ScannedRow>> {
+        let (start, stop) = (start.as_ref(), stop.as_ref());
+        block_on(
+            &self.runtime,
+            self.inner.scan_reverse(table, start, stop, limit),
+        )
+    }
+
+    /// Every row of `[start, stop)`, ascending (or descending with `reverse`), fetched a page
+    /// at a time as the iterator advances.
+    pub fn scan_iter(
+        &self,
+        table: &str,
+        start: impl AsRef<[u8]>,
+        stop: impl AsRef<[u8]>,
+        reverse: bool,
+    ) -> Result<RowIter<'_>> {
+        let stream = if reverse {
+            self.inner.scan_reverse_stream(table, start, stop)?
+        } else {
+            self.inner.scan_stream(table, start, stop)?
+        };
+        Ok(RowIter {
+            stream,
+            runtime: &self.runtime,
+        })
+    }
+
+    /// Buffers a write of `value` to one cell.
+    pub fn set(
+        &mut self,
+        table: &str,
+        row: impl AsRef<[u8]>,
+        family: impl AsRef<[u8]>,
+        qualifier: impl AsRef<[u8]>,
+        value: impl Into<Vec<u8>>,
+    ) -> Result<()> {
+        self.inner.set(table, row, family, qualifier, value)
+    }
+
+    /// Put-if-absent; see [`AsyncTransaction::insert`].
+    pub fn insert(
+        &mut self,
+        table: &str,
+        row: impl AsRef<[u8]>,
+        family: impl AsRef<[u8]>,
+        qualifier: impl AsRef<[u8]>,
+        value: impl Into<Vec<u8>>,
+    ) -> Result<()> {
+        let (row, family, qualifier) = (row.as_ref(), family.as_ref(), qualifier.as_ref());
+        let value = value.into();
+        block_on(
+            &self.runtime,
+            self.inner.insert(table, row, family, qualifier, value),
+        )
+    }
+
+    /// Buffers a transactional delete of one cell.
+    pub fn delete(
+        &mut self,
+        table: &str,
+        row: impl AsRef<[u8]>,
+        family: impl AsRef<[u8]>,
+        qualifier: impl AsRef<[u8]>,
+    ) -> Result<()> {
+        self.inner.delete(table, row, family, qualifier)
+    }
+
+    /// Commits the buffered writes and returns the commit timestamp.
+    pub fn commit(self) -> Result<u64> {
+        block_on(&self.runtime, self.inner.commit())
+    }
+
+    /// Discards the buffered writes.
+    pub fn rollback(self) {
+        self.inner.rollback()
+    }
+}
+
+/// The rows of [`Transaction::scan_iter`].
+pub struct RowIter<'t> {
+    stream: RowStream<'t>,
+    runtime: &'t Handle,
+}
+
+impl Iterator for RowIter<'_> {
+    type Item = Result<ScannedRow>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        block_on(self.runtime, self.stream.next()).transpose()
+    }
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("owner", &self.owner_id())
+            .finish()
+    }
+}

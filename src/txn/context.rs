@@ -1,0 +1,170 @@
+//! `Context`: what every transaction of one client shares (HBase, the timestamp source,
+//! options, liveness, counters, the tables already checked, the primaries under heartbeat,
+//! background work). Its fields are private; protocol steps go through its methods.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use parking_lot::RwLock;
+
+use crate::error::{Error, Result};
+use crate::key::CellKey;
+use crate::oracle::TimestampSource;
+use crate::txn::background::Background;
+use crate::txn::liveness::Liveness;
+use crate::txn::options::{Seam, TxnOptions};
+use crate::txn::primaries::Primaries;
+use crate::txn::schema::Schema;
+use crate::txn::stats::Stats;
+use crate::txn::store::HBaseAccess;
+
+pub(crate) struct Context {
+    store: Arc<dyn HBaseAccess>,
+    tso: Arc<dyn TimestampSource>,
+    opts: TxnOptions,
+    liveness: Liveness,
+    stats: Stats,
+    /// Tables found transactional, with their families (refreshed when a family is missing).
+    tables: RwLock<HashMap<String, Arc<HashSet<Vec<u8>>>>>,
+    primaries: Primaries,
+    /// Set by `kill` or an injected crash: the client behaves as if its process had died.
+    dead: AtomicBool,
+    background: Background,
+}
+
+impl Context {
+    pub fn new(
+        store: Arc<dyn HBaseAccess>,
+        tso: Arc<dyn TimestampSource>,
+        opts: TxnOptions,
+        liveness: Liveness,
+        runtime: tokio::runtime::Handle,
+    ) -> Context {
+        Context {
+            store,
+            tso,
+            opts,
+            liveness,
+            stats: Stats::default(),
+            tables: RwLock::new(HashMap::new()),
+            primaries: Primaries::default(),
+            dead: AtomicBool::new(false),
+            background: Background::new(runtime),
+        }
+    }
+
+    pub fn store(&self) -> &dyn HBaseAccess {
+        self.store.as_ref()
+    }
+
+    pub fn opts(&self) -> &TxnOptions {
+        &self.opts
+    }
+
+    pub fn schema(&self) -> &Schema {
+        &self.opts.schema
+    }
+
+    pub fn liveness(&self) -> &Liveness {
+        &self.liveness
+    }
+
+    pub fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    pub fn primaries(&self) -> &Primaries {
+        &self.primaries
+    }
+
+    pub fn background(&self) -> &Background {
+        &self.background
+    }
+
+    pub fn now_ms(&self) -> u64 {
+        self.opts.clock.now_ms()
+    }
+
+    pub fn is_dead(&self) -> bool {
+        self.dead.load(Ordering::SeqCst)
+    }
+
+    /// Makes this client behave as a dead process: no heartbeats (the heartbeat task stops
+    /// when it sees this, and the liveness row expires), no background commits.
+    pub fn die(&self) {
+        self.dead.store(true, Ordering::SeqCst);
+    }
+
+    /// True when the client must die at `seam` (failpoint or injector).
+    pub fn crash_at(&self, seam: Seam) -> bool {
+        failpoint_fires(seam) || self.opts.crash_injector.as_ref().is_some_and(|f| f(seam))
+    }
+
+    pub async fn timestamp(&self) -> Result<u64> {
+        Stats::bump(&self.stats.timestamps);
+        self.tso.timestamp().await
+    }
+
+    /// Fails with `NotTransactional` unless the table has the percolator families. Checked once
+    /// per table per client.
+    pub async fn check_table(&self, table: &str) -> Result<()> {
+        self.table_families(table, false).await.map(|_| ())
+    }
+
+    /// [`Context::check_table`] for every key's table, and `FamilyNotFound` if a key names a
+    /// family its table does not have: a read would otherwise find no write record and answer
+    /// "absent". A family missing from the cached descriptor is looked up once more, since it
+    /// may have been added since.
+    pub async fn check_families<'k>(
+        &self,
+        keys: impl IntoIterator<Item = &'k CellKey>,
+    ) -> Result<()> {
+        for key in keys {
+            if self
+                .table_families(&key.table, false)
+                .await?
+                .contains(&key.family)
+                || self
+                    .table_families(&key.table, true)
+                    .await?
+                    .contains(&key.family)
+            {
+                continue;
+            }
+            return Err(Error::FamilyNotFound {
+                table: key.table.clone(),
+                family: String::from_utf8_lossy(&key.family).into_owned(),
+                message: "the table has no such column family".into(),
+            });
+        }
+        Ok(())
+    }
+
+    async fn table_families(&self, table: &str, refresh: bool) -> Result<Arc<HashSet<Vec<u8>>>> {
+        if !refresh {
+            if let Some(families) = self.tables.read().get(table) {
+                return Ok(families.clone());
+            }
+        }
+        Stats::bump(&self.stats.hbase_rpcs);
+        let desc = self.store.table_descriptor(table).await?;
+        self.opts.schema.check(&desc)?;
+        let families: Arc<HashSet<Vec<u8>>> =
+            Arc::new(desc.families.into_iter().map(|f| f.name).collect());
+        self.tables
+            .write()
+            .insert(table.to_string(), families.clone());
+        Ok(families)
+    }
+}
+
+#[cfg(feature = "failpoints")]
+fn failpoint_fires(seam: Seam) -> bool {
+    fail::eval(seam.name(), |_| true).unwrap_or(false)
+}
+
+#[cfg(not(feature = "failpoints"))]
+fn failpoint_fires(_seam: Seam) -> bool {
+    false
+}

@@ -1,0 +1,101 @@
+//! The seam between the protocol and HBase: the few operations transactions need, async.
+//! Production uses the pooled, pipelined [`AsyncHBaseClient`]; tests wrap it to lose replies,
+//! hold calls at a gate or count them, and run exactly the requests production sends.
+
+use async_trait::async_trait;
+
+use crate::error::Result;
+use crate::hbase::{
+    AsyncHBaseClient, CheckAndMutate, Delete, Get, HBaseClient, Put, RowResult, Scan,
+    TableDescriptor,
+};
+
+/// What the transaction layer asks of HBase.
+///
+/// ```
+/// # use percolator::txn::HBaseAccess;
+/// fn takes_any_store(_: std::sync::Arc<dyn HBaseAccess>) {}
+/// ```
+#[async_trait]
+pub trait HBaseAccess: Send + Sync + 'static {
+    /// Results in request order; a missing row is an empty result.
+    async fn get_many(&self, table: &str, gets: &[Get]) -> Result<Vec<RowResult>>;
+
+    /// Must report a lost reply as `Error::OutcomeUnknown`, never retry blindly.
+    async fn check_and_mutate(&self, table: &str, cam: &CheckAndMutate) -> Result<bool>;
+
+    /// Several checkAndMutates in flight at once; results in order. Production keeps this
+    /// default: the calls overlap on the client's pipelined connections.
+    async fn check_and_mutate_all(&self, calls: &[(&str, &CheckAndMutate)]) -> Vec<Result<bool>> {
+        futures::future::join_all(
+            calls
+                .iter()
+                .map(|&(table, cam)| self.check_and_mutate(table, cam)),
+        )
+        .await
+    }
+
+    /// One page of a scan in one round trip (open, read `rows`, close).
+    async fn scan_page(&self, table: &str, scan: &Scan, rows: i32) -> Result<Vec<RowResult>>;
+    async fn put(&self, table: &str, put: &Put) -> Result<()>;
+    async fn delete(&self, table: &str, delete: &Delete) -> Result<()>;
+    async fn table_descriptor(&self, table: &str) -> Result<TableDescriptor>;
+}
+
+#[async_trait]
+impl HBaseAccess for AsyncHBaseClient {
+    async fn get_many(&self, table: &str, gets: &[Get]) -> Result<Vec<RowResult>> {
+        if let [one] = gets {
+            return Ok(vec![self.get(table, one).await?]);
+        }
+        AsyncHBaseClient::get_many(self, table, gets).await
+    }
+
+    async fn check_and_mutate(&self, table: &str, cam: &CheckAndMutate) -> Result<bool> {
+        AsyncHBaseClient::check_and_mutate(self, table, cam).await
+    }
+
+    async fn scan_page(&self, table: &str, scan: &Scan, rows: i32) -> Result<Vec<RowResult>> {
+        self.scan_results(table, scan, rows).await
+    }
+
+    async fn put(&self, table: &str, put: &Put) -> Result<()> {
+        AsyncHBaseClient::put(self, table, put).await
+    }
+
+    async fn delete(&self, table: &str, delete: &Delete) -> Result<()> {
+        AsyncHBaseClient::delete(self, table, delete).await
+    }
+
+    async fn table_descriptor(&self, table: &str) -> Result<TableDescriptor> {
+        AsyncHBaseClient::table_descriptor(self, table).await
+    }
+}
+
+/// The blocking client as a store: its async face, sharing its connections.
+#[async_trait]
+impl HBaseAccess for HBaseClient {
+    async fn get_many(&self, table: &str, gets: &[Get]) -> Result<Vec<RowResult>> {
+        HBaseAccess::get_many(&self.asynchronous(), table, gets).await
+    }
+
+    async fn check_and_mutate(&self, table: &str, cam: &CheckAndMutate) -> Result<bool> {
+        HBaseAccess::check_and_mutate(&self.asynchronous(), table, cam).await
+    }
+
+    async fn scan_page(&self, table: &str, scan: &Scan, rows: i32) -> Result<Vec<RowResult>> {
+        HBaseAccess::scan_page(&self.asynchronous(), table, scan, rows).await
+    }
+
+    async fn put(&self, table: &str, put: &Put) -> Result<()> {
+        HBaseAccess::put(&self.asynchronous(), table, put).await
+    }
+
+    async fn delete(&self, table: &str, delete: &Delete) -> Result<()> {
+        HBaseAccess::delete(&self.asynchronous(), table, delete).await
+    }
+
+    async fn table_descriptor(&self, table: &str) -> Result<TableDescriptor> {
+        HBaseAccess::table_descriptor(&self.asynchronous(), table).await
+    }
+}
