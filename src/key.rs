@@ -1,7 +1,6 @@
 //! Addresses of transactional cells. A leaf: the error type refers to keys, so keys must not
 //! refer to it (their own validation error converts into `Error::IllegalArgument`).
 
-
 /// One transactional cell: table, row and user column `family:qualifier`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct CellKey {

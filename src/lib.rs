@@ -20,10 +20,10 @@
 mod clock;
 pub mod emulator;
 mod error;
-mod key;
-mod runtime;
 pub mod hbase;
+mod key;
 pub mod oracle;
+mod runtime;
 pub mod thrift;
 pub mod txn;
 pub mod workload;

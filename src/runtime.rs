@@ -50,14 +50,10 @@ where
 {
     match Handle::try_current().map(|h| h.runtime_flavor()) {
         Err(_) => handle.block_on(future),
-        Ok(RuntimeFlavor::MultiThread) => {
-            tokio::task::block_in_place(|| handle.block_on(future))
-        }
-        Ok(_) => std::thread::scope(|s| {
-            match s.spawn(|| handle.block_on(future)).join() {
-                Ok(out) => out,
-                Err(panic) => std::panic::resume_unwind(panic),
-            }
+        Ok(RuntimeFlavor::MultiThread) => tokio::task::block_in_place(|| handle.block_on(future)),
+        Ok(_) => std::thread::scope(|s| match s.spawn(|| handle.block_on(future)).join() {
+            Ok(out) => out,
+            Err(panic) => std::panic::resume_unwind(panic),
         }),
     }
 }
@@ -75,7 +71,8 @@ mod tests {
             .enable_all()
             .build()
             .unwrap();
-        let inner = multi.block_on(async { tokio::spawn(async { block_on(&handle(), async { 2 }) }).await });
+        let inner = multi
+            .block_on(async { tokio::spawn(async { block_on(&handle(), async { 2 }) }).await });
         assert_eq!(inner.unwrap(), 2);
         let current = tokio::runtime::Builder::new_current_thread()
             .enable_all()

@@ -144,10 +144,12 @@ fn dirty_read_prevented() {
     let mut t1 = begin_now(&holder);
     set(&mut t1, &t, "x", "1");
     set(&mut t1, &t, "y", "1");
-    let impatient = env.client_with(percolator::TxnOptions {
-        max_lock_wait: Duration::from_millis(300),
-        ..env.options()
-    });
+    let impatient = env.client_with(
+        env.options()
+            .to_builder()
+            .max_lock_wait(Duration::from_millis(300))
+            .build(),
+    );
     std::thread::scope(|s| {
         let _release = gate.opens_on_drop();
         let committing = s.spawn(|| t1.commit());

@@ -28,14 +28,16 @@ fn bank_transfers_keep_every_snapshot_balanced_through_client_crashes() {
         table: "bank_liveness".into(),
         ttl_secs: 1,
     };
-    let mut options = stack.txn_options(liveness).expect("liveness table");
-    options.lock_ttl = Duration::from_secs(2);
-    options.max_lock_wait = Duration::from_secs(5);
+    let options = stack
+        .txn_options(liveness)
+        .expect("liveness table")
+        .to_builder()
+        .lock_ttl(Duration::from_secs(2))
+        .max_lock_wait(Duration::from_secs(5));
 
     #[cfg(not(feature = "failpoints"))]
-    {
-        options.crash_injector = Some(Arc::new(|_: Seam| rand::random::<f64>() < CRASH_RATE));
-    }
+    let options = options.crash_injector(Arc::new(|_: Seam| rand::random::<f64>() < CRASH_RATE));
+    let options = options.build();
 
     let config = BankConfig {
         tables: vec!["bank_checking".into(), "bank_savings".into()],

@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use percolator::txn::codec::WriteKind;
 use percolator::txn::{Seam, Transaction};
-use percolator::{Client, TxnOptions};
+use percolator::Client;
 use txn_support::crash::crash_scenario;
 use txn_support::{Env, FAMILY};
 
@@ -74,10 +74,12 @@ fn has_put_record(env: &Env, t: &str, row: &str, commit_ts: u64) -> bool {
 fn injected_crash(seam: Seam) {
     let env = Env::start();
     crash_scenario(&env, seam, |options| {
-        env.client_with(TxnOptions {
-            crash_injector: Some(Arc::new(move |at| at == seam)),
-            ..options
-        })
+        env.client_with(
+            options
+                .to_builder()
+                .crash_injector(Arc::new(move |at| at == seam))
+                .build(),
+        )
     });
 }
 

@@ -378,8 +378,11 @@ fn reader_waits_on_live_locks_and_ignores_newer_ones() {
     let live = Script::owned_by(&env, &x, writer.owner_id());
     assert!(live.prewrite(&x, b"new"));
 
-    let mut opts = env.options();
-    opts.max_lock_wait = Duration::from_millis(300);
+    let opts = env
+        .options()
+        .to_builder()
+        .max_lock_wait(Duration::from_millis(300))
+        .build();
     let reader = env.client_with(opts);
     let started = Instant::now();
     let err = reader.begin().unwrap().get(&t, "x", "f", "q").unwrap_err();
@@ -476,8 +479,7 @@ fn dropping_a_client_finishes_its_background_commits() {
     let env = Env::start();
     let t = env.table("acct");
     for i in 0..20 {
-        let mut opts = env.options();
-        opts.sync_secondaries = false;
+        let opts = env.options().to_builder().sync_secondaries(false).build();
         let client = env.client_with(opts);
         let mut txn = client.begin().unwrap();
         for row in ["a", "b", "c"] {

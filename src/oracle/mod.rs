@@ -54,9 +54,7 @@ mod server;
 mod stats;
 pub mod store;
 
-pub use client::{
-    fetch_stats, ClientConfig, LocalTimestamps, OracleClient, TimestampSource,
-};
+pub use client::{fetch_stats, ClientConfig, LocalTimestamps, OracleClient, TimestampSource};
 pub use server::{run, Oracle, OracleHandle, OracleServer, ServerConfig};
 pub use stats::{StatsSnapshot, BATCH_BUCKETS};
 pub use store::{Claim, FileStore, HBaseStore, MemoryStore, StoreSpec, WindowStore};

@@ -147,7 +147,8 @@ impl Client {
     }
 
     /// Simulates a crash: the client stops on the spot, leaving its locks and letting its
-    /// liveness row expire (tests and the demo).
+    /// liveness row expire.
+    #[cfg(feature = "testing")]
     pub fn kill(&self) {
         self.inner.kill()
     }

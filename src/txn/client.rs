@@ -59,8 +59,7 @@ pub struct AsyncClient {
 
 impl Drop for AsyncClient {
     fn drop(&mut self) {
-        if Arc::strong_count(&self.handles) == 1 && !self.shared.shut_down.load(Ordering::SeqCst)
-        {
+        if Arc::strong_count(&self.handles) == 1 && !self.shared.shut_down.load(Ordering::SeqCst) {
             let me = AsyncClient {
                 shared: Arc::clone(&self.shared),
                 handles: Arc::new(()),
@@ -89,7 +88,12 @@ impl AsyncClient {
         options: TxnOptions,
         runtime: tokio::runtime::Handle,
     ) -> Result<AsyncClient> {
-        let owner = format!("{}-{}-{}", hostname(), std::process::id(), uuid::Uuid::new_v4());
+        let owner = format!(
+            "{}-{}-{}",
+            hostname(),
+            std::process::id(),
+            uuid::Uuid::new_v4()
+        );
         let liveness = Liveness::new(options.liveness.clone(), owner);
         liveness
             .refresh(store.as_ref(), options.clock.now_ms())
@@ -223,8 +227,13 @@ impl AsyncClient {
     }
 
     /// Simulates a crash: the client stops on the spot, leaving its locks and letting its
-    /// liveness row expire (tests and the demo).
+    /// liveness row expire.
+    #[cfg(feature = "testing")]
     pub fn kill(&self) {
+        self.die();
+    }
+
+    pub(crate) fn die(&self) {
         self.shared.ctx.die();
         if let Some(heartbeat) = self.shared.heartbeat.lock().as_ref() {
             heartbeat.signal_stop();
@@ -248,7 +257,10 @@ impl<'p> Attempts<'p> {
     }
 
     /// The final result, or how long to pause before the next attempt.
-    pub fn after<T>(&mut self, result: Result<T>) -> std::result::Result<Result<T>, std::time::Duration> {
+    pub fn after<T>(
+        &mut self,
+        result: Result<T>,
+    ) -> std::result::Result<Result<T>, std::time::Duration> {
         match result {
             Err(e)
                 if e.retry_class() == RetryClass::Retry

@@ -41,7 +41,11 @@ pub use crate::key::{CellKey, InvalidKey};
 pub use blocking::{Client, RowIter, Transaction};
 pub use client::AsyncClient;
 pub use liveness::LivenessConfig;
-pub use options::{CrashInjector, RetryPolicy, Seam, TxnOptions};
+#[cfg(not(feature = "testing"))]
+pub(crate) use options::Seam;
+#[cfg(feature = "testing")]
+pub use options::{CrashInjector, Seam};
+pub use options::{RetryPolicy, TxnOptions, TxnOptionsBuilder};
 pub use schema::{Schema, ALL_VERSIONS};
 pub use snapshot::ScannedRow;
 pub use stats::ClientStats;

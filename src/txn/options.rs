@@ -1,4 +1,4 @@
-//! Client options, retry policy and the crash-injection seams.
+//! Client options and their builder, the retry policy, and the crash-injection seams.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -8,7 +8,15 @@ use crate::txn::liveness::LivenessConfig;
 use crate::txn::schema::Schema;
 
 /// The protocol seams where a client can be made to die, by the `fail` crate's failpoints
-/// (feature `failpoints`, names from [`Seam::name`]) or by a [`CrashInjector`] at run time.
+/// (feature `failpoints`, names from [`Seam::name`]) or by a crash injector (feature
+/// `testing`).
+///
+/// ```
+/// # #[cfg(feature = "testing")] {
+/// use percolator::txn::Seam;
+/// assert_eq!(Seam::BeforePrimaryCommit.name(), "txn::before_primary_commit");
+/// # }
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Seam {
     AfterPrimaryPrewrite,
@@ -41,8 +49,15 @@ impl Seam {
 /// Decides at run time whether the client dies at a seam (the demo's crash injection).
 pub type CrashInjector = Arc<dyn Fn(Seam) -> bool + Send + Sync>;
 
-/// Backoff for `Client::run` and for waiting on live locks.
+/// Backoff for `Client::run` and for waiting on live locks: full-jitter exponential.
+///
+/// ```
+/// use std::time::Duration;
+/// let policy = percolator::txn::RetryPolicy::new(5, Duration::from_millis(1), Duration::from_millis(50));
+/// assert!(policy.backoff(3) <= Duration::from_millis(10));
+/// ```
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct RetryPolicy {
     pub max_attempts: u32,
     pub base_backoff: Duration,
@@ -51,46 +66,55 @@ pub struct RetryPolicy {
 
 impl Default for RetryPolicy {
     fn default() -> Self {
-        RetryPolicy {
-            max_attempts: 20,
-            base_backoff: Duration::from_millis(2),
-            max_backoff: Duration::from_millis(200),
-        }
+        RetryPolicy::new(20, Duration::from_millis(2), Duration::from_millis(200))
     }
 }
 
 impl RetryPolicy {
-    /// Full-jitter exponential backoff for the given attempt (0-based).
+    pub fn new(max_attempts: u32, base_backoff: Duration, max_backoff: Duration) -> Self {
+        RetryPolicy {
+            max_attempts: max_attempts.max(1),
+            base_backoff,
+            max_backoff,
+        }
+    }
+
+    /// The pause before attempt `attempt + 1` (0-based): at most the capped exponential, at
+    /// least a quarter of it.
     pub fn backoff(&self, attempt: u32) -> Duration {
         let cap = self
             .base_backoff
             .saturating_mul(1u32 << attempt.min(16))
             .min(self.max_backoff);
         let nanos = cap.as_nanos().max(1) as u64;
-        Duration::from_nanos(rand::random::<u64>() % nanos + nanos / 4)
+        Duration::from_nanos(rand::random::<u64>() % nanos * 3 / 4 + nanos / 4)
     }
 }
 
+/// How a client runs transactions. Build with [`TxnOptions::builder`]; read with the getters.
+///
+/// ```
+/// use std::time::Duration;
+/// use percolator::TxnOptions;
+/// let options = TxnOptions::builder()
+///     .lock_ttl(Duration::from_secs(5))
+///     .sync_secondaries(true)
+///     .build();
+/// assert_eq!(options.lock_ttl(), Duration::from_secs(5));
+/// ```
 #[derive(Clone)]
+#[non_exhaustive]
 pub struct TxnOptions {
-    pub schema: Schema,
-    pub liveness: LivenessConfig,
-    /// A lock whose wall time is older than this may be cleaned even if its owner looks alive;
-    /// owners refresh their primary lock every third of it while they commit.
-    pub lock_ttl: Duration,
-    /// How long a read waits on a live lock before failing with `KeyLocked` (retryable).
-    pub max_lock_wait: Duration,
-    /// Values up to this size are copied into the write record: a read then needs one round
-    /// trip (TiKV's short values).
-    pub short_value_limit: usize,
-    /// Values above this are refused with `ValueTooLarge` (the gateway's frame is 2 MB).
-    pub max_value_size: usize,
-    /// Wait for secondary commits before `commit` returns (they run in the background
-    /// otherwise, tracked and drained on shutdown).
-    pub sync_secondaries: bool,
-    pub retry: RetryPolicy,
-    pub crash_injector: Option<CrashInjector>,
-    pub clock: Arc<dyn Clock>,
+    pub(crate) schema: Schema,
+    pub(crate) liveness: LivenessConfig,
+    pub(crate) lock_ttl: Duration,
+    pub(crate) max_lock_wait: Duration,
+    pub(crate) short_value_limit: usize,
+    pub(crate) max_value_size: usize,
+    pub(crate) sync_secondaries: bool,
+    pub(crate) retry: RetryPolicy,
+    pub(crate) crash_injector: Option<CrashInjector>,
+    pub(crate) clock: Arc<dyn Clock>,
 }
 
 impl Default for TxnOptions {
@@ -107,6 +131,141 @@ impl Default for TxnOptions {
             crash_injector: None,
             clock: Arc::new(SystemClock),
         }
+    }
+}
+
+impl TxnOptions {
+    /// A builder starting from the defaults.
+    pub fn builder() -> TxnOptionsBuilder {
+        TxnOptionsBuilder(TxnOptions::default())
+    }
+
+    /// A builder starting from these options.
+    pub fn to_builder(&self) -> TxnOptionsBuilder {
+        TxnOptionsBuilder(self.clone())
+    }
+
+    /// The column families of locks and write records.
+    pub fn schema(&self) -> &Schema {
+        &self.schema
+    }
+
+    /// Where liveness rows live and how long they last.
+    pub fn liveness(&self) -> &LivenessConfig {
+        &self.liveness
+    }
+
+    /// A lock whose wall time is older than this may be cleaned even if its owner looks
+    /// alive; owners refresh their primary lock every third of it while they commit.
+    pub fn lock_ttl(&self) -> Duration {
+        self.lock_ttl
+    }
+
+    /// How long a read waits on a live lock before failing with `KeyLocked` (retryable).
+    pub fn max_lock_wait(&self) -> Duration {
+        self.max_lock_wait
+    }
+
+    /// Values up to this size are copied into the write record, so a read needs one round
+    /// trip (TiKV's short values).
+    pub fn short_value_limit(&self) -> usize {
+        self.short_value_limit
+    }
+
+    /// Values above this are refused with `ValueTooLarge` (the gateway's frame is 2 MB).
+    pub fn max_value_size(&self) -> usize {
+        self.max_value_size
+    }
+
+    /// Whether `commit` waits for the secondary commits.
+    pub fn sync_secondaries(&self) -> bool {
+        self.sync_secondaries
+    }
+
+    pub fn retry(&self) -> &RetryPolicy {
+        &self.retry
+    }
+
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
+    }
+
+    /// The crash injector, if one is set.
+    #[cfg(feature = "testing")]
+    pub fn crash_injector(&self) -> Option<&CrashInjector> {
+        self.crash_injector.as_ref()
+    }
+}
+
+/// Sets [`TxnOptions`] one by one; see there for what each means.
+///
+/// ```
+/// let options = percolator::TxnOptions::builder().short_value_limit(4096).build();
+/// assert_eq!(options.short_value_limit(), 4096);
+/// ```
+#[derive(Clone)]
+pub struct TxnOptionsBuilder(TxnOptions);
+
+impl TxnOptionsBuilder {
+    pub fn schema(mut self, schema: Schema) -> Self {
+        self.0.schema = schema;
+        self
+    }
+
+    pub fn liveness(mut self, liveness: LivenessConfig) -> Self {
+        self.0.liveness = liveness;
+        self
+    }
+
+    pub fn lock_ttl(mut self, ttl: Duration) -> Self {
+        self.0.lock_ttl = ttl;
+        self
+    }
+
+    pub fn max_lock_wait(mut self, wait: Duration) -> Self {
+        self.0.max_lock_wait = wait;
+        self
+    }
+
+    pub fn short_value_limit(mut self, bytes: usize) -> Self {
+        self.0.short_value_limit = bytes;
+        self
+    }
+
+    pub fn max_value_size(mut self, bytes: usize) -> Self {
+        self.0.max_value_size = bytes;
+        self
+    }
+
+    pub fn sync_secondaries(mut self, wait: bool) -> Self {
+        self.0.sync_secondaries = wait;
+        self
+    }
+
+    pub fn retry(mut self, policy: RetryPolicy) -> Self {
+        self.0.retry = policy;
+        self
+    }
+
+    /// The wall clock locks and liveness rows are stamped with (tests move it).
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.0.clock = clock;
+        self
+    }
+
+    /// Makes the client die at the seams `injector` picks (tests and the demo).
+    #[cfg(feature = "testing")]
+    pub fn crash_injector(self, injector: CrashInjector) -> Self {
+        self.with_crash_injector(Some(injector))
+    }
+
+    pub(crate) fn with_crash_injector(mut self, injector: Option<CrashInjector>) -> Self {
+        self.0.crash_injector = injector;
+        self
+    }
+
+    pub fn build(self) -> TxnOptions {
+        self.0
     }
 }
 

@@ -105,7 +105,11 @@ impl<'a> LockResolver<'a> {
     /// or `None` when it is rolled back or its owner is alive. A primary left locked by a dead
     /// or stale owner is rolled back and one not locked yet is fenced, so `None` is final
     /// unless the owner is alive.
-    pub async fn settle_transaction(&self, primary: &CellKey, start_ts: u64) -> Result<Option<u64>> {
+    pub async fn settle_transaction(
+        &self,
+        primary: &CellKey,
+        start_ts: u64,
+    ) -> Result<Option<u64>> {
         // The transaction as its primary stands for it, owned by no one and long stale: every
         // "may it be cleaned" about it is yes, while a lock still on the primary is judged on
         // its own owner and wall time.

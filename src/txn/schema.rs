@@ -2,8 +2,8 @@
 
 use crate::error::{Error, Result};
 use crate::hbase::{FamilyDescriptor, TableDescriptor};
-use crate::txn::codec::column_qualifier;
 use crate::key::CellKey;
+use crate::txn::codec::column_qualifier;
 
 /// HBase's largest VERSIONS setting: percolator families must keep every version, because
 /// versions are transaction timestamps (HBase 2.x defaults to 1).

@@ -56,7 +56,11 @@ impl ScanCursor {
             reverse,
             // Reversed, HBase starts at its (inclusive) start row and goes down; our stop is
             // exclusive, so it is skipped if present.
-            from: if reverse { stop.to_vec() } else { start.to_vec() },
+            from: if reverse {
+                stop.to_vec()
+            } else {
+                start.to_vec()
+            },
             skip: (reverse && !stop.is_empty()).then(|| stop.to_vec()),
             done: false,
         }

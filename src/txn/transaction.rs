@@ -213,7 +213,13 @@ impl AsyncTransaction {
         self.stream(table, start.as_ref(), stop.as_ref(), true)
     }
 
-    fn stream(&self, table: &str, start: &[u8], stop: &[u8], reverse: bool) -> Result<RowStream<'_>> {
+    fn stream(
+        &self,
+        table: &str,
+        start: &[u8],
+        stop: &[u8],
+        reverse: bool,
+    ) -> Result<RowStream<'_>> {
         self.check_readable()?;
         let cursor = ScanCursor::new(table, start, stop, reverse);
         let mut own: BTreeMap<Vec<u8>, RowWrites> = BTreeMap::new();
@@ -305,7 +311,12 @@ impl AsyncTransaction {
 
     fn buffer(&mut self, key: CellKey, value: Option<Vec<u8>>) -> Result<()> {
         self.check_writable()?;
-        if self.session.ctx().schema().is_percolator_family(&key.family) {
+        if self
+            .session
+            .ctx()
+            .schema()
+            .is_percolator_family(&key.family)
+        {
             return Err(Error::IllegalArgument {
                 message: format!("{key} is in a percolator family"),
             });

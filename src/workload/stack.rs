@@ -104,10 +104,7 @@ impl Stack {
     /// Options for workload clients, with the liveness table created if needed.
     pub fn txn_options(&self, liveness: LivenessConfig) -> Result<TxnOptions> {
         txn::setup::create_liveness_table(&self.hbase, &liveness)?;
-        Ok(TxnOptions {
-            liveness,
-            ..TxnOptions::default()
-        })
+        Ok(TxnOptions::builder().liveness(liveness).build())
     }
 
     pub fn client(&self, options: TxnOptions) -> Result<txn::Client> {

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use percolator::txn::codec::{LockState, WriteKind};
 use percolator::txn::Seam;
-use percolator::{Error, RetryClass, TxnOptions};
+use percolator::{Error, RetryClass};
 
 use crate::txn_support::faulty::{CasKind, Fault, FaultyStore, Gate};
 use crate::txn_support::Env;
@@ -57,10 +57,12 @@ fn run_stops_at_once_on_fatal_and_undetermined_errors() {
     assert!(matches!(err, Error::IllegalArgument { .. }), "{err}");
     assert_eq!(attempts, 1);
 
-    let crashing = env.client_with(TxnOptions {
-        crash_injector: Some(Arc::new(|at| at == Seam::BeforePrimaryCommit)),
-        ..env.options()
-    });
+    let crashing = env.client_with(
+        env.options()
+            .to_builder()
+            .crash_injector(Arc::new(|at| at == Seam::BeforePrimaryCommit))
+            .build(),
+    );
     let mut attempts = 0;
     let err = crashing
         .run(|txn| {
@@ -117,7 +119,10 @@ async fn async_transactions_never_block_the_runtime() {
     waiter.await.unwrap().unwrap();
     let read = facade.begin().unwrap();
     for i in [0, 17, 47] {
-        let got = read.get(&t, format!("row{i:02}"), FAMILY, "q").await.unwrap();
+        let got = read
+            .get(&t, format!("row{i:02}"), FAMILY, "q")
+            .await
+            .unwrap();
         assert_eq!(got, value(&i.to_string()));
     }
     assert_eq!(
@@ -132,7 +137,7 @@ fn rpc_counters_follow_the_cost_model() {
     let env = Env::start();
     let (t1, t2) = (env.table("rpc_a"), env.table("rpc_b"));
     let client = env.client();
-    let big = vec![b'b'; client.options().short_value_limit + 1];
+    let big = vec![b'b'; client.options().short_value_limit() + 1];
     client
         .run(|txn| {
             txn.set(&t1, "x", FAMILY, "q", "short")?;
@@ -273,10 +278,7 @@ fn background_secondaries_are_tracked_and_drained_by_shutdown() {
     let store = FaultyStore::new(env.hbase.clone(), env.schema.clone());
     let gate = Gate::new();
     store.inject(CasKind::Commit, "a2", Fault::Hold(gate.clone()), 1);
-    let options = TxnOptions {
-        sync_secondaries: false,
-        ..env.options()
-    };
+    let options = env.options().to_builder().sync_secondaries(false).build();
     let client = env.client_on(store.clone(), env.tso.clone(), options);
     let _release = gate.opens_on_drop();
     let commit_pair = |name: &str| {

@@ -106,7 +106,7 @@ fn oversized_value_is_refused_before_anything_is_written() {
     let env = Env::start();
     let t = env.table("big");
     let client = env.client();
-    let limit = client.options().max_value_size;
+    let limit = client.options().max_value_size();
     let mut txn = client.begin().unwrap();
     let rpcs = client.stats().hbase_rpcs;
     let err = txn

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use percolator::hbase::{Get, Put};
 use percolator::txn::{Clock, Seam, SystemClock};
-use percolator::{Client, Error, TxnOptions};
+use percolator::{Client, Error};
 
 use crate::txn_support::faulty::{CasKind, Fault, FaultyStore, Gate};
 use crate::txn_support::Env;
@@ -30,19 +30,18 @@ fn paused_committer(
 
 /// A committing client over `store`, with a short lock TTL so heartbeats come quickly.
 fn client_on(env: &Env, store: Arc<FaultyStore>, lock_ttl: Duration) -> Client {
-    let options = TxnOptions {
-        lock_ttl,
-        ..env.options()
-    };
+    let options = env.options().to_builder().lock_ttl(lock_ttl).build();
     env.client_on(store, env.tso.clone(), options)
 }
 
 fn reader_with(env: &Env, max_lock_wait: Duration, clock: Arc<dyn Clock>) -> Client {
-    env.client_with(TxnOptions {
-        max_lock_wait,
-        clock,
-        ..env.options()
-    })
+    env.client_with(
+        env.options()
+            .to_builder()
+            .max_lock_wait(max_lock_wait)
+            .clock(clock)
+            .build(),
+    )
 }
 
 /// The owner's liveness row alone keeps its lock: while it lives, readers wait; once it is
@@ -142,16 +141,20 @@ fn liveness_rows_expire_by_the_servers_clock_and_free_a_dead_owners_locks() {
     let ttl_ms = i64::from(env.liveness.ttl_secs) * 1000;
     let hour = Duration::from_secs(3600);
     let before = server_now_ms(&env, &t);
-    let ahead = env.client_with(TxnOptions {
-        clock: Arc::new(Ahead(hour)),
-        lock_ttl: Duration::from_secs(60),
-        crash_injector: Some(Arc::new(|at| at == Seam::BeforePrimaryCommit)),
-        ..env.options()
-    });
-    let behind = env.client_with(TxnOptions {
-        clock: Arc::new(Behind(hour)),
-        ..env.options()
-    });
+    let ahead = env.client_with(
+        env.options()
+            .to_builder()
+            .clock(Arc::new(Ahead(hour)))
+            .lock_ttl(Duration::from_secs(60))
+            .crash_injector(Arc::new(|at| at == Seam::BeforePrimaryCommit))
+            .build(),
+    );
+    let behind = env.client_with(
+        env.options()
+            .to_builder()
+            .clock(Arc::new(Behind(hour)))
+            .build(),
+    );
     let after = server_now_ms(&env, &t);
     for (client, skew_ms) in [(&ahead, 3_600_000), (&behind, -3_600_000)] {
         let (version, wall) = liveness_cell(&env, client.owner_id()).expect("row written");

@@ -160,13 +160,12 @@ impl Env {
     /// Options for tests: short TTLs so dead clients are noticed within about a second, and
     /// synchronous secondaries so a test sees a finished commit.
     pub fn options(&self) -> TxnOptions {
-        TxnOptions {
-            liveness: self.liveness.clone(),
-            lock_ttl: Duration::from_secs(2),
-            max_lock_wait: Duration::from_secs(6),
-            sync_secondaries: true,
-            ..TxnOptions::default()
-        }
+        TxnOptions::builder()
+            .liveness(self.liveness.clone())
+            .lock_ttl(Duration::from_secs(2))
+            .max_lock_wait(Duration::from_secs(6))
+            .sync_secondaries(true)
+            .build()
     }
 
     pub fn client(&self) -> Client {

@@ -1,9 +1,9 @@
 //! Commit of one cell: if the lock is still exactly ours, write the record and release.
 
 use crate::hbase::{CheckAndMutate, CompareOp, Put};
+use crate::key::CellKey;
 use crate::txn::actions::{put_released, put_write_record};
 use crate::txn::codec::{Lock, MutationKind, WriteKind, WriteRecord};
-use crate::key::CellKey;
 use crate::txn::schema::Schema;
 
 /// The commit CAS, used for the primary (the commit point) and every secondary, by the owner

@@ -16,8 +16,8 @@ pub use status::{txn_status, TxnStatus};
 
 use crate::error::Error;
 use crate::hbase::{CompareOp, Delete, DeleteType, Put};
-use crate::txn::codec::{encode_released, encode_write, CodecError, WriteRecord};
 use crate::key::CellKey;
+use crate::txn::codec::{encode_released, encode_write, CodecError, WriteRecord};
 use crate::txn::schema::Schema;
 
 /// The CAS condition "the cell is released with every recorded commit and rollback below
@@ -79,8 +79,8 @@ pub(crate) fn corrupted(what: &'static str, key: &CellKey, e: CodecError) -> Err
 #[cfg(test)]
 pub(crate) mod fixtures {
     use crate::hbase::Cell;
-    use crate::txn::codec::{encode_write, Lock, MutationKind, WriteKind, WriteRecord};
     use crate::key::CellKey;
+    use crate::txn::codec::{encode_write, Lock, MutationKind, WriteKind, WriteRecord};
 
     /// A write-record cell as HBase returns it, at version `at`.
     pub fn write_cell(at: i64, kind: WriteKind, start_ts: u64, value: Option<&[u8]>) -> Cell {

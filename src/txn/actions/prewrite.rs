@@ -2,9 +2,9 @@
 
 use crate::error::Result;
 use crate::hbase::{CheckAndMutate, Put};
+use crate::key::CellKey;
 use crate::txn::actions::{corrupted, ts, unlocked_below};
 use crate::txn::codec::{decode_lock_state, CodecError, Lock, LockState, MutationKind};
-use crate::key::CellKey;
 use crate::txn::schema::Schema;
 
 /// The prewrite CAS. `absent` selects the variant for a cell that has no lock cell yet: HBase

@@ -1,9 +1,9 @@
 //! Rollback of a lock, and fencing of a primary whose prewrite may still be in flight.
 
 use crate::hbase::{CheckAndMutate, CompareOp, Put};
+use crate::key::CellKey;
 use crate::txn::actions::{delete_data_version, put_released, put_write_record, unlocked_below};
 use crate::txn::codec::{Lock, MutationKind, WriteKind, WriteRecord};
-use crate::key::CellKey;
 use crate::txn::schema::Schema;
 
 fn rollback_record(start_ts: u64) -> WriteRecord {
