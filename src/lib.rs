@@ -24,11 +24,19 @@ pub mod hbase;
 mod key;
 pub mod oracle;
 mod runtime;
-pub mod thrift;
+mod thrift;
 pub mod txn;
-pub mod workload;
+mod workload;
 
 pub use error::{Error, Peer, Result, RetryClass};
 pub use hbase::{AsyncHBaseClient, HBaseClient, HBaseConfig};
 pub use oracle::{LocalTimestamps, OracleClient, OracleHandle, OracleServer, TimestampSource};
 pub use txn::{AsyncClient, AsyncTransaction, CellKey, Client, Transaction, TxnOptions};
+
+/// Entry points of the `percolator` binary (the demo and the bench), not a supported API.
+#[doc(hidden)]
+pub mod cli {
+    pub use crate::workload::bench::{self, BenchConfig, BenchReport, WORKLOADS};
+    pub use crate::workload::demo::{self, DemoConfig};
+    pub use crate::workload::stack::Stack;
+}

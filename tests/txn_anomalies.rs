@@ -324,6 +324,75 @@ fn write_skew_allowed_under_snapshot_isolation() {
     client.shutdown();
 }
 
+/// Write skew prevented where the application asks: reading the on-call flags with
+/// `get_for_update` locks them as if written, so the second of two such transactions to commit
+/// meets the first's commit on a cell it read and fails with a write conflict. The cells it
+/// only locked keep their values, and a later reader sees the one transaction that won.
+#[test]
+fn write_skew_prevented_by_get_for_update() {
+    let env = Env::start();
+    let t = env.table("g2u");
+    let client = env.client();
+    seed(&client, &t, &[("alice", "on"), ("bob", "on")]);
+    let mut t1 = begin_now(&client);
+    let mut t2 = begin_now(&client);
+    for txn in [&mut t1, &mut t2] {
+        let alice = txn.get_for_update(&t, "alice", FAMILY, "q").unwrap();
+        let bob = txn.get_for_update(&t, "bob", FAMILY, "q").unwrap();
+        assert_eq!((alice, bob), (value("on"), value("on")));
+    }
+    set(&mut t1, &t, "alice", "off");
+    set(&mut t2, &t, "bob", "off");
+    t1.commit().expect("T1 commits");
+    let err = t2
+        .commit()
+        .expect_err("T2 read bob and alice for update: it must abort");
+    assert!(matches!(err, Error::WriteConflict { .. }), "{err}");
+    env.assert_no_locks(&t);
+    let r = begin_now(&client);
+    assert_eq!(
+        (get(&r, &t, "alice"), get(&r, &t, "bob")),
+        (value("off"), value("on")),
+        "T1's write landed; bob, only locked by T1, kept its value"
+    );
+    client.shutdown();
+}
+
+/// `lock_keys` alone: a transaction that locks a cell it does not write still conflicts with
+/// a write committed to it after its snapshot, and committing it changes no value.
+#[test]
+fn lock_keys_conflict_without_changing_values() {
+    let env = Env::start();
+    let t = env.table("lockkeys");
+    let client = env.client();
+    seed(&client, &t, &[("x", "1"), ("y", "1")]);
+    let mut locker = begin_now(&client);
+    locker.lock_keys(&[env.key(&t, "x")]).unwrap();
+    set(&mut locker, &t, "y", "2");
+    let mut writer = begin_now(&client);
+    set(&mut writer, &t, "x", "9");
+    writer.commit().expect("the writer commits first");
+    let err = locker
+        .commit()
+        .expect_err("x changed after the locker's snapshot");
+    assert!(matches!(err, Error::WriteConflict { .. }), "{err}");
+
+    let mut only_locks = begin_now(&client);
+    only_locks
+        .lock_keys(&[env.key(&t, "x"), env.key(&t, "y")])
+        .unwrap();
+    only_locks
+        .commit()
+        .expect("a lock-only transaction commits");
+    let r = begin_now(&client);
+    assert_eq!(
+        (get(&r, &t, "x"), get(&r, &t, "y")),
+        (value("9"), value("1"))
+    );
+    env.assert_no_locks(&t);
+    client.shutdown();
+}
+
 /// A transaction reads its own buffered writes and deletes; others do not until it commits.
 #[test]
 fn reads_its_own_writes() {

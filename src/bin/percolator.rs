@@ -4,7 +4,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use percolator::workload::{bench, demo, stack::Stack};
+use percolator::cli::{bench, demo, Stack};
 
 #[derive(Parser)]
 #[command(

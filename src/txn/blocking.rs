@@ -90,7 +90,7 @@ impl Client {
 
     /// Starts a transaction. Its snapshot is taken after this call, by its first operation.
     pub fn begin(&self) -> Result<Transaction> {
-        Ok(self.wrap(self.inner.begin()?))
+        Ok(self.wrap(self.inner.begin_now()?))
     }
 
     /// A read-only transaction whose snapshot is `ts`; see [`AsyncClient::snapshot`].
@@ -200,6 +200,27 @@ impl Transaction {
     /// Reads many cells (any tables and rows) at the snapshot, batched per table and row.
     pub fn get_many(&self, keys: &[CellKey]) -> Result<Vec<Option<Vec<u8>>>> {
         block_on(&self.runtime, self.inner.get_many(keys))
+    }
+
+    /// Reads one cell and locks it against write skew; see
+    /// [`AsyncTransaction::get_for_update`].
+    pub fn get_for_update(
+        &mut self,
+        table: &str,
+        row: impl AsRef<[u8]>,
+        family: impl AsRef<[u8]>,
+        qualifier: impl AsRef<[u8]>,
+    ) -> Result<Option<Vec<u8>>> {
+        let (row, family, qualifier) = (row.as_ref(), family.as_ref(), qualifier.as_ref());
+        block_on(
+            &self.runtime,
+            self.inner.get_for_update(table, row, family, qualifier),
+        )
+    }
+
+    /// Locks cells without reading or changing them; see [`AsyncTransaction::lock_keys`].
+    pub fn lock_keys(&mut self, keys: &[CellKey]) -> Result<()> {
+        self.inner.lock_keys(keys)
     }
 
     /// Whether the cell has a value at the snapshot (own writes included).

@@ -143,8 +143,13 @@ impl AsyncClient {
         self.shared.ctx.opts()
     }
 
-    /// Starts a transaction. Its snapshot is taken after this call, by its first operation.
-    pub fn begin(&self) -> Result<AsyncTransaction> {
+    /// Starts a transaction. Its snapshot is taken after this call, by its first operation
+    /// (the timestamp travels with that operation's round trip, not ahead of it).
+    pub async fn begin(&self) -> Result<AsyncTransaction> {
+        self.begin_now()
+    }
+
+    pub(crate) fn begin_now(&self) -> Result<AsyncTransaction> {
         if self.shared.ctx.is_dead() || self.shared.shut_down.load(Ordering::SeqCst) {
             return Err(Error::Shutdown);
         }
@@ -173,7 +178,7 @@ impl AsyncClient {
         let mut attempts = Attempts::new(&self.shared.ctx.opts().retry);
         loop {
             let result = async {
-                let mut txn = self.begin()?;
+                let mut txn = self.begin_now()?;
                 let value = body(&mut txn).await?;
                 txn.commit().await?;
                 Ok(value)

@@ -21,11 +21,13 @@ pub struct CodecError(pub String);
 
 type Decoded<T> = Result<T, CodecError>;
 
-/// Whether a transaction writes or deletes the cell.
+/// Whether a transaction writes, deletes or only locks the cell.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MutationKind {
     Put,
     Delete,
+    /// Locked for write-skew protection (`get_for_update`, `lock_keys`): the value stays.
+    Lock,
 }
 
 impl MutationKind {
@@ -73,6 +75,9 @@ pub enum WriteKind {
     Delete,
     /// The transaction that started at this version was rolled back (kept on primaries).
     Rollback,
+    /// The transaction committed, having only locked this cell: readers look past it, and
+    /// its commit timestamp is a conflict for writers that started before it.
+    Lock,
 }
 
 /// A write record, stored at version commit_ts (or start_ts for a rollback).
@@ -98,6 +103,7 @@ pub fn encode_lock(lock: &Lock) -> Vec<u8> {
     w.u8(match lock.kind {
         MutationKind::Put => 1,
         MutationKind::Delete => 2,
+        MutationKind::Lock => 3,
     });
     w.u64(lock.wall_ms);
     w.u64(lock.ttl_ms);
@@ -130,6 +136,7 @@ pub fn decode_lock_state(cell: Option<&[u8]>) -> Decoded<LockState> {
             let kind = match r.u8()? {
                 1 => MutationKind::Put,
                 2 => MutationKind::Delete,
+                3 => MutationKind::Lock,
                 k => return Err(CodecError(format!("unknown lock kind {k}"))),
             };
             let wall_ms = r.u64()?;
@@ -166,6 +173,7 @@ pub fn encode_write(record: &WriteRecord) -> Vec<u8> {
         WriteKind::Put => 1,
         WriteKind::Delete => 2,
         WriteKind::Rollback => 3,
+        WriteKind::Lock => 4,
     });
     w.u64(record.start_ts);
     w.opt_bytes(record.short_value.as_deref());
@@ -178,6 +186,7 @@ pub fn decode_write(bytes: &[u8]) -> Decoded<WriteRecord> {
         1 => WriteKind::Put,
         2 => WriteKind::Delete,
         3 => WriteKind::Rollback,
+        4 => WriteKind::Lock,
         k => return Err(CodecError(format!("unknown write kind {k}"))),
     };
     let start_ts = r.u64()?;
@@ -405,9 +414,33 @@ mod tests {
                 start_ts: 7,
                 short_value: None,
             },
+            WriteRecord {
+                kind: WriteKind::Lock,
+                start_ts: 8,
+                short_value: None,
+            },
         ] {
             assert_eq!(decode_write(&encode_write(&rec)).unwrap(), rec);
         }
+    }
+
+    #[test]
+    fn lock_only_locks_round_trip_and_may_not_carry_a_value_into_their_record() {
+        let mut l = lock(9);
+        l.kind = MutationKind::Lock;
+        l.short_value = None;
+        assert_eq!(
+            decode_lock_state(Some(&encode_lock(&l))).unwrap(),
+            LockState::Locked(l)
+        );
+        let mut bad = encode_write(&WriteRecord {
+            kind: WriteKind::Lock,
+            start_ts: 8,
+            short_value: None,
+        });
+        bad.truncate(9);
+        bad.extend_from_slice(&[1, 0, 0, 0, 1, b'v']);
+        assert!(decode_write(&bad).is_err(), "a lock record with a value");
     }
 
     #[test]

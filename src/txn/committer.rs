@@ -11,7 +11,7 @@ use crate::hbase::CheckAndMutate;
 use crate::key::CellKey;
 use crate::txn::actions::{self, after_failed_prewrite, PrewriteNext};
 use crate::txn::commit_point;
-use crate::txn::mutation::{LockTemplate, Mutation};
+use crate::txn::mutation::{LockTemplate, Mutation, Write};
 use crate::txn::options::Seam;
 use crate::txn::resolver::LockResolver;
 use crate::txn::session::Session;
@@ -37,11 +37,7 @@ pub(crate) struct Committer {
 
 impl Committer {
     /// `writes` in commit order: the first is the primary.
-    pub fn new(
-        session: Session,
-        start_ts: u64,
-        writes: Vec<(CellKey, Option<Vec<u8>>)>,
-    ) -> Committer {
+    pub fn new(session: Session, start_ts: u64, writes: Vec<(CellKey, Write)>) -> Committer {
         let ctx = session.ctx();
         let opts = ctx.opts();
         let template = LockTemplate {
@@ -53,7 +49,7 @@ impl Committer {
         };
         let muts = writes
             .into_iter()
-            .map(|(key, value)| Arc::new(template.mutation(start_ts, key, value)))
+            .map(|(key, write)| Arc::new(template.mutation(start_ts, key, write)))
             .collect();
         Committer {
             session,

@@ -6,6 +6,25 @@ use crate::txn::actions;
 use crate::txn::codec::{encode_lock, Lock, MutationKind};
 use crate::txn::schema::Schema;
 
+/// What a transaction buffered for one cell.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Write {
+    Put(Vec<u8>),
+    Delete,
+    /// Only locked (write-skew protection): the committed value stays as it is.
+    Lock,
+}
+
+impl Write {
+    fn kind(&self) -> MutationKind {
+        match self {
+            Write::Put(_) => MutationKind::Put,
+            Write::Delete => MutationKind::Delete,
+            Write::Lock => MutationKind::Lock,
+        }
+    }
+}
+
 pub(crate) struct Mutation {
     pub key: CellKey,
     pub lock: Lock,
@@ -41,10 +60,15 @@ pub(crate) struct LockTemplate {
 }
 
 impl LockTemplate {
-    pub fn mutation(&self, start_ts: u64, key: CellKey, value: Option<Vec<u8>>) -> Mutation {
+    pub fn mutation(&self, start_ts: u64, key: CellKey, write: Write) -> Mutation {
+        let kind = write.kind();
+        let value = match write {
+            Write::Put(v) => Some(v),
+            Write::Delete | Write::Lock => None,
+        };
         let lock = Lock {
             start_ts,
-            kind: MutationKind::of(value.as_ref()),
+            kind,
             primary: self.primary.clone(),
             owner: self.owner.clone(),
             wall_ms: self.wall_ms,

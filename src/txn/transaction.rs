@@ -7,6 +7,7 @@ use tokio::sync::OnceCell;
 use crate::error::{Error, Result};
 use crate::key::CellKey;
 use crate::txn::committer::Committer;
+use crate::txn::mutation::Write;
 use crate::txn::session::Session;
 use crate::txn::snapshot::{ScanCursor, ScannedRow, SnapshotReader};
 use crate::txn::stats::Stats;
@@ -40,8 +41,7 @@ enum State {
 pub struct AsyncTransaction {
     session: Session,
     start_ts: OnceCell<u64>,
-    /// `None` = delete.
-    writes: BTreeMap<CellKey, Option<Vec<u8>>>,
+    writes: BTreeMap<CellKey, Write>,
     /// The first written key becomes the primary.
     first: Option<CellKey>,
     state: State,
@@ -135,7 +135,7 @@ impl AsyncTransaction {
         self.check_readable()?;
         let unbuffered: Vec<CellKey> = keys
             .iter()
-            .filter(|k| !self.writes.contains_key(*k))
+            .filter(|k| self.buffered(k).is_none())
             .cloned()
             .collect();
         let snapshot = self.start_ts().await?;
@@ -145,11 +145,61 @@ impl AsyncTransaction {
             .into_iter();
         Ok(keys
             .iter()
-            .map(|k| match self.writes.get(k) {
-                Some(buffered) => buffered.clone(),
+            .map(|k| match self.buffered(k) {
+                Some(buffered) => buffered.map(<[u8]>::to_vec),
                 None => fetched.next().flatten(),
             })
             .collect())
+    }
+
+    /// What this transaction wrote to `key`, if it changed its value: `Some(None)` for a
+    /// delete. A key only locked reads from the snapshot.
+    fn buffered(&self, key: &CellKey) -> Option<Option<&[u8]>> {
+        match self.writes.get(key)? {
+            Write::Put(v) => Some(Some(v)),
+            Write::Delete => Some(None),
+            Write::Lock => None,
+        }
+    }
+
+    /// Reads one cell at the snapshot and locks it as if written: a transaction that commits a
+    /// write to it after this one's snapshot makes this commit fail (and the other way round),
+    /// which is how a reader opts out of write skew for the cells its decision rests on.
+    pub async fn get_for_update(
+        &mut self,
+        table: &str,
+        row: impl AsRef<[u8]>,
+        family: impl AsRef<[u8]>,
+        qualifier: impl AsRef<[u8]>,
+    ) -> Result<Option<Vec<u8>>> {
+        let key = CellKey::new(table, row.as_ref(), family.as_ref(), qualifier.as_ref())?;
+        self.check_writable()?;
+        let value = self
+            .get_many(std::slice::from_ref(&key))
+            .await?
+            .pop()
+            .flatten();
+        self.lock_key(key)?;
+        Ok(value)
+    }
+
+    /// Locks cells without reading or changing them: committing then conflicts with any
+    /// commit to them after this transaction's snapshot (see
+    /// [`get_for_update`](Self::get_for_update)).
+    pub fn lock_keys(&mut self, keys: &[CellKey]) -> Result<()> {
+        self.check_writable()?;
+        for key in keys {
+            self.lock_key(key.clone())?;
+        }
+        Ok(())
+    }
+
+    fn lock_key(&mut self, key: CellKey) -> Result<()> {
+        if self.writes.contains_key(&key) {
+            // Written already: the write locks it.
+            return Ok(());
+        }
+        self.buffer(key, Write::Lock)
     }
 
     /// Whether the cell has a value at the snapshot (this transaction's own writes included).
@@ -228,9 +278,14 @@ impl AsyncTransaction {
             .iter()
             .filter(|(k, _)| k.table == table && cursor.in_range(&k.row))
         {
+            let value = match v {
+                Write::Put(v) => Some(v.clone()),
+                Write::Delete => None,
+                Write::Lock => continue,
+            };
             own.entry(k.row.clone())
                 .or_default()
-                .insert((k.family.clone(), k.qualifier.clone()), v.clone());
+                .insert((k.family.clone(), k.qualifier.clone()), value);
         }
         // Merged from the back: the next row in scan order goes last.
         let mut own: Vec<_> = own.into_iter().collect();
@@ -268,7 +323,7 @@ impl AsyncTransaction {
                 limit,
             });
         }
-        self.buffer(key, Some(value))
+        self.buffer(key, Write::Put(value))
     }
 
     /// Buffers a write of `value` to a cell that must not have a value yet (put-if-absent):
@@ -306,10 +361,10 @@ impl AsyncTransaction {
         qualifier: impl AsRef<[u8]>,
     ) -> Result<()> {
         let key = CellKey::new(table, row.as_ref(), family.as_ref(), qualifier.as_ref())?;
-        self.buffer(key, None)
+        self.buffer(key, Write::Delete)
     }
 
-    fn buffer(&mut self, key: CellKey, value: Option<Vec<u8>>) -> Result<()> {
+    fn buffer(&mut self, key: CellKey, write: Write) -> Result<()> {
         self.check_writable()?;
         if self
             .session
@@ -324,7 +379,7 @@ impl AsyncTransaction {
         if self.first.is_none() {
             self.first = Some(key.clone());
         }
-        self.writes.insert(key, value);
+        self.writes.insert(key, write);
         Ok(())
     }
 
@@ -339,9 +394,9 @@ impl AsyncTransaction {
             return Ok(start_ts);
         };
         let mut writes = std::mem::take(&mut self.writes);
-        let primary_value = writes.remove(&primary).flatten();
+        let primary_write = writes.remove(&primary).unwrap_or(Write::Lock);
         let mut ordered = Vec::with_capacity(writes.len() + 1);
-        ordered.push((primary, primary_value));
+        ordered.push((primary, primary_write));
         ordered.extend(writes);
         Committer::new(self.session.clone(), start_ts, ordered)
             .commit()

@@ -1,6 +1,9 @@
 //! Workloads behind the `percolator` binary: the bank demo (also the bank test) and the bench.
+//! Private: the binary reaches them through the hidden `cli` module of the crate root.
 
 pub mod bank;
+#[cfg(test)]
+mod bank_test;
 pub mod bench;
 pub mod demo;
 pub mod stack;

@@ -117,7 +117,7 @@ async fn async_transactions_never_block_the_runtime() {
     }
     release.send(()).unwrap();
     waiter.await.unwrap().unwrap();
-    let read = facade.begin().unwrap();
+    let read = facade.begin().await.unwrap();
     for i in [0, 17, 47] {
         let got = read
             .get(&t, format!("row{i:02}"), FAMILY, "q")

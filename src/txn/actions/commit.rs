@@ -21,6 +21,7 @@ pub fn commit(
         kind: match lock.kind {
             MutationKind::Put => WriteKind::Put,
             MutationKind::Delete => WriteKind::Delete,
+            MutationKind::Lock => WriteKind::Lock,
         },
         start_ts: lock.start_ts,
         short_value: lock.short_value.clone(),

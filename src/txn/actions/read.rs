@@ -16,7 +16,7 @@ pub enum ReadDecision {
     /// A lock at or below the snapshot: its transaction may commit below the snapshot, so the
     /// read must wait or resolve it before returning anything.
     Blocked(Lock),
-    /// Every fetched write record was a rollback: fetch more versions.
+    /// Every fetched write record was a rollback or a lock-only commit: fetch more versions.
     NeedMoreVersions,
 }
 
@@ -39,7 +39,8 @@ pub fn read_column(
         }
         let rec = decode_write(&cell.value)?;
         match rec.kind {
-            WriteKind::Rollback => continue,
+            // Neither changed the value: the answer is further down.
+            WriteKind::Rollback | WriteKind::Lock => continue,
             WriteKind::Delete => return Ok(ReadDecision::Missing),
             WriteKind::Put => {
                 return Ok(match rec.short_value {
@@ -91,6 +92,27 @@ mod tests {
         assert_eq!(
             read_column(29, &locked, &writes, true).unwrap(),
             ReadDecision::Value(b"old".to_vec())
+        );
+    }
+
+    #[test]
+    fn lock_only_commits_are_looked_past_like_rollbacks() {
+        let free = LockState::Released { max_ts: 30 };
+        let writes = [
+            rec(30, WriteKind::Lock, 25, None),
+            rec(20, WriteKind::Put, 15, Some(b"kept")),
+        ];
+        assert_eq!(
+            read_column(40, &free, &writes, true).unwrap(),
+            ReadDecision::Value(b"kept".to_vec())
+        );
+        assert_eq!(
+            read_column(40, &free, &writes[..1], false).unwrap(),
+            ReadDecision::NeedMoreVersions
+        );
+        assert_eq!(
+            read_column(40, &free, &writes[..1], true).unwrap(),
+            ReadDecision::Missing
         );
     }
 

@@ -38,7 +38,7 @@ pub fn txn_status(
         }
         return Ok(match rec.kind {
             WriteKind::Rollback => TxnStatus::RolledBack,
-            WriteKind::Put | WriteKind::Delete => TxnStatus::Committed {
+            WriteKind::Put | WriteKind::Delete | WriteKind::Lock => TxnStatus::Committed {
                 commit_ts: u64::try_from(cell.timestamp).unwrap_or(0),
             },
         });
@@ -75,6 +75,12 @@ mod tests {
         assert_eq!(
             txn_status(100, &released, &writes).unwrap(),
             TxnStatus::Committed { commit_ts: 110 }
+        );
+        // A primary that was only locked commits with a lock record: committed all the same.
+        let lock_only = [write(140, WriteKind::Lock, 135)];
+        assert_eq!(
+            txn_status(135, &released, &lock_only).unwrap(),
+            TxnStatus::Committed { commit_ts: 140 }
         );
     }
 

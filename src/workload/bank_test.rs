@@ -1,4 +1,4 @@
-//! The bank test: accounts over two tables, 8 clients doing random transfers and dying at
+//! The bank test (a unit test: it drives the private workload module): accounts over two tables, 8 clients doing random transfers and dying at
 //! random protocol seams (failpoints with `--features failpoints`, the runtime crash injector
 //! otherwise) and coming back, 2 read-only auditors summing every balance at their snapshot.
 //! The sum must be the same at every snapshot, balances must match the ledger, and no lock may
@@ -8,9 +8,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use percolator::txn::{LivenessConfig, Seam};
-use percolator::workload::bank::{self, BankConfig};
-use percolator::workload::stack::Stack;
+use crate::txn::{LivenessConfig, Seam};
+use crate::workload::bank::{self, BankConfig};
+use crate::workload::stack::Stack;
 
 const CRASH_RATE: f64 = 0.005;
 
@@ -36,7 +36,8 @@ fn bank_transfers_keep_every_snapshot_balanced_through_client_crashes() {
         .max_lock_wait(Duration::from_secs(5));
 
     #[cfg(not(feature = "failpoints"))]
-    let options = options.crash_injector(Arc::new(|_: Seam| rand::random::<f64>() < CRASH_RATE));
+    let options =
+        options.with_crash_injector(Some(Arc::new(|_: Seam| rand::random::<f64>() < CRASH_RATE)));
     let options = options.build();
 
     let config = BankConfig {
