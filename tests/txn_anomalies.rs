@@ -504,3 +504,68 @@ fn scan_without_limit_includes_stored_and_buffered_rows() {
     assert_eq!(rows.len(), 3);
     client.shutdown();
 }
+
+/// A reverse scan returns the same rows as the forward one, last first, with the range's
+/// bounds kept (start inclusive, stop exclusive) and own writes merged.
+#[test]
+fn reverse_scan_is_the_forward_scan_backwards() {
+    let env = Env::start();
+    let t = env.table("scanrev");
+    let client = env.client();
+    seed(
+        &client,
+        &t,
+        &[("a", "0"), ("b", "1"), ("d", "2"), ("f", "3"), ("z", "4")],
+    );
+    let mut txn = begin_now(&client);
+    txn.delete(&t, "d", FAMILY, "q").unwrap();
+    set(&mut txn, &t, "e", "mine");
+    let rows = |r: Vec<ScannedRow>| -> Vec<String> {
+        r.into_iter()
+            .map(|r| String::from_utf8(r.row).unwrap())
+            .collect()
+    };
+    let forward = rows(txn.scan(&t, "b", "z", 100).unwrap());
+    assert_eq!(forward, ["b", "e", "f"]);
+    let mut backward = rows(txn.scan_reverse(&t, "b", "z", 100).unwrap());
+    assert_eq!(backward, ["f", "e", "b"]);
+    backward.reverse();
+    assert_eq!(backward, forward);
+    assert_eq!(rows(txn.scan_reverse(&t, "", "", 2).unwrap()), ["z", "f"]);
+    assert_eq!(rows(txn.scan_reverse(&t, "", "b", 100).unwrap()), ["a"]);
+    client.shutdown();
+}
+
+/// A streaming scan walks a range larger than one scan page (256 rows) in both directions,
+/// fetching pages as it goes.
+#[test]
+fn streaming_scans_cross_pages_in_both_directions() {
+    let env = Env::start();
+    let t = env.table("scanstream");
+    let client = env.client();
+    let n = 600;
+    client
+        .run(|txn| {
+            for i in 0..n {
+                txn.set(&t, format!("r{i:04}"), FAMILY, "q", i.to_string())?;
+            }
+            Ok(())
+        })
+        .unwrap();
+    let txn = begin_now(&client);
+    let forward: Vec<String> = txn
+        .scan_iter(&t, "", "", false)
+        .unwrap()
+        .map(|r| String::from_utf8(r.unwrap().row).unwrap())
+        .collect();
+    let expected: Vec<String> = (0..n).map(|i| format!("r{i:04}")).collect();
+    assert_eq!(forward, expected);
+    let mut backward: Vec<String> = txn
+        .scan_iter(&t, "r0100", "r0550", true)
+        .unwrap()
+        .map(|r| String::from_utf8(r.unwrap().row).unwrap())
+        .collect();
+    backward.reverse();
+    assert_eq!(backward, expected[100..550]);
+    client.shutdown();
+}
