@@ -65,6 +65,10 @@ enum Command {
         /// the client's default, 1).
         #[arg(long)]
         pipeline: Option<usize>,
+        /// The API the workloads run through: tokio tasks over the async API, or threads over
+        /// the blocking one (`--threads` of either).
+        #[arg(long, value_enum, default_value_t = bench::Api::Async)]
+        api: bench::Api,
     },
     /// The emulator for `bench --profile cluster`, in a process of its own: prints its address
     /// on the first line, serves until its standard input closes (its parent exited).
@@ -112,6 +116,7 @@ fn main() -> ExitCode {
             profile,
             pool,
             pipeline,
+            api,
         } => {
             let workloads = match workloads {
                 Some(list) => list.split(',').map(|s| s.trim().to_string()).collect(),
@@ -123,6 +128,7 @@ fn main() -> ExitCode {
                 rows: rows.max(2),
                 workloads,
                 rounds: rounds.max(1),
+                api,
             };
             let tune = move |c: percolator::HBaseConfig| {
                 let c = c.pool_size(pool.max(1));

@@ -4,16 +4,29 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rand::Rng;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
 use serde::Serialize;
 
 use crate::error::Result;
-use crate::hbase::{CheckAndMutate, CompareOp, FamilyDescriptor, Get, Put, TableDescriptor};
+use crate::hbase::{
+    AsyncHBaseClient, CheckAndMutate, CompareOp, FamilyDescriptor, Get, Put, TableDescriptor,
+};
 use crate::oracle::bench::Histogram;
-use crate::txn::{self, CellKey, Client, LivenessConfig};
+use crate::txn::{self, AsyncClient, CellKey, Client, LivenessConfig};
 use crate::workload::stack::Stack;
+
+/// Which API the workloads run through.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Api {
+    /// Tasks on the client's tokio runtime, through `AsyncClient` and `AsyncHBaseClient`.
+    Async,
+    /// Threads, through the blocking `Client` and `HBaseClient`.
+    Sync,
+}
 
 pub const WORKLOADS: [&str; 6] = [
     "raw_get",
@@ -35,6 +48,8 @@ pub struct BenchConfig {
     /// a machine whose speed drifts (a shared VM) slows every workload alike and the ratios
     /// stay fair.
     pub rounds: usize,
+    /// Async tasks or blocking threads (`threads` of them either way).
+    pub api: Api,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -114,6 +129,13 @@ pub fn run(
     txn::setup::create_table(&stack.hbase, &options.schema, &tables.txn, &[F])?;
     let client = stack.client(options)?;
     populate(stack, &client, &tables, config.rows)?;
+    let tables = Arc::new(tables);
+    let clients = Clients {
+        hbase: stack.hbase.asynchronous(),
+        txn: client.asynchronous(),
+        tables: Arc::clone(&tables),
+        rows: config.rows,
+    };
     let rounds = config.rounds.max(1);
     let turn = config.duration / rounds as u32;
     let empty = || Sample {
@@ -124,9 +146,17 @@ pub fn run(
     for round in 0..rounds {
         for (name, sample) in config.workloads.iter().zip(&mut samples) {
             let warm_up = round == 0;
-            sample.add(measure(stack, config.threads, turn, warm_up, |rng| {
-                op(name, stack, &client, &tables, config.rows, rng)
-            })?);
+            let sample_of_turn = match config.api {
+                Api::Sync => measure(stack, turn, warm_up, |stop, errors| {
+                    on_threads(config.threads, stop, errors, |rng| {
+                        op(name, stack, &client, &tables, config.rows, rng)
+                    })
+                }),
+                Api::Async => measure(stack, turn, warm_up, |stop, errors| {
+                    on_tasks(config.threads, stop, errors, name, &clients)
+                }),
+            };
+            sample.add(sample_of_turn);
         }
     }
     let mut report = BenchReport::default();
@@ -184,7 +214,7 @@ fn op(
     client: &Client,
     tables: &Tables,
     rows: usize,
-    rng: &mut rand::rngs::ThreadRng,
+    rng: &mut StdRng,
 ) -> Result<()> {
     let hbase = &stack.hbase;
     match name {
@@ -309,20 +339,171 @@ impl Sample {
     }
 }
 
-/// Runs `op` on `threads` threads for `duration`, after a short warm-up if asked.
+/// What the async workloads share, cheap to hand to each task.
+#[derive(Clone)]
+struct Clients {
+    hbase: AsyncHBaseClient,
+    txn: AsyncClient,
+    tables: Arc<Tables>,
+    rows: usize,
+}
+
+/// One operation of workload `name`, through the async API.
+async fn op_async(name: &str, c: &Clients, rng: &mut StdRng) -> Result<()> {
+    let (hbase, tables, rows) = (&c.hbase, &c.tables, c.rows);
+    match name {
+        "raw_get" => {
+            let get = Get::new(row(rng.gen_range(0..rows))).column(F, Q);
+            hbase.get(&tables.raw, &get).await.map(drop)
+        }
+        "raw_cas" => {
+            let r = row(rng.gen_range(0..rows));
+            let cam = CheckAndMutate::new(r.clone(), F, "c", CompareOp::Equal, "")
+                .put(Put::new(r).add(F, "c", ""));
+            hbase.check_and_mutate(&tables.raw, &cam).await.map(drop)
+        }
+        "raw_put" => {
+            let put = Put::new(row(rng.gen_range(0..rows))).add(F, Q, "7");
+            hbase.put(&tables.raw, &put).await
+        }
+        "raw_rmw2" => {
+            let (a, b) = two_rows(rng, rows);
+            let gets = [Get::new(row(a)).column(F, Q), Get::new(row(b)).column(F, Q)];
+            let got = hbase.get_many(&tables.raw, &gets).await?;
+            let puts = [
+                Put::new(row(a)).add(F, Q, add_one(got[0].value(F.as_bytes(), Q.as_bytes()))),
+                Put::new(row(b)).add(F, Q, add_one(got[1].value(F.as_bytes(), Q.as_bytes()))),
+            ];
+            hbase.put_many(&tables.raw, &puts).await
+        }
+        "txn_get" => {
+            let txn = c.txn.begin().await?;
+            let r = row(rng.gen_range(0..rows));
+            txn.get(&tables.txn, r, F, Q).await.map(drop)
+        }
+        "txn_put1" => {
+            let mut txn = c.txn.begin().await?;
+            txn.set(&tables.txn, row(rng.gen_range(0..rows)), F, Q, "7")?;
+            txn.commit().await.map(drop)
+        }
+        "txn_transfer2" => {
+            let (a, b) = two_rows(rng, rows);
+            let keys = [key(&tables.txn, a)?, key(&tables.txn, b)?];
+            let mut txn = c.txn.begin().await?;
+            let got = txn.get_many(&keys).await?;
+            for (k, v) in keys.iter().zip(&got) {
+                let next = add_one(v.as_deref());
+                txn.set(&k.table, &k.row, &k.family, &k.qualifier, next)?;
+            }
+            txn.commit().await.map(drop)
+        }
+        other => Err(crate::Error::IllegalArgument {
+            message: format!("unknown workload {other}; known: {}", WORKLOADS.join(", ")),
+        }),
+    }
+}
+
+/// Records one operation's latency, or counts its failure.
+fn record(h: &mut Histogram, errors: &AtomicU64, t0: Instant, outcome: Result<()>) {
+    match outcome {
+        Ok(()) => h.record(t0.elapsed().as_nanos() as u64),
+        Err(e) => {
+            if errors.fetch_add(1, Ordering::Relaxed) == 0 {
+                tracing::debug!(error = %e, "bench operation failed");
+            }
+        }
+    }
+}
+
+/// `threads` threads running `op` until `stop`.
+fn on_threads(
+    threads: usize,
+    stop: &AtomicBool,
+    errors: &AtomicU64,
+    op: impl Fn(&mut StdRng) -> Result<()> + Sync,
+) -> Vec<Histogram> {
+    std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut rng = StdRng::from_entropy();
+                    let mut h = Histogram::default();
+                    while !stop.load(Ordering::Relaxed) {
+                        let t0 = Instant::now();
+                        record(&mut h, errors, t0, op(&mut rng));
+                    }
+                    h
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| w.join().expect("bench thread"))
+            .collect()
+    })
+}
+
+/// `tasks` tasks on the client's runtime running workload `name` until `stop`.
+fn on_tasks(
+    tasks: usize,
+    stop: &AtomicBool,
+    errors: &AtomicU64,
+    name: &str,
+    clients: &Clients,
+) -> Vec<Histogram> {
+    let runtime = crate::runtime::handle();
+    // The tasks are 'static; they report through these, and the caller's flag is copied in.
+    let (done, failed) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicU64::new(0)));
+    let handles: Vec<_> = (0..tasks)
+        .map(|_| {
+            let (done, failed, clients, name) = (
+                Arc::clone(&done),
+                Arc::clone(&failed),
+                clients.clone(),
+                name.to_string(),
+            );
+            runtime.spawn(async move {
+                let mut rng = StdRng::from_entropy();
+                let mut h = Histogram::default();
+                while !done.load(Ordering::Relaxed) {
+                    let t0 = Instant::now();
+                    let outcome = op_async(&name, &clients, &mut rng).await;
+                    record(&mut h, &failed, t0, outcome);
+                }
+                h
+            })
+        })
+        .collect();
+    while !stop.load(Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    done.store(true, Ordering::Relaxed);
+    let histograms = crate::runtime::block_on(&runtime, futures::future::join_all(handles));
+    errors.fetch_add(failed.load(Ordering::Relaxed), Ordering::Relaxed);
+    histograms
+        .into_iter()
+        .map(|h| h.expect("bench task"))
+        .collect()
+}
+
+/// Runs `drive` (threads or tasks doing the work until told to stop) for `duration`, after a
+/// short warm-up if asked, and measures what it cost.
 fn measure(
     stack: &Stack,
-    threads: usize,
     duration: Duration,
     warm_up: bool,
-    op: impl Fn(&mut rand::rngs::ThreadRng) -> Result<()> + Sync,
-) -> Result<Sample> {
+    drive: impl Fn(&AtomicBool, &AtomicU64) -> Vec<Histogram> + Sync,
+) -> Sample {
     if warm_up {
         // Connections and caches, outside the measurement.
-        let warm_until = Instant::now() + Duration::from_millis(300);
-        while Instant::now() < warm_until {
-            let _ = op(&mut rand::thread_rng());
-        }
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                std::thread::sleep(Duration::from_millis(300));
+                stop.store(true, Ordering::Relaxed);
+            });
+            drive(&stop, &AtomicU64::new(0));
+        });
     }
     let stop = AtomicBool::new(false);
     let errors = AtomicU64::new(0);
@@ -330,33 +511,12 @@ fn measure(
     let oracle_before = stack.oracle_requests();
     let usage_before = Usage::now();
     let started = Instant::now();
-    let histograms: Vec<Histogram> = std::thread::scope(|s| {
-        let workers: Vec<_> = (0..threads)
-            .map(|_| {
-                s.spawn(|| {
-                    let mut rng = rand::thread_rng();
-                    let mut h = Histogram::default();
-                    while !stop.load(Ordering::Relaxed) {
-                        let t0 = Instant::now();
-                        match op(&mut rng) {
-                            Ok(()) => h.record(t0.elapsed().as_nanos() as u64),
-                            Err(e) => {
-                                if errors.fetch_add(1, Ordering::Relaxed) == 0 {
-                                    tracing::debug!(error = %e, "bench operation failed");
-                                }
-                            }
-                        }
-                    }
-                    h
-                })
-            })
-            .collect();
-        std::thread::sleep(duration);
-        stop.store(true, Ordering::Relaxed);
-        workers
-            .into_iter()
-            .map(|w| w.join().expect("bench thread"))
-            .collect()
+    let histograms = std::thread::scope(|s| {
+        s.spawn(|| {
+            std::thread::sleep(duration);
+            stop.store(true, Ordering::Relaxed);
+        });
+        drive(&stop, &errors)
     });
     let elapsed_s = started.elapsed().as_secs_f64();
     let usage = Usage::now();
@@ -367,7 +527,7 @@ fn measure(
     for h in &histograms {
         histogram.merge(h);
     }
-    Ok(Sample {
+    Sample {
         histogram,
         elapsed_s,
         cpu_us: usage.cpu_us - usage_before.cpu_us,
@@ -375,5 +535,5 @@ fn measure(
         rpcs: stack.hbase.rpc_count() - rpcs_before,
         oracle_requests,
         errors: errors.load(Ordering::Relaxed),
-    })
+    }
 }
