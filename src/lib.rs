@@ -7,15 +7,38 @@
 //! of `docs/`) for the protocol and its invariants.
 //!
 //! # Layout
-//! - [`thrift`]: wire layer, bindings generated from `thrift/hbase.thrift`.
-//! - `hbase`: typed HBase operations over pooled Thrift2 connections ([`HBaseClient`]).
+//! Bottom up; each layer uses only those above it in this list.
+//! - `error`, `key`, `clock`, `runtime`: the one error type and its retry classification,
+//!   cell addresses, the wall-clock seam, and where the client's tasks run.
+//! - `thrift` (private): bindings generated from `thrift/hbase.thrift`.
+//! - [`hbase`]: a plain Thrift2 client, async and pipelined, with a blocking face
+//!   ([`AsyncHBaseClient`], [`HBaseClient`]); knows nothing of transactions.
+//! - [`oracle`]: the timestamp oracle server, its stores and its batching client
+//!   ([`TimestampSource`]).
+//! - [`txn`]: the Percolator protocol (pure actions; the snapshot reader, lock resolver and
+//!   committer over HBase) and the transaction API: [`AsyncClient`] and [`AsyncTransaction`],
+//!   and the blocking [`Client`] and [`Transaction`] over them.
 //! - [`emulator`]: an in-memory server speaking Thrift2 with HBase 2.x semantics.
-//! - `oracle`: the timestamp oracle server, its stores and its batching client.
-//! - [`txn`]: the Percolator protocol (pure actions, resolver, two-phase commit) and the
-//!   transaction API ([`Client`], [`Transaction`]).
-//! - [`workload`]: the bank demo and the benchmark behind the `percolator` binary.
-//! - `clock`: the wall-clock seam shared by the oracle and the transaction layer.
-//! - `error`: the crate's one error type and its retry classification.
+//! - `workload` (private): the bank demo and the benchmark behind the `percolator` binary.
+//!
+//! # Example
+//! ```
+//! use percolator::{Client, HBaseConfig, TxnOptions};
+//! let emulator = percolator::emulator::start_local()?;
+//! let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
+//! let hbase = percolator::HBaseClient::connect(HBaseConfig::new(emulator.local_addr().to_string()))?;
+//! percolator::txn::setup::create_table(&hbase, &Default::default(), "accounts", &["f"])?;
+//! let client = Client::connect(
+//!     HBaseConfig::new(emulator.local_addr().to_string()),
+//!     &[oracle.local_addr().to_string()],
+//!     TxnOptions::default(),
+//! )?;
+//! client.run(|txn| txn.set("accounts", "alice", "f", "balance", b"10".to_vec()))?;
+//! let txn = client.begin()?;
+//! assert_eq!(txn.get("accounts", "alice", "f", "balance")?, Some(b"10".to_vec()));
+//! # client.shutdown();
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 mod clock;
 pub mod emulator;
