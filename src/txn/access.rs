@@ -1,11 +1,9 @@
 //! The seam between the protocol and HBase: the few operations transactions need. Production
 //! uses [`HBaseClient`]; tests wrap it to drop replies or count calls.
 
-use std::sync::{Arc, OnceLock};
-
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::hbase::{
-    CheckAndMutate, Delete, Get, HBaseClient, Part, Put, RowResult, Scan, Stamp, TableDescriptor,
+    CheckAndMutate, Delete, Get, HBaseClient, Put, RowResult, Scan, TableDescriptor,
 };
 use crate::oracle::TimestampSource;
 
@@ -74,35 +72,6 @@ impl HBaseAccess for HBaseClient {
         HBaseClient::check_and_mutate_all(self, calls)
     }
 
-    fn get_many_at(
-        &self,
-        table: &str,
-        tso: &dyn TimestampSource,
-        gets: WithTimestamp<Vec<Get>>,
-    ) -> Result<(u64, Vec<RowResult>)> {
-        let (ts, rows) = with_ticket(tso, gets, |batch, start| {
-            self.get_many_grouped(table, batch, start)
-        });
-        let rows = rows?;
-        Ok((ts.ok_or_else(no_timestamp)?, rows))
-    }
-
-    fn check_and_mutate_at(
-        &self,
-        table: &str,
-        tso: &dyn TimestampSource,
-        cam: WithTimestamp<CheckAndMutate>,
-    ) -> Result<(u64, Result<bool>)> {
-        let (ts, applied) = with_ticket(tso, cam, |batch, start| {
-            self.check_and_mutate_grouped(table, batch, start)
-        });
-        match ts {
-            Some(ts) => Ok((ts, applied)),
-            // No timestamp: nothing was sent, and the call failed with the oracle's error.
-            None => Err(applied.err().unwrap_or_else(no_timestamp)),
-        }
-    }
-
     fn scan_page(&self, table: &str, scan: &Scan, rows: i32) -> Result<Vec<RowResult>> {
         self.scan_results(table, scan, rows)
     }
@@ -117,38 +86,5 @@ impl HBaseAccess for HBaseClient {
 
     fn table_descriptor(&self, table: &str) -> Result<TableDescriptor> {
         self.admin().table_descriptor(table)
-    }
-}
-
-/// Runs a grouped `call` whose part is built by `build` from a timestamp of `tso`: the call
-/// gets the ticket's batch and the way to redeem it. Returns the timestamp, if one came, with
-/// the call's result.
-fn with_ticket<P: Part, T>(
-    tso: &dyn TimestampSource,
-    build: WithTimestamp<P>,
-    call: impl FnOnce(Option<u64>, Box<dyn FnOnce(Stamp<P>)>) -> T,
-) -> (Option<u64>, T) {
-    let ticket = tso.ticket();
-    let batch = ticket.batch_id();
-    let ts = Arc::new(OnceLock::new());
-    let seen = Arc::clone(&ts);
-    let result = call(
-        batch,
-        Box::new(move |member: Stamp<P>| {
-            ticket.then(Box::new(move |got| {
-                member.send(got.map(|t| {
-                    let _ = seen.set(t);
-                    build(t)
-                }))
-            }))
-        }),
-    );
-    (ts.get().copied(), result)
-}
-
-fn no_timestamp() -> Error {
-    Error::Protocol {
-        peer: crate::error::Peer::Oracle,
-        message: "a request went out without its timestamp".into(),
     }
 }
