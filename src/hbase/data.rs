@@ -11,7 +11,7 @@ use super::client::{AsyncHBaseClient, CallSpec, Replay};
 use super::convert;
 use super::types::*;
 use super::wire::Arg;
-use crate::thrift::hbase::{TDelete, TResult};
+use crate::thrift::hbase::{TDelete, TResult, TRowMutations};
 use crate::{Error, Result};
 
 /// Scanner page size when the scan does not set `caching`.
@@ -108,16 +108,7 @@ impl AsyncHBaseClient {
     pub async fn check_and_mutate(&self, table: &str, cam: &CheckAndMutate) -> Result<bool> {
         let spec = CallSpec::once("checkAndMutate", table, &cam.row);
         let mutations = convert::row_mutations(&cam.mutations);
-        let args = [
-            (1, Arg::Binary(table.as_bytes())),
-            (2, Arg::Binary(&cam.row)),
-            (3, Arg::Binary(&cam.family)),
-            (4, Arg::Binary(&cam.qualifier)),
-            (5, Arg::I32(convert::compare_op(cam.op).0)),
-            (6, Arg::Binary(&cam.value)),
-            (7, Arg::Struct(&mutations)),
-        ];
-        let request = self.request(spec.method, &args)?;
+        let request = self.request(spec.method, &cam_args(table, cam, &mutations))?;
         self.send(&spec, &request).await
     }
 
@@ -279,6 +270,23 @@ impl AsyncHBaseClient {
         self.call(CallSpec::safe("closeScanner", "", &[]), &args)
             .await
     }
+}
+
+/// The arguments of checkAndMutate; `mutations` is `cam.mutations` converted.
+pub(super) fn cam_args<'a>(
+    table: &'a str,
+    cam: &'a CheckAndMutate,
+    mutations: &'a TRowMutations,
+) -> [(i16, Arg<'a>); 7] {
+    [
+        (1, Arg::Binary(table.as_bytes())),
+        (2, Arg::Binary(&cam.row)),
+        (3, Arg::Binary(&cam.family)),
+        (4, Arg::Binary(&cam.qualifier)),
+        (5, Arg::I32(convert::compare_op(cam.op).0)),
+        (6, Arg::Binary(&cam.value)),
+        (7, Arg::Struct(mutations)),
+    ]
 }
 
 /// The condition of a checkAndPut or checkAndDelete.

@@ -13,6 +13,7 @@ use thrift::transport::{TBufferedWriteTransport, TFramedWriteTransport};
 use thrift::ApplicationErrorKind;
 
 use super::config::{Protocol, Transport};
+use super::data::cam_args;
 use super::errors::is_connection_failure;
 use super::types::{CheckAndMutate, CompareOp, Get, Put, TableDescriptor};
 use super::wire::*;
@@ -117,15 +118,7 @@ fn requests_are_what_the_generated_client_writes() {
                 let _ = c.get_multiple(t.to_vec(), gets.clone());
             },
         );
-        let cam_args = [
-            (1, Arg::Binary(t)),
-            (2, Arg::Binary(&cam.row)),
-            (3, Arg::Binary(&cam.family)),
-            (4, Arg::Binary(&cam.qualifier)),
-            (5, Arg::I32(convert::compare_op(cam.op).0)),
-            (6, Arg::Binary(&cam.value)),
-            (7, Arg::Struct(&mutations)),
-        ];
+        let cam_args = cam_args("t", &cam, &mutations);
         check("checkAndMutate", &cam_args, &|c| {
             let (row, family, qualifier) =
                 (cam.row.clone(), cam.family.clone(), cam.qualifier.clone());
