@@ -242,3 +242,39 @@ fn blocking_calls_work_from_any_thread_and_inside_runtimes() {
         .unwrap();
     assert_eq!(got.value(b"f", b"q"), Some(&b"v"[..]));
 }
+
+/// Every future the async client returns can move between threads (never polled here).
+#[test]
+fn every_async_call_is_send() {
+    fn send<T: Send>(_: T) {}
+    let (_emulator, blocking) = crate::emulator::testutil::emulated_table();
+    let c = blocking.asynchronous();
+    let (get, put, scan) = (
+        Get::new("r"),
+        Put::new("r").add("f", "q", "v"),
+        super::Scan::new(),
+    );
+    let (delete, cam) = (super::Delete::new("r"), cam(b"x".to_vec()));
+    let (inc, app) = (super::Increment::new("r"), super::Append::new("r"));
+    let mutations = super::RowMutations::new("r");
+    send(AsyncHBaseClient::connect(HBaseConfig::new("127.0.0.1:1")));
+    send(c.get("t", &get));
+    send(c.get_many("t", std::slice::from_ref(&get)));
+    send(c.exists("t", &get));
+    send(c.put("t", &put));
+    send(c.put_many("t", std::slice::from_ref(&put)));
+    send(c.delete("t", &delete));
+    send(c.delete_many("t", std::slice::from_ref(&delete)));
+    send(c.check_and_mutate("t", &cam));
+    send(c.check_and_mutate_all(&[("t", &cam)]));
+    send(c.check_and_put("t", b"r", b"f", b"q", None, &put));
+    send(c.check_and_delete("t", b"r", b"f", b"q", Some(b"v"), &delete));
+    send(c.mutate_row("t", &mutations));
+    send(c.increment("t", &inc));
+    send(c.append("t", &app));
+    send(c.scan_all("t", &scan));
+    send(c.scan_results("t", &scan, 10));
+    send(c.open_scanner("t", &scan));
+    send(c.close_scanner(1));
+    send(c.table_descriptor("t"));
+}
