@@ -1,92 +1,73 @@
-//! Where the client's tasks run, and how synchronous callers wait for async work.
+//! Where the clients' I/O and background tasks run, and how a blocking caller waits for an
+//! async call.
 //!
-//! The async API runs on the caller's runtime. A client built outside a multi-thread runtime
-//! (the synchronous API, or a current-thread runtime that only makes progress while it is
-//! polled) puts its background tasks on one shared, process-wide runtime instead, so they keep
-//! running whatever the caller's thread does.
+//! A socket belongs to the runtime that registered it, and its readiness only arrives while
+//! that runtime runs. So connections and background tasks live on a multi-thread runtime,
+//! whose own threads drive them whatever the callers do: the caller's, when a client is built
+//! inside one, else a small process-wide runtime built on first use. A current-thread runtime
+//! is never used: its I/O stops whenever its one thread blocks, e.g. in a blocking call.
+//!
+//! A blocking call polls its future on the caller's own thread (`Handle::block_on`), so the
+//! request is written without a hand-off; only the reply comes from the reader's thread.
 
 use std::future::Future;
 use std::sync::OnceLock;
 
-use tokio::runtime::{Handle, Runtime, RuntimeFlavor};
+use tokio::runtime::{Builder, Handle, Runtime, RuntimeFlavor};
 
-/// Worker threads of the shared runtime: one per core is enough for I/O and protocol steps,
-/// and the machines this targets are small.
-fn shared_threads() -> usize {
-    std::thread::available_parallelism().map_or(2, |n| n.get().clamp(1, 4))
-}
+use crate::{Error, Result};
 
-fn shared() -> &'static Runtime {
-    static SHARED: OnceLock<Runtime> = OnceLock::new();
-    SHARED.get_or_init(|| {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(shared_threads())
-            .thread_name("percolator-rt")
+/// Worker threads of the shared runtime: they read replies, wake callers and run background
+/// commits and heartbeats; the machines this targets are small.
+const IO_THREADS: usize = 2;
+
+/// The shared I/O runtime's handle, built on first use.
+pub(crate) fn io_handle() -> Result<Handle> {
+    static IO: OnceLock<std::result::Result<Runtime, String>> = OnceLock::new();
+    let built = IO.get_or_init(|| {
+        Builder::new_multi_thread()
+            .worker_threads(IO_THREADS)
+            .thread_name("percolator-io")
             .enable_all()
             .build()
-            // Without threads or an event loop nothing in this crate can work; there is no
-            // better answer to give than the OS's refusal.
-            .expect("building the percolator runtime")
-    })
-}
-
-/// The runtime a client created here should use: the caller's when it is a multi-thread
-/// runtime, the shared one otherwise.
-pub(crate) fn handle() -> Handle {
-    match Handle::try_current() {
-        Ok(h) if h.runtime_flavor() == RuntimeFlavor::MultiThread => h,
-        _ => shared().handle().clone(),
+            .map_err(|e| e.to_string())
+    });
+    match built {
+        Ok(runtime) => Ok(runtime.handle().clone()),
+        Err(message) => Err(Error::io(
+            "building the percolator I/O runtime",
+            std::io::Error::other(message.clone()),
+        )),
     }
 }
 
-/// Runs `future` to completion for a synchronous caller, from any thread: a plain thread polls
-/// it itself (the request leaves without a hand-off); a worker of a multi-thread runtime
-/// steps aside first; a current-thread runtime, which must not be blocked in place, waits on a
-/// helper thread.
-pub(crate) fn block_on<F>(handle: &Handle, future: F) -> F::Output
+/// The caller's runtime if it is a multi-thread one, else the shared I/O runtime.
+pub(crate) fn ambient_or_io() -> Result<Handle> {
+    match Handle::try_current() {
+        Ok(current) if current.runtime_flavor() == RuntimeFlavor::MultiThread => Ok(current),
+        _ => io_handle(),
+    }
+}
+
+/// Runs `future` to completion from synchronous code on any thread, `handle` being the runtime
+/// its I/O is registered with.
+pub(crate) fn wait<F>(handle: &Handle, future: F) -> F::Output
 where
     F: Future + Send,
     F::Output: Send,
 {
-    match Handle::try_current().map(|h| h.runtime_flavor()) {
+    match Handle::try_current().map(|current| current.runtime_flavor()) {
         Err(_) => handle.block_on(future),
-        Ok(RuntimeFlavor::MultiThread) => tokio::task::block_in_place(|| handle.block_on(future)),
-        Ok(_) => std::thread::scope(|s| match s.spawn(|| handle.block_on(future)).join() {
-            Ok(out) => out,
-            Err(panic) => std::panic::resume_unwind(panic),
+        // Blocking a current-thread runtime's only thread would stall everything on it,
+        // including timers this call may need: wait on a thread of our own instead.
+        Ok(RuntimeFlavor::CurrentThread) => std::thread::scope(|scope| {
+            let waiter = scope.spawn(|| handle.block_on(future));
+            match waiter.join() {
+                Ok(output) => output,
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
         }),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn block_on_works_from_a_plain_thread_and_from_inside_runtimes() {
-        let h = handle();
-        assert_eq!(block_on(&h, async { 1 }), 1);
-        let multi = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .unwrap();
-        let inner = multi
-            .block_on(async { tokio::spawn(async { block_on(&handle(), async { 2 }) }).await });
-        assert_eq!(inner.unwrap(), 2);
-        let current = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        let h2 = handle();
-        assert_eq!(
-            current.block_on(async {
-                block_on(&h2, async {
-                    tokio::time::sleep(std::time::Duration::from_millis(1)).await;
-                    3
-                })
-            }),
-            3
-        );
+        // A worker of a multi-thread runtime: hand its other tasks to another thread first.
+        Ok(_) => tokio::task::block_in_place(|| handle.block_on(future)),
     }
 }

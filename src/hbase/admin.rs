@@ -1,13 +1,15 @@
-//! Table, family and namespace administration (HBase 2.2+ gateways).
+//! Table, family and namespace administration (HBase 2.2+ gateways), blocking.
 //!
 //! Reads are replayed once after a connection failure; schema changes are not replayed once
 //! sent (a replayed create would fail with "table exists" and hide whether the first one ran).
 
-use super::client::{bytes, CallSpec, HBaseClient, Replay};
+use super::client::{AsyncHBaseClient, CallSpec};
 use super::convert;
 use super::types::{FamilyDescriptor, TableDescriptor};
+use super::wire::{Arg, Success};
+use crate::runtime;
 use crate::thrift::hbase::{
-    THRegionLocation, TNamespaceDescriptor, TTHBaseServiceSyncClient, TThriftServerType,
+    THRegionLocation, TNamespaceDescriptor, TTableDescriptor, TTableName, TThriftServerType,
 };
 use crate::Result;
 
@@ -35,9 +37,10 @@ pub struct RegionLocation {
     pub end_key: Vec<u8>,
 }
 
-/// Administrative calls, borrowed from an [`HBaseClient`] (shares its pool and RPC count).
+/// Administrative calls, borrowed from an [`HBaseClient`](super::HBaseClient) (shares its
+/// pool and RPC count).
 pub struct Admin<'a> {
-    client: &'a HBaseClient,
+    client: &'a AsyncHBaseClient,
 }
 
 fn read<'a>(method: &'static str, table: &'a str) -> CallSpec<'a> {
@@ -45,17 +48,33 @@ fn read<'a>(method: &'static str, table: &'a str) -> CallSpec<'a> {
 }
 
 fn change<'a>(method: &'static str, table: &'a str) -> CallSpec<'a> {
-    CallSpec {
-        method,
-        table,
-        row: &[],
-        replay: Replay::NotAfterSend,
+    CallSpec::not_after_send(method, table)
+}
+
+impl AsyncHBaseClient {
+    pub async fn table_descriptor(&self, table: &str) -> Result<TableDescriptor> {
+        let name = convert::table_name(table);
+        let spec = read("getTableDescriptor", table);
+        let request = self.request(spec.method, &[(1, Arg::Struct(&name))])?;
+        let desc: TTableDescriptor = self.send(&spec, &request).await?;
+        Ok(convert::table_from_thrift(desc))
     }
 }
 
 impl<'a> Admin<'a> {
-    pub(crate) fn new(client: &'a HBaseClient) -> Self {
+    pub(crate) fn new(client: &'a AsyncHBaseClient) -> Self {
         Admin { client }
+    }
+
+    /// Runs one call and waits for it.
+    fn call<T: Success>(&self, spec: CallSpec<'_>, args: &[(i16, Arg<'_>)]) -> Result<T> {
+        runtime::wait(self.client.handle(), self.client.call(spec, args))
+    }
+
+    /// A call whose only argument is the table's name.
+    fn on_table<T: Success>(&self, spec: CallSpec<'_>) -> Result<T> {
+        let name = convert::table_name(spec.table);
+        self.call(spec, &[(1, Arg::Struct(&name))])
     }
 
     pub fn create_table(&self, table: &TableDescriptor) -> Result<()> {
@@ -68,131 +87,101 @@ impl<'a> Admin<'a> {
         table: &TableDescriptor,
         split_keys: &[Vec<u8>],
     ) -> Result<()> {
-        self.client.call(change("createTable", &table.name), |c| {
-            c.create_table(convert::table_descriptor(table), split_keys.to_vec())
-        })
+        let desc = convert::table_descriptor(table);
+        let args = [(1, Arg::Struct(&desc)), (2, Arg::Binaries(split_keys))];
+        self.call(change("createTable", &table.name), &args)
     }
 
     /// The table must be disabled first, as in HBase.
     pub fn delete_table(&self, table: &str) -> Result<()> {
-        self.client.call(change("deleteTable", table), |c| {
-            c.delete_table(convert::table_name(table))
-        })
+        self.on_table(change("deleteTable", table))
     }
 
     pub fn enable_table(&self, table: &str) -> Result<()> {
-        self.client.call(change("enableTable", table), |c| {
-            c.enable_table(convert::table_name(table))
-        })
+        self.on_table(change("enableTable", table))
     }
 
     pub fn disable_table(&self, table: &str) -> Result<()> {
-        self.client.call(change("disableTable", table), |c| {
-            c.disable_table(convert::table_name(table))
-        })
+        self.on_table(change("disableTable", table))
     }
 
     /// Removes every row; the table must be disabled first, as in HBase.
     pub fn truncate_table(&self, table: &str, preserve_splits: bool) -> Result<()> {
-        self.client.call(change("truncateTable", table), |c| {
-            c.truncate_table(convert::table_name(table), preserve_splits)
-        })
+        let name = convert::table_name(table);
+        let args = [(1, Arg::Struct(&name)), (2, Arg::Bool(preserve_splits))];
+        self.call(change("truncateTable", table), &args)
     }
 
     pub fn table_exists(&self, table: &str) -> Result<bool> {
-        self.client.call(read("tableExists", table), |c| {
-            c.table_exists(convert::table_name(table))
-        })
+        self.on_table(read("tableExists", table))
     }
 
     pub fn is_table_enabled(&self, table: &str) -> Result<bool> {
-        self.client.call(read("isTableEnabled", table), |c| {
-            c.is_table_enabled(convert::table_name(table))
-        })
+        self.on_table(read("isTableEnabled", table))
     }
 
     pub fn is_table_disabled(&self, table: &str) -> Result<bool> {
-        self.client.call(read("isTableDisabled", table), |c| {
-            c.is_table_disabled(convert::table_name(table))
-        })
+        self.on_table(read("isTableDisabled", table))
     }
 
     pub fn is_table_available(&self, table: &str) -> Result<bool> {
-        self.client.call(read("isTableAvailable", table), |c| {
-            c.is_table_available(convert::table_name(table))
-        })
+        self.on_table(read("isTableAvailable", table))
     }
 
     pub fn table_descriptor(&self, table: &str) -> Result<TableDescriptor> {
-        let desc = self.client.call(read("getTableDescriptor", table), |c| {
-            c.get_table_descriptor(convert::table_name(table))
-        })?;
-        Ok(convert::table_from_thrift(desc))
+        runtime::wait(self.client.handle(), self.client.table_descriptor(table))
     }
 
     /// User tables in every namespace, as `"ns:name"` (bare names for `default`).
     pub fn list_tables(&self) -> Result<Vec<String>> {
-        let names = self.client.call(read("getTableNamesByPattern", ""), |c| {
-            c.get_table_names_by_pattern(".*".to_owned(), false)
-        })?;
+        let args = [(1, Arg::Text(".*")), (2, Arg::Bool(false))];
+        let names: Vec<TTableName> = self.call(read("getTableNamesByPattern", ""), &args)?;
         Ok(names.iter().map(convert::table_name_string).collect())
     }
 
     pub fn list_tables_in_namespace(&self, namespace: &str) -> Result<Vec<String>> {
-        let names = self
-            .client
-            .call(read("getTableNamesByNamespace", ""), |c| {
-                c.get_table_names_by_namespace(namespace.to_owned())
-            })?;
+        let args = [(1, Arg::Text(namespace))];
+        let names: Vec<TTableName> = self.call(read("getTableNamesByNamespace", ""), &args)?;
         Ok(names.iter().map(convert::table_name_string).collect())
     }
 
     pub fn add_family(&self, table: &str, family: &FamilyDescriptor) -> Result<()> {
-        self.client.call(change("addColumnFamily", table), |c| {
-            c.add_column_family(
-                convert::table_name(table),
-                convert::family_descriptor(family),
-            )
-        })
+        self.family_change(change("addColumnFamily", table), family)
     }
 
     pub fn modify_family(&self, table: &str, family: &FamilyDescriptor) -> Result<()> {
-        self.client.call(change("modifyColumnFamily", table), |c| {
-            c.modify_column_family(
-                convert::table_name(table),
-                convert::family_descriptor(family),
-            )
-        })
+        self.family_change(change("modifyColumnFamily", table), family)
+    }
+
+    fn family_change(&self, spec: CallSpec<'_>, family: &FamilyDescriptor) -> Result<()> {
+        let name = convert::table_name(spec.table);
+        let column = convert::family_descriptor(family);
+        self.call(spec, &[(1, Arg::Struct(&name)), (2, Arg::Struct(&column))])
     }
 
     pub fn delete_family(&self, table: &str, family: &[u8]) -> Result<()> {
-        self.client.call(change("deleteColumnFamily", table), |c| {
-            c.delete_column_family(convert::table_name(table), family.to_vec())
-        })
+        let name = convert::table_name(table);
+        let args = [(1, Arg::Struct(&name)), (2, Arg::Binary(family))];
+        self.call(change("deleteColumnFamily", table), &args)
     }
 
     pub fn create_namespace(&self, namespace: &str) -> Result<()> {
-        self.client.call(change("createNamespace", ""), |c| {
-            c.create_namespace(TNamespaceDescriptor::new(namespace.to_owned(), None))
-        })
+        let desc = TNamespaceDescriptor::new(namespace.to_owned(), None);
+        self.call(change("createNamespace", ""), &[(1, Arg::Struct(&desc))])
     }
 
     pub fn list_namespaces(&self) -> Result<Vec<String>> {
-        self.client
-            .call(read("listNamespaces", ""), |c| c.list_namespaces())
+        self.call(read("listNamespaces", ""), &[])
     }
 
     /// The namespace must be empty, as in HBase.
     pub fn delete_namespace(&self, namespace: &str) -> Result<()> {
-        self.client.call(change("deleteNamespace", ""), |c| {
-            c.delete_namespace(namespace.to_owned())
-        })
+        let args = [(1, Arg::Text(namespace))];
+        self.call(change("deleteNamespace", ""), &args)
     }
 
     pub fn server_type(&self) -> Result<ServerType> {
-        let kind = self.client.call(read("getThriftServerType", ""), |c| {
-            c.get_thrift_server_type()
-        })?;
+        let kind: TThriftServerType = self.call(read("getThriftServerType", ""), &[])?;
         Ok(match kind {
             TThriftServerType::ONE => ServerType::One,
             TThriftServerType::TWO => ServerType::Two,
@@ -201,24 +190,24 @@ impl<'a> Admin<'a> {
     }
 
     pub fn cluster_id(&self) -> Result<String> {
-        self.client
-            .call(read("getClusterId", ""), |c| c.get_cluster_id())
+        self.call(read("getClusterId", ""), &[])
     }
 
     pub fn region_location(&self, table: &str, row: &[u8], reload: bool) -> Result<RegionLocation> {
         let spec = CallSpec::safe("getRegionLocation", table, row);
-        let location = self.client.call(spec, |c| {
-            c.get_region_location(bytes(table), row.to_vec(), reload)
-        })?;
+        let args = [
+            (1, Arg::Binary(table.as_bytes())),
+            (2, Arg::Binary(row)),
+            (3, Arg::Bool(reload)),
+        ];
+        let location: THRegionLocation = self.call(spec, &args)?;
         Ok(region_location(location))
     }
 
     pub fn region_locations(&self, table: &str) -> Result<Vec<RegionLocation>> {
-        let locations = self
-            .client
-            .call(read("getAllRegionLocations", table), |c| {
-                c.get_all_region_locations(bytes(table))
-            })?;
+        let args = [(1, Arg::Binary(table.as_bytes()))];
+        let locations: Vec<THRegionLocation> =
+            self.call(read("getAllRegionLocations", table), &args)?;
         Ok(locations.into_iter().map(region_location).collect())
     }
 }

@@ -1,496 +1,422 @@
-//! One Thrift2 connection, and the r2d2 manager that opens, vets and discards them.
+//! One pipelined connection to the gateway.
 //!
-//! The socket halves are wrapped in taps that record what a call did on the wire: whether the
-//! reply phase began (so the request was fully sent and may have been applied) and the
-//! original `io::Error` (Thrift keeps only its text). The client's retry rules depend on both.
+//! Callers write their own requests, so a call costs no hand-off to another thread before its
+//! bytes leave; several may be in flight. The gateway answers one connection's requests in
+//! order, so replies are matched to requests by position: each caller queues a waiter for its
+//! reply and writes its request under one lock, which keeps the queue in write order, and one
+//! reader task per connection decodes the replies and completes the waiters front to back.
+//!
+//! A connection that fails in any way (socket error, end of stream, garbage, a reply that is not
+//! the expected one, a caller's read timeout, after which a late reply would be taken for the
+//! next one) is broken for good: every waiter fails with the same cause, and the pool discards
+//! it. Whether a failed call's request fully left matters to the retry rules, and only its
+//! caller knows, so [`Failure::sent`] says it.
 
-use std::io::{self, Read, Write};
-use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::collections::VecDeque;
+use std::io;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
-use thrift::protocol::{
-    TBinaryInputProtocol, TBinaryOutputProtocol, TCompactInputProtocol, TCompactOutputProtocol,
-    TInputProtocol, TOutputProtocol,
-};
-use thrift::transport::{
-    TBufferedReadTransport, TBufferedWriteTransport, TFramedReadTransport, TFramedWriteTransport,
-};
-use thrift::TThriftClient;
+use tokio::net::TcpStream;
+use tokio::runtime::Handle;
+use tokio::sync::{oneshot, Notify};
 
-use super::config::{HBaseConfig, Protocol, Transport};
-use super::deferred::{Encoded, Outbox, State};
-use super::errors;
-use super::hot::{self, Reply, Request};
-use crate::thrift::hbase::THBaseServiceSyncClient;
-use crate::{Error, Peer};
+use super::errors::{self, Cause};
+use super::wire::{self, Codec, Decoded, Request, Success};
 
-pub(crate) type ThriftClient =
-    THBaseServiceSyncClient<Box<dyn TInputProtocol + Send>, Box<dyn TOutputProtocol + Send>>;
-
-/// What the socket taps saw during the current call.
-#[derive(Debug, Default)]
-struct CallTrace {
-    reply_started: bool,
-    lost_reply_armed: bool,
-    io_error: Option<io::Error>,
+/// A call that got no answer, and whether its whole request had left.
+#[derive(Debug)]
+pub(crate) struct Failure {
+    pub sent: bool,
+    pub cause: Cause,
 }
 
-#[derive(Clone, Debug, Default)]
-struct Tap(Arc<Mutex<CallTrace>>);
+/// The server's answer: the method's value or the error it raised.
+pub(crate) type Answer<T> = thrift::Result<T>;
 
-impl Tap {
-    /// Keeps the original error and hands Thrift a copy of it.
-    fn keep<T>(&self, result: io::Result<T>) -> io::Result<T> {
-        result.map_err(|e| {
-            let copy = io::Error::new(e.kind(), e.to_string());
-            self.0.lock().io_error.get_or_insert(e);
-            copy
-        })
+/// How the connection is reached and how long a call may take.
+#[derive(Clone, Debug)]
+pub(crate) struct Settings {
+    pub addr: String,
+    pub codec: Codec,
+    pub connect_timeout: Duration,
+    pub read_timeout: Duration,
+}
+
+/// A waiter for one reply, of whatever type its method returns.
+trait Waiter: Send {
+    /// Takes this waiter's reply from the front of `buf` if it is all there.
+    fn take(&mut self, codec: Codec, buf: &[u8]) -> Took;
+    fn fail(self: Box<Self>, cause: Cause);
+    /// Whether the `hbase::lost_reply` failpoint applies to this reply (asked once).
+    fn armed(&mut self) -> bool;
+}
+
+enum Took {
+    Incomplete,
+    Done(usize),
+    Broken(Cause),
+}
+
+struct Slot<T> {
+    method: &'static str,
+    seq: i32,
+    armed: bool,
+    tx: Option<oneshot::Sender<Result<Answer<T>, Cause>>>,
+}
+
+impl<T: Success> Waiter for Slot<T> {
+    fn take(&mut self, codec: Codec, buf: &[u8]) -> Took {
+        match wire::decode::<T>(codec, buf, self.method, self.seq) {
+            Decoded::Incomplete => Took::Incomplete,
+            Decoded::Reply { result: Err(e), .. } if errors::is_connection_failure(&e) => {
+                Took::Broken(Cause::thrift(&e))
+            }
+            Decoded::Reply { len, result } => {
+                if let Some(tx) = self.tx.take() {
+                    // The caller may have stopped waiting; the reply is still consumed.
+                    let _ = tx.send(Ok(result));
+                }
+                Took::Done(len)
+            }
+        }
+    }
+
+    fn fail(mut self: Box<Self>, cause: Cause) {
+        if let Some(tx) = self.tx.take() {
+            let _ = tx.send(Err(cause));
+        }
+    }
+
+    fn armed(&mut self) -> bool {
+        std::mem::take(&mut self.armed)
     }
 }
 
-struct TapReader {
+#[derive(Default)]
+struct State {
+    /// Waiters in the order their requests were written.
+    pending: VecDeque<Box<dyn Waiter>>,
+    broken: Option<Cause>,
+}
+
+struct Shared {
     stream: TcpStream,
-    tap: Tap,
+    settings: Arc<Settings>,
+    handle: Handle,
+    /// Held while a request is queued and written: writes never interleave, and the queue is
+    /// in write order.
+    writing: tokio::sync::Mutex<()>,
+    state: Mutex<State>,
+    /// Wakes the reader: a waiter was queued, or the connection broke or closed.
+    wake: Notify,
+    in_flight: AtomicUsize,
+    last_used: Mutex<Instant>,
 }
 
-impl TapReader {
-    /// Fails the first read of an armed call's reply, after the gateway has started answering
-    /// (so the request was applied), as if the connection died just then.
-    #[cfg(feature = "failpoints")]
-    fn lost_reply_failpoint(&mut self) -> Option<io::Result<usize>> {
-        fail::fail_point!("hbase::lost_reply", |_| {
-            let mut discarded = [0u8; 1];
-            Some(self.stream.read(&mut discarded).and_then(|_| {
-                Err(io::Error::new(
-                    io::ErrorKind::ConnectionAborted,
-                    "reply dropped by failpoint hbase::lost_reply",
-                ))
-            }))
-        });
-        None
-    }
-
-    #[cfg(not(feature = "failpoints"))]
-    fn lost_reply_failpoint(&mut self) -> Option<io::Result<usize>> {
-        None
-    }
-}
-
-impl Read for TapReader {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let armed = {
-            let mut trace = self.tap.0.lock();
-            trace.reply_started = true;
-            std::mem::take(&mut trace.lost_reply_armed)
+impl Shared {
+    /// Breaks the connection (once): every queued waiter fails with `cause`.
+    fn fail(&self, cause: Cause) {
+        let waiters = {
+            let mut state = self.state.lock();
+            if state.broken.is_some() {
+                return;
+            }
+            state.broken = Some(cause.clone());
+            std::mem::take(&mut state.pending)
         };
-        let result = match armed.then(|| self.lost_reply_failpoint()).flatten() {
-            Some(result) => result,
-            None => self.stream.read(buf),
-        };
-        self.tap.keep(result)
+        for waiter in waiters {
+            waiter.fail(cause.clone());
+        }
+        self.wake.notify_one();
+    }
+
+    fn broken(&self) -> Option<Cause> {
+        self.state.lock().broken.clone()
     }
 }
 
-struct TapWriter {
-    stream: TcpStream,
-    tap: Tap,
-}
-
-impl Write for TapWriter {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let result = self.stream.write(buf);
-        self.tap.keep(result)
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        let result = self.stream.flush();
-        self.tap.keep(result)
-    }
-}
-
-/// Why a call failed, with what the taps saw.
-pub(crate) struct CallFailure {
-    pub error: thrift::Error,
-    pub io_error: Option<io::Error>,
-    /// The reply phase began: the whole request reached the socket and may have been applied.
-    pub reply_started: bool,
-}
-
-/// Why a deferred call failed.
-pub(crate) enum ReceiveFailure {
-    /// The request was never built; the sender's reason.
-    Abandoned(Error),
-    /// The call failed; with the request when it was built (so it can be replayed).
-    Call(CallFailure, Option<Encoded>),
-}
-
+/// A pipelined connection; dropping it closes the socket once its reader has stopped.
 pub(crate) struct Connection {
-    client: ThriftClient,
-    tap: Tap,
-    /// The socket again, for hand-encoded requests written by this or another thread.
-    writer: Arc<TcpStream>,
-    protocol: Protocol,
-    transport: Transport,
-    /// Sequence ids of hand-encoded calls (the generated client keeps its own).
-    next_seq: i32,
-    last_used: Instant,
-    broken: bool,
+    shared: Arc<Shared>,
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        self.shared.fail(Cause::Io(
+            io::ErrorKind::NotConnected,
+            "connection closed by the client".into(),
+        ));
+    }
 }
 
 impl Connection {
-    pub(crate) fn open(config: &HBaseConfig) -> io::Result<Connection> {
-        let stream = connect_any(&config.addr, config.connect_timeout)?;
+    /// Connects to the first address of `settings.addr` that answers, and starts the reader.
+    /// Must run on the runtime of `handle`, which the socket is registered with.
+    pub(crate) async fn open(settings: Arc<Settings>, handle: Handle) -> io::Result<Connection> {
+        let stream = connect_any(&settings.addr, settings.connect_timeout).await?;
+        // Requests are written whole; Nagle would hold back every small one.
         stream.set_nodelay(true)?;
-        stream.set_read_timeout(Some(config.read_timeout))?;
-        stream.set_write_timeout(Some(config.read_timeout))?;
-        let tap = Tap::default();
-        let raw_writer = Arc::new(stream.try_clone()?);
-        let reader = TapReader {
-            stream: stream.try_clone()?,
-            tap: tap.clone(),
-        };
-        let writer = TapWriter {
+        let shared = Arc::new(Shared {
             stream,
-            tap: tap.clone(),
-        };
-        let (input, output) = protocols(config, reader, writer);
-        Ok(Connection {
-            client: THBaseServiceSyncClient::new(input, output),
-            tap,
-            writer: raw_writer,
-            protocol: config.protocol,
-            transport: config.transport,
-            next_seq: 0,
-            last_used: Instant::now(),
-            broken: false,
-        })
+            settings,
+            handle: handle.clone(),
+            writing: tokio::sync::Mutex::new(()),
+            state: Mutex::new(State::default()),
+            wake: Notify::new(),
+            in_flight: AtomicUsize::new(0),
+            last_used: Mutex::new(Instant::now()),
+        });
+        handle.spawn(read_replies(Arc::clone(&shared)));
+        Ok(Connection { shared })
     }
 
-    fn next_seq(&mut self) -> i32 {
-        self.next_seq = self.next_seq.wrapping_add(1);
-        self.next_seq
+    pub(crate) fn in_flight(&self) -> usize {
+        self.shared.in_flight.load(Ordering::Relaxed)
     }
 
-    /// Runs one hot call (see `hot`).
-    pub(crate) fn exchange(
-        &mut self,
-        arm_lost_reply: bool,
+    /// Counts a call that is about to use this connection (the pool's load measure).
+    pub(crate) fn begin(&self) {
+        self.shared.in_flight.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn end(&self) {
+        self.shared.in_flight.fetch_sub(1, Ordering::Relaxed);
+        *self.shared.last_used.lock() = Instant::now();
+    }
+
+    pub(crate) fn is_broken(&self) -> bool {
+        self.shared.state.lock().broken.is_some()
+    }
+
+    /// No call on it for longer than `max_idle`: the gateway may have dropped it.
+    pub(crate) fn is_stale(&self, max_idle: Duration) -> bool {
+        self.in_flight() == 0 && self.shared.last_used.lock().elapsed() > max_idle
+    }
+
+    /// Sends `request` and waits for its reply, at most `read_timeout` in all. `arm` marks a
+    /// non-idempotent call for the `hbase::lost_reply` failpoint.
+    pub(crate) async fn call<T: Success>(
+        &self,
         request: &Request,
-    ) -> Result<Reply, CallFailure> {
-        let encoded = self.encode(request);
-        self.exchange_encoded(arm_lost_reply, &encoded)
-    }
-
-    /// Sends an already encoded request (a first try, or a replay) and reads its reply.
-    pub(crate) fn exchange_encoded(
-        &mut self,
-        arm_lost_reply: bool,
-        encoded: &Encoded,
-    ) -> Result<Reply, CallFailure> {
-        self.send_encoded(arm_lost_reply, encoded)?;
-        self.recv_encoded(encoded)
-    }
-
-    /// Encodes `request` for this connection (its next sequence id).
-    pub(crate) fn encode(&mut self, request: &Request) -> Encoded {
-        self.encode_many(std::slice::from_ref(request))
-    }
-
-    /// Several requests of one method in one write, all under one sequence id: the server
-    /// answers them in order (see `HBaseClient::check_and_mutate_all`).
-    pub(crate) fn encode_many(&mut self, requests: &[Request]) -> Encoded {
-        let seq = self.next_seq();
-        Encoded::new(requests, self.protocol, self.transport, seq)
-    }
-
-    /// The first half of a pipelined call: the request only. [`recv_encoded`] must follow.
-    pub(crate) fn send_encoded(
-        &mut self,
-        arm_lost_reply: bool,
-        encoded: &Encoded,
-    ) -> Result<(), CallFailure> {
-        self.begin_call(arm_lost_reply);
-        let sent = self.tap.keep(hot::send(&self.writer, &encoded.bytes));
-        self.end_call(sent.map_err(thrift::Error::from))
-    }
-
-    /// The second half: the reply to `encoded`.
-    pub(crate) fn recv_encoded(&mut self, encoded: &Encoded) -> Result<Reply, CallFailure> {
-        let reply = hot::read_reply(self.client.i_prot_mut(), encoded.seq)
-            .and_then(|reply| hot::check_method(reply, encoded.method));
-        self.end_call(reply)
-    }
-
-    /// An outbox for one deferred call on this connection (see `deferred`).
-    pub(crate) fn outbox(&mut self) -> Arc<Outbox> {
-        let seq = self.next_seq();
-        Arc::new(Outbox::new(
-            Arc::clone(&self.writer),
-            self.protocol,
-            self.transport,
-            seq,
-        ))
-    }
-
-    /// Waits for the reply to the request written through `outbox`, whoever writes it.
-    pub(crate) fn receive(
-        &mut self,
-        arm_lost_reply: bool,
-        outbox: &Outbox,
-    ) -> Result<Reply, ReceiveFailure> {
-        // A request abandoned before we wait (an inline timestamp source failed) costs no read.
-        if matches!(
-            *outbox.state.lock(),
-            State::Abandoned(_) | State::WriteFailed(..)
-        ) {
-            return Err(self.unanswered(outbox, None));
+        arm: bool,
+    ) -> Result<Answer<T>, Failure> {
+        let deadline = {
+            // Bound to the connection's runtime, so any executor may poll it.
+            let _runtime = self.shared.handle.enter();
+            tokio::time::sleep(self.shared.settings.read_timeout)
+        };
+        tokio::pin!(deadline);
+        let (tx, rx) = oneshot::channel();
+        let slot = Box::new(Slot::<T> {
+            method: request.method,
+            seq: request.seq,
+            armed: arm,
+            tx: Some(tx),
+        });
+        let sent = tokio::select! {
+            biased;
+            sent = self.send(&request.bytes, slot) => sent,
+            () = &mut deadline => Err(self.timed_out()),
+        };
+        if let Err(cause) = sent {
+            return Err(Failure { sent: false, cause });
         }
-        // A reply is checked against what was sent; a mismatch is a connection failure, so
-        // `call` marks the socket broken and the retry rules treat it like any other.
-        self.call(arm_lost_reply, |client| {
-            let reply = hot::read_reply(client.i_prot_mut(), outbox.seq())?;
-            match &*outbox.state.lock() {
-                State::Sent(encoded) => hot::check_method(reply, encoded.method),
-                _ => Err(hot::out_of_step(
-                    "a reply arrived before its request was sent",
-                )),
-            }
-        })
-        .map_err(|failure| self.unanswered(outbox, Some(failure)))
+        let cause = tokio::select! {
+            biased;
+            reply = rx => match reply {
+                Ok(Ok(answer)) => return Ok(answer),
+                Ok(Err(cause)) => cause,
+                // The reader stopped without settling the waiter (its runtime shut down).
+                Err(_) => Cause::Io(io::ErrorKind::ConnectionAborted, "connection reader stopped".into()),
+            },
+            () = &mut deadline => self.timed_out(),
+        };
+        Err(Failure { sent: true, cause })
     }
 
-    /// The failure of a deferred call that got no reply, settled against what the sender did.
-    fn unanswered(&mut self, outbox: &Outbox, failure: Option<CallFailure>) -> ReceiveFailure {
-        let outcome = std::mem::replace(&mut *outbox.cancel(), State::Cancelled);
-        // A sent request's failure was judged by `call`; anything else left the socket shut
-        // down, cancelled or out of step.
-        if !matches!(outcome, State::Sent(_)) {
-            self.broken = true;
-        }
-        let (error, io_error) = match failure {
-            Some(f) => (f.error, f.io_error),
-            None => (
-                thrift::Error::from(io::Error::new(
-                    io::ErrorKind::NotConnected,
-                    "request not sent",
-                )),
-                None,
+    fn timed_out(&self) -> Cause {
+        let cause = Cause::Io(
+            io::ErrorKind::TimedOut,
+            format!(
+                "no reply within the read timeout of {:?}",
+                self.shared.settings.read_timeout
             ),
-        };
-        let failed = |error, io_error, reply_started| CallFailure {
-            error,
-            io_error,
-            reply_started,
-        };
-        match outcome {
-            State::Abandoned(error) => ReceiveFailure::Abandoned(error),
-            State::WriteFailed(encoded, e) => {
-                let copy = thrift::Error::from(io::Error::new(e.kind(), e.to_string()));
-                ReceiveFailure::Call(failed(copy, Some(e), false), Some(encoded))
+        );
+        self.shared.fail(cause.clone());
+        cause
+    }
+
+    /// Queues `waiter` and writes `bytes`. An error means the request did not fully leave.
+    async fn send(&self, bytes: &[u8], waiter: Box<dyn Waiter>) -> Result<(), Cause> {
+        let shared = &*self.shared;
+        let _turn = shared.writing.lock().await;
+        {
+            let mut state = shared.state.lock();
+            if let Some(cause) = &state.broken {
+                return Err(cause.clone());
             }
-            State::Sent(encoded) => {
-                ReceiveFailure::Call(failed(error, io_error, true), Some(encoded))
+            state.pending.push_back(waiter);
+        }
+        shared.wake.notify_one();
+        // Dropped part-way (the caller gave up), the stream would hold half a request.
+        let mut torn = TornGuard(Some(shared));
+        let mut written = 0;
+        while written < bytes.len() {
+            if let Some(cause) = shared.broken() {
+                return Err(cause);
             }
-            State::Waiting | State::Cancelled => {
-                ReceiveFailure::Call(failed(error, io_error, false), None)
+            match shared.stream.try_write(&bytes[written..]) {
+                Ok(0) => return Err(self.write_failed(io::ErrorKind::WriteZero.into())),
+                Ok(n) => written += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    if let Err(e) = shared.stream.writable().await {
+                        return Err(self.write_failed(e));
+                    }
+                }
+                Err(e) => return Err(self.write_failed(e)),
             }
         }
+        torn.0 = None;
+        Ok(())
     }
 
-    /// Runs one Thrift call. `arm_lost_reply` marks a non-idempotent call for the
-    /// `hbase::lost_reply` failpoint.
-    pub(crate) fn call<T>(
-        &mut self,
-        arm_lost_reply: bool,
-        f: impl FnOnce(&mut ThriftClient) -> thrift::Result<T>,
-    ) -> Result<T, CallFailure> {
-        self.begin_call(arm_lost_reply);
-        let result = f(&mut self.client);
-        self.end_call(result)
-    }
-
-    fn begin_call(&mut self, arm_lost_reply: bool) {
-        *self.tap.0.lock() = CallTrace {
-            lost_reply_armed: arm_lost_reply,
-            ..CallTrace::default()
-        };
-    }
-
-    fn end_call<T>(&mut self, result: thrift::Result<T>) -> Result<T, CallFailure> {
-        self.last_used = Instant::now();
-        result.map_err(|error| {
-            let trace = std::mem::take(&mut *self.tap.0.lock());
-            if errors::is_connection_failure(&error) {
-                // A half-read reply or a late one would poison the next call on this socket.
-                self.broken = true;
-            }
-            CallFailure {
-                error,
-                io_error: trace.io_error,
-                reply_started: trace.reply_started,
-            }
-        })
-    }
-
-    fn idle_for(&self) -> Duration {
-        self.last_used.elapsed()
+    fn write_failed(&self, error: io::Error) -> Cause {
+        let cause = Cause::io(&error);
+        self.shared.fail(cause.clone());
+        cause
     }
 }
 
-fn connect_any(addr: &str, timeout: Duration) -> io::Result<TcpStream> {
-    let addrs: Vec<SocketAddr> = addr.to_socket_addrs()?.collect();
+struct TornGuard<'a>(Option<&'a Shared>);
+
+impl Drop for TornGuard<'_> {
+    fn drop(&mut self) {
+        if let Some(shared) = self.0 {
+            shared.fail(Cause::Io(
+                io::ErrorKind::Interrupted,
+                "a request was abandoned part-way".into(),
+            ));
+        }
+    }
+}
+
+/// Fails whatever is still queued when the reader stops, including when its runtime drops it.
+struct ReaderGuard(Arc<Shared>);
+
+impl Drop for ReaderGuard {
+    fn drop(&mut self) {
+        self.0.fail(Cause::Io(
+            io::ErrorKind::ConnectionAborted,
+            "connection reader stopped".into(),
+        ));
+    }
+}
+
+/// The connection's reader: decodes replies and hands them to the waiters in order. It reads
+/// only while a reply is awaited, so a socket the gateway closed while idle is found by the
+/// next call, as with a blocking client (the retry rules then replay or report it).
+async fn read_replies(shared: Arc<Shared>) {
+    let guard = ReaderGuard(shared);
+    let shared = &*guard.0;
+    let codec = shared.settings.codec;
+    let mut buf: Vec<u8> = Vec::with_capacity(16 << 10);
+    let mut current: Option<Box<dyn Waiter>> = None;
+    loop {
+        let next = {
+            let mut state = shared.state.lock();
+            match &state.broken {
+                Some(cause) => Err(cause.clone()),
+                None if current.is_none() => Ok(state.pending.pop_front()),
+                None => Ok(None),
+            }
+        };
+        match next {
+            Err(cause) => {
+                if let Some(waiter) = current.take() {
+                    waiter.fail(cause);
+                }
+                return;
+            }
+            Ok(Some(waiter)) => current = Some(waiter),
+            Ok(None) => {}
+        }
+        let Some(waiter) = current.as_mut() else {
+            shared.wake.notified().await;
+            continue;
+        };
+        if !buf.is_empty() {
+            if waiter.armed() && lost_reply() {
+                shared.fail(Cause::Io(
+                    io::ErrorKind::ConnectionAborted,
+                    "reply dropped by failpoint hbase::lost_reply".into(),
+                ));
+                continue;
+            }
+            match waiter.take(codec, &buf) {
+                Took::Done(len) => {
+                    buf.drain(..len);
+                    current = None;
+                    continue;
+                }
+                Took::Broken(cause) => {
+                    shared.fail(cause);
+                    continue;
+                }
+                Took::Incomplete => {}
+            }
+        }
+        // A large reply arriving in pieces is decoded again each time; growing the buffer
+        // with it keeps the number of tries logarithmic in its size.
+        buf.reserve((16 << 10).max(buf.len()));
+        tokio::select! {
+            ready = shared.stream.readable() => {
+                let read = ready.and_then(|()| shared.stream.try_read_buf(&mut buf));
+                match read {
+                    Ok(0) => shared.fail(Cause::Io(
+                        io::ErrorKind::UnexpectedEof,
+                        "the gateway closed the connection".into(),
+                    )),
+                    Ok(_) => {}
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                    Err(e) => shared.fail(Cause::io(&e)),
+                }
+            }
+            () = shared.wake.notified() => {}
+        }
+    }
+}
+
+#[cfg(feature = "failpoints")]
+fn lost_reply() -> bool {
+    fail::fail_point!("hbase::lost_reply", |_| true);
+    false
+}
+
+#[cfg(not(feature = "failpoints"))]
+fn lost_reply() -> bool {
+    false
+}
+
+/// Connects to each address `addr` resolves to in turn; the last failure if none answers.
+async fn connect_any(addr: &str, timeout: Duration) -> io::Result<TcpStream> {
     let mut last = io::Error::new(
         io::ErrorKind::AddrNotAvailable,
         format!("{addr} resolved to no address"),
     );
-    for candidate in addrs {
-        match TcpStream::connect_timeout(&candidate, timeout) {
-            Ok(stream) => return Ok(stream),
-            Err(e) => last = e,
+    for candidate in tokio::net::lookup_host(addr).await? {
+        match tokio::time::timeout(timeout, TcpStream::connect(candidate)).await {
+            Ok(Ok(stream)) => return Ok(stream),
+            Ok(Err(e)) => last = e,
+            Err(_) => {
+                last = io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!("connecting to {candidate} timed out after {timeout:?}"),
+                )
+            }
         }
     }
     Err(last)
-}
-
-fn protocols(
-    config: &HBaseConfig,
-    reader: TapReader,
-    writer: TapWriter,
-) -> (
-    Box<dyn TInputProtocol + Send>,
-    Box<dyn TOutputProtocol + Send>,
-) {
-    match config.transport {
-        Transport::Buffered => wrap(
-            config.protocol,
-            TBufferedReadTransport::new(reader),
-            TBufferedWriteTransport::new(writer),
-        ),
-        Transport::Framed => wrap(
-            config.protocol,
-            TFramedReadTransport::new(reader),
-            TFramedWriteTransport::new(writer),
-        ),
-    }
-}
-
-fn wrap<R, W>(
-    protocol: Protocol,
-    read: R,
-    write: W,
-) -> (
-    Box<dyn TInputProtocol + Send>,
-    Box<dyn TOutputProtocol + Send>,
-)
-where
-    R: Read + Send + 'static,
-    W: Write + Send + 'static,
-{
-    match protocol {
-        // Lenient on input (accepts old non-strict servers), strict on output like Java clients.
-        Protocol::Binary => (
-            Box::new(TBinaryInputProtocol::new(read, false)),
-            Box::new(TBinaryOutputProtocol::new(write, true)),
-        ),
-        Protocol::Compact => (
-            Box::new(TCompactInputProtocol::new(read)),
-            Box::new(TCompactOutputProtocol::new(write)),
-        ),
-    }
-}
-
-/// The pool's record of failed connects, shared with the client: a checkout that times out
-/// reports the real socket error instead of r2d2's text.
-#[derive(Debug, Default)]
-pub(crate) struct ConnectLog(Mutex<ConnectFailures>);
-
-#[derive(Debug, Default)]
-struct ConnectFailures {
-    count: u64,
-    last: Option<(io::ErrorKind, String)>,
-}
-
-impl ConnectLog {
-    /// How many connects have failed so far (a waiter compares it before and after).
-    pub(crate) fn failure_count(&self) -> u64 {
-        self.0.lock().count
-    }
-
-    pub(crate) fn last_failure(&self) -> Option<io::Error> {
-        let failures = self.0.lock();
-        failures
-            .last
-            .as_ref()
-            .map(|(kind, message)| io::Error::new(*kind, message.clone()))
-    }
-
-    fn record(&self, error: &io::Error) {
-        let mut failures = self.0.lock();
-        failures.count += 1;
-        failures.last = Some((error.kind(), error.to_string()));
-    }
-}
-
-/// Opens connections for the pool and decides which ones may be handed out again.
-pub(crate) struct Manager {
-    config: HBaseConfig,
-    log: Arc<ConnectLog>,
-}
-
-impl Manager {
-    pub(crate) fn new(config: HBaseConfig, log: Arc<ConnectLog>) -> Self {
-        Manager { config, log }
-    }
-
-    fn transport_error(&self, source: io::Error) -> Error {
-        Error::Transport {
-            peer: Peer::HBase,
-            addr: self.config.addr.clone(),
-            source,
-        }
-    }
-}
-
-impl r2d2::ManageConnection for Manager {
-    type Connection = Connection;
-    type Error = Error;
-
-    fn connect(&self) -> Result<Connection, Error> {
-        Connection::open(&self.config).map_err(|e| {
-            self.log.record(&e);
-            self.transport_error(e)
-        })
-    }
-
-    /// No RPC: the gateway silently drops idle sockets, so age alone decides.
-    fn is_valid(&self, conn: &mut Connection) -> Result<(), Error> {
-        if conn.idle_for() >= self.config.max_idle {
-            return Err(self.transport_error(io::Error::new(
-                io::ErrorKind::TimedOut,
-                format!(
-                    "pooled connection idle for {:?}, over max_idle {:?}: replaced",
-                    conn.idle_for(),
-                    self.config.max_idle
-                ),
-            )));
-        }
-        Ok(())
-    }
-
-    fn has_broken(&self, conn: &mut Connection) -> bool {
-        conn.broken
-    }
-}
-
-/// Sends r2d2's connection errors to tracing instead of the `log` crate.
-#[derive(Debug)]
-pub(crate) struct TraceErrors;
-
-impl r2d2::HandleError<Error> for TraceErrors {
-    fn handle_error(&self, error: Error) {
-        tracing::debug!(%error, "HBase connection pool");
-    }
 }

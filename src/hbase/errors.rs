@@ -29,27 +29,44 @@ pub(crate) fn is_connection_failure(error: &thrift::Error) -> bool {
     }
 }
 
-/// A failure of the connection itself. `io_error` is the original socket error when the
-/// connection saw one (Thrift keeps only its text).
-pub(crate) fn connection_error(
-    error: thrift::Error,
-    io_error: Option<io::Error>,
-    addr: &str,
-) -> Error {
-    let transport = |source| Error::Transport {
-        peer: Peer::HBase,
-        addr: addr.to_owned(),
-        source,
-    };
-    match (error, io_error) {
-        (thrift::Error::Transport(_), Some(source)) => transport(source),
-        (thrift::Error::Transport(t), None) => {
-            transport(io::Error::new(io_kind(t.kind), t.message))
+/// Why a connection stopped being usable. Every call that was on it gets an error built from
+/// the same cause, so it is kept as plain data (neither `io::Error` nor `thrift::Error` can be
+/// cloned).
+#[derive(Clone, Debug)]
+pub(crate) enum Cause {
+    /// The socket failed, closed, or timed out.
+    Io(io::ErrorKind, String),
+    /// The gateway sent something that is not the expected reply: the stream is out of step.
+    Protocol(String),
+}
+
+impl Cause {
+    pub(crate) fn io(error: &io::Error) -> Cause {
+        Cause::Io(error.kind(), error.to_string())
+    }
+
+    pub(crate) fn thrift(error: &thrift::Error) -> Cause {
+        match error {
+            thrift::Error::Transport(t) => Cause::Io(io_kind(t.kind), t.message.clone()),
+            // Its `Display` leaves the message out.
+            thrift::Error::Application(app) => Cause::Protocol(format!("{app}: {}", app.message)),
+            other => Cause::Protocol(other.to_string()),
         }
-        (other, _) => Error::Protocol {
-            peer: Peer::HBase,
-            message: other.to_string(),
-        },
+    }
+
+    /// The caller's error for a call on the connection at `addr`.
+    pub(crate) fn error(&self, addr: &str) -> Error {
+        match self {
+            Cause::Io(kind, message) => Error::Transport {
+                peer: Peer::HBase,
+                addr: addr.to_owned(),
+                source: io::Error::new(*kind, message.clone()),
+            },
+            Cause::Protocol(message) => Error::Protocol {
+                peer: Peer::HBase,
+                message: message.clone(),
+            },
+        }
     }
 }
 
@@ -313,7 +330,7 @@ mod tests {
         let eof =
             thrift::Error::Transport(TransportError::new(TransportErrorKind::EndOfFile, "eof"));
         assert!(is_connection_failure(&eof));
-        match connection_error(eof, None, "gw:1") {
+        match Cause::thrift(&eof).error("gw:1") {
             Error::Transport { addr, source, peer } => {
                 assert_eq!(addr, "gw:1");
                 assert_eq!(peer, Peer::HBase);
@@ -321,16 +338,15 @@ mod tests {
             }
             other => panic!("expected Transport, got {other:?}"),
         }
-        let timeout =
-            thrift::Error::Transport(TransportError::new(TransportErrorKind::Unknown, "x"));
         let original = io::Error::new(io::ErrorKind::WouldBlock, "timed out");
-        match connection_error(timeout, Some(original), "gw:1") {
+        match Cause::io(&original).error("gw:1") {
             Error::Transport { source, .. } => assert_eq!(source.kind(), io::ErrorKind::WouldBlock),
             other => panic!("expected Transport, got {other:?}"),
         }
         let bad = thrift::Error::Protocol(ProtocolError::new(ProtocolErrorKind::BadVersion, "v"));
+        assert!(is_connection_failure(&bad));
         assert!(matches!(
-            connection_error(bad, None, "gw:1"),
+            Cause::thrift(&bad).error("gw:1"),
             Error::Protocol {
                 peer: Peer::HBase,
                 ..

@@ -1,33 +1,41 @@
-//! HBase operations layer: typed requests and a pooled Thrift2 client.
+//! HBase operations layer: typed requests and a Thrift2 client, native async with a blocking
+//! face. A plain Thrift2 client: it knows nothing of transactions or timestamp oracles.
 //!
-//! - `types`: the typed operations callers build.
-//! - `config`: where the gateway is and how to speak to it.
-//! - `client`: [`HBaseClient`], pooled and with per-call retry rules; `scanner`, `admin` and
-//!   `async_client` hang off it.
-//! - `conn`, `convert`, `errors`: connections, Thrift struct conversions, error mapping.
+//! Modules, each using only those before it:
+//! - `types`, `config`, `convert`, `errors`: the typed operations, where the gateway is, the
+//!   Thrift struct conversions, the error mapping.
+//! - `input`, `wire`: any THBaseService call as bytes, and its reply decoded from a buffer.
+//! - `conn`: one connection with several calls in flight, replies matched in order.
+//! - `pool`: which connection a call goes on.
+//! - `client`: [`AsyncHBaseClient`] and the retry rules; `data` its data calls.
+//! - `scanner`, `admin`, `blocking`: scanners, administration, and [`HBaseClient`].
 
 // `Error` is the crate-wide enum with rich variants (see `error.rs`); boxing it per call would
 // cost an allocation on every failure path for no gain here.
 #![allow(clippy::result_large_err)]
 
 mod admin;
-mod async_client;
+mod blocking;
 mod client;
 mod config;
 mod conn;
 mod convert;
-mod deferred;
+mod data;
 mod errors;
-mod grouped;
-mod hot;
+mod input;
+mod pool;
 mod scanner;
 pub mod types;
+mod wire;
+
+#[cfg(test)]
+mod conn_tests;
+#[cfg(test)]
+mod wire_tests;
 
 pub use admin::{Admin, RegionLocation, ServerType};
-pub use async_client::AsyncHBaseClient;
-pub use client::HBaseClient;
+pub use blocking::HBaseClient;
+pub use client::AsyncHBaseClient;
 pub use config::{HBaseConfig, Protocol, Transport};
-pub use deferred::Sender;
-pub(crate) use grouped::{Part, Stamp};
 pub use scanner::Scanner;
 pub use types::*;

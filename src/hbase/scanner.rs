@@ -1,34 +1,96 @@
-//! An open server-side scanner, read page by page through `getScannerRows`.
+//! An open server-side scanner, read page by page through `getScannerRows`: as a blocking
+//! iterator ([`Scanner`]) or all at once ([`AsyncHBaseClient::scan_all`]).
 
 use std::collections::VecDeque;
 
-use super::client::{HBaseClient, DEFAULT_PAGE_ROWS};
+use super::client::AsyncHBaseClient;
+use super::data::DEFAULT_PAGE_ROWS;
 use super::types::{RowResult, Scan};
+use crate::runtime;
 use crate::Result;
+
+/// How many rows to ask for per page, and how many the scan's limit still allows.
+struct Paging {
+    page_rows: i32,
+    /// Complete rows still to come when the scan has a limit.
+    rows_left: Option<i64>,
+}
+
+impl Paging {
+    fn new(scan: &Scan) -> Self {
+        Paging {
+            page_rows: scan.caching.filter(|c| *c > 0).unwrap_or(DEFAULT_PAGE_ROWS),
+            rows_left: scan.limit.filter(|l| *l > 0).map(i64::from),
+        }
+    }
+
+    /// The next page's size, or `None` once the limit is reached.
+    fn next_page(&self) -> Option<i32> {
+        match self.rows_left {
+            Some(0) => None,
+            Some(left) => {
+                let wanted = left.min(i64::from(self.page_rows));
+                Some(i32::try_from(wanted).unwrap_or(self.page_rows))
+            }
+            None => Some(self.page_rows),
+        }
+    }
+
+    fn count(&mut self, rows: &[RowResult]) {
+        if let Some(left) = self.rows_left.as_mut() {
+            // A row split by batchSize counts once, on its last (non-partial) piece.
+            let complete = rows.iter().filter(|r| !r.partial).count();
+            *left = left.saturating_sub(complete as i64).max(0);
+        }
+    }
+}
+
+impl AsyncHBaseClient {
+    /// Every row of the scan, paged as [`Scanner`] pages; the scanner is closed at the end.
+    pub async fn scan_all(&self, table: &str, scan: &Scan) -> Result<Vec<RowResult>> {
+        let id = self.open_scanner(table, scan).await?;
+        let mut paging = Paging::new(scan);
+        let mut all = Vec::new();
+        let read = loop {
+            let Some(wanted) = paging.next_page() else {
+                break Ok(());
+            };
+            match self.scanner_rows_of(table, id, wanted).await {
+                Ok(rows) if rows.is_empty() => break Ok(()),
+                Ok(rows) => {
+                    paging.count(&rows);
+                    all.extend(rows);
+                }
+                Err(e) => break Err(e),
+            }
+        };
+        if let Err(error) = self.close_scanner(id).await {
+            tracing::debug!(table, id, %error, "closing scanner failed");
+        }
+        read.map(|()| all)
+    }
+}
 
 /// Iterates the rows of a scan, fetching `caching` rows per round trip (100 if unset).
 ///
 /// The server-side scanner is closed when the scan is exhausted, when it reaches its `limit`,
 /// after an error (the scanner's position is then unknown, so iteration ends), and on drop.
 pub struct Scanner {
-    client: HBaseClient,
+    client: AsyncHBaseClient,
     table: String,
     /// `None` once closed.
     id: Option<i32>,
-    page_rows: i32,
-    /// Complete rows still to come when the scan has a limit.
-    rows_left: Option<i64>,
+    paging: Paging,
     buffered: VecDeque<RowResult>,
 }
 
 impl Scanner {
-    pub(crate) fn new(client: HBaseClient, table: &str, scan: &Scan, id: i32) -> Self {
+    pub(crate) fn new(client: AsyncHBaseClient, table: &str, scan: &Scan, id: i32) -> Self {
         Scanner {
             client,
             table: table.to_owned(),
             id: Some(id),
-            page_rows: scan.caching.filter(|c| *c > 0).unwrap_or(DEFAULT_PAGE_ROWS),
-            rows_left: scan.limit.filter(|l| *l > 0).map(i64::from),
+            paging: Paging::new(scan),
             buffered: VecDeque::new(),
         }
     }
@@ -41,7 +103,7 @@ impl Scanner {
     /// Closes the server-side scanner now and reports whether the gateway accepted it.
     pub fn close(mut self) -> Result<()> {
         match self.id.take() {
-            Some(id) => self.client.close_scanner(id),
+            Some(id) => runtime::wait(self.client.handle(), self.client.close_scanner(id)),
             None => Ok(()),
         }
     }
@@ -49,19 +111,11 @@ impl Scanner {
     /// Best-effort close: an expired or already-closed scanner is not worth an error here.
     fn release(&mut self) {
         if let Some(id) = self.id.take() {
-            if let Err(error) = self.client.close_scanner(id) {
+            let closed = runtime::wait(self.client.handle(), self.client.close_scanner(id));
+            if let Err(error) = closed {
                 tracing::debug!(table = %self.table, id, %error, "closing scanner failed");
             }
         }
-    }
-
-    fn fetch_page(&mut self, id: i32) -> Result<Vec<RowResult>> {
-        let wanted = match self.rows_left {
-            Some(left) => i64::from(self.page_rows).min(left),
-            None => i64::from(self.page_rows),
-        };
-        let wanted = i32::try_from(wanted).unwrap_or(self.page_rows);
-        self.client.scanner_rows_of(&self.table, id, wanted)
     }
 }
 
@@ -74,21 +128,18 @@ impl Iterator for Scanner {
                 return Some(Ok(row));
             }
             let id = self.id?;
-            if self.rows_left == Some(0) {
+            let Some(wanted) = self.paging.next_page() else {
                 self.release();
                 return None;
-            }
-            match self.fetch_page(id) {
+            };
+            let page = self.client.scanner_rows_of(&self.table, id, wanted);
+            match runtime::wait(self.client.handle(), page) {
                 Ok(rows) if rows.is_empty() => {
                     self.release();
                     return None;
                 }
                 Ok(rows) => {
-                    if let Some(left) = self.rows_left.as_mut() {
-                        // A row split by batchSize counts once, on its last (non-partial) piece.
-                        let complete = rows.iter().filter(|r| !r.partial).count();
-                        *left = left.saturating_sub(complete as i64).max(0);
-                    }
+                    self.paging.count(&rows);
                     self.buffered.extend(rows);
                 }
                 Err(error) => {

@@ -44,7 +44,7 @@ mod tests {
 
     #[test]
     fn drain_waits_for_every_spawned_task_and_the_tracker_takes_more_after() {
-        let bg = Background::new(crate::runtime::handle());
+        let bg = Background::new(crate::runtime::ambient_or_io().unwrap());
         let done = Arc::new(AtomicUsize::new(0));
         for _ in 0..20 {
             let done = done.clone();
@@ -53,13 +53,13 @@ mod tests {
                 done.fetch_add(1, Ordering::SeqCst);
             });
         }
-        crate::runtime::block_on(bg.runtime(), bg.drain());
+        crate::runtime::wait(bg.runtime(), bg.drain());
         assert_eq!(done.load(Ordering::SeqCst), 20);
         let d = done.clone();
         bg.spawn(async move {
             d.fetch_add(1, Ordering::SeqCst);
         });
-        crate::runtime::block_on(bg.runtime(), bg.drain());
+        crate::runtime::wait(bg.runtime(), bg.drain());
         assert_eq!(done.load(Ordering::SeqCst), 21);
     }
 }

@@ -1,5 +1,5 @@
 //! The blocking API: [`Client`] and [`Transaction`] are thin layers over the async ones, each
-//! call run to completion on the caller's thread (see `crate::runtime::block_on`).
+//! call run to completion on the caller's thread (see `crate::runtime::wait`).
 
 use std::sync::Arc;
 
@@ -9,7 +9,7 @@ use crate::error::Result;
 use crate::hbase::{HBaseClient, HBaseConfig};
 use crate::key::CellKey;
 use crate::oracle::{ClientConfig as OracleConfig, OracleClient, TimestampSource};
-use crate::runtime::block_on;
+use crate::runtime::wait as block_on;
 use crate::txn::client::{AsyncClient, Attempts};
 use crate::txn::options::TxnOptions;
 use crate::txn::snapshot::ScannedRow;
@@ -48,12 +48,25 @@ impl Drop for Client {
 impl Client {
     /// Builds a client over any HBase access and timestamp source (production: `HBaseClient`
     /// and `OracleClient`). Registers the liveness row and starts the heartbeat.
+    ///
+    /// ```
+    /// let emulator = percolator::emulator::start_local()?;
+    /// let hbase = percolator::HBaseClient::connect(
+    ///     percolator::HBaseConfig::new(emulator.local_addr().to_string()),
+    /// )?;
+    /// percolator::txn::setup::create_liveness_table(&hbase, &Default::default())?;
+    /// let tso = std::sync::Arc::new(percolator::LocalTimestamps::new());
+    /// let client = percolator::Client::new(std::sync::Arc::new(hbase), tso, Default::default())?;
+    /// assert!(!client.is_dead());
+    /// # client.shutdown();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn new(
         store: Arc<dyn HBaseAccess>,
         tso: Arc<dyn TimestampSource>,
         options: TxnOptions,
     ) -> Result<Client> {
-        let runtime = crate::runtime::handle();
+        let runtime = crate::runtime::ambient_or_io()?;
         let inner = block_on(
             &runtime,
             AsyncClient::on_runtime(store, tso, options, runtime.clone()),
@@ -75,25 +88,98 @@ impl Client {
     }
 
     /// The async client this one wraps (same connections, heartbeat and liveness row).
+    ///
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
+    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
+    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
+    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let client = percolator::Client::connect(hbase, &oracles, Default::default())?;
+    /// let same = client.asynchronous();
+    /// assert_eq!(same.owner_id(), client.owner_id());
+    /// # client.shutdown();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn asynchronous(&self) -> AsyncClient {
         self.inner.clone()
     }
 
     /// This client's liveness id, stored in every lock it takes.
+    ///
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
+    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
+    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
+    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let client = percolator::Client::connect(hbase, &oracles, Default::default())?;
+    /// assert!(!client.owner_id().is_empty());
+    /// # client.shutdown();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn owner_id(&self) -> &str {
         self.inner.owner_id()
     }
 
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
+    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
+    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
+    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let client = percolator::Client::connect(hbase, &oracles, Default::default())?;
+    /// assert!(client.options().lock_ttl() > std::time::Duration::ZERO);
+    /// # client.shutdown();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn options(&self) -> &TxnOptions {
         self.inner.options()
     }
 
     /// Starts a transaction. Its snapshot is taken after this call, by its first operation.
+    ///
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
+    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
+    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
+    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let client = percolator::Client::connect(hbase, &oracles, Default::default())?;
+    /// let mut txn = client.begin()?;
+    /// txn.set("t", "row", "f", "q", b"v".to_vec())?;
+    /// txn.commit()?;
+    /// # client.shutdown();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn begin(&self) -> Result<Transaction> {
         Ok(self.wrap(self.inner.begin_now()?))
     }
 
     /// A read-only transaction whose snapshot is `ts`; see [`AsyncClient::snapshot`].
+    ///
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
+    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
+    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
+    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let client = percolator::Client::connect(hbase, &oracles, Default::default())?;
+    /// let before = client.run(|txn| txn.set("t", "row", "f", "q", b"1".to_vec()).map(|_| ()))?;
+    /// let first = client.begin()?;
+    /// let ts = first.start_ts()?;
+    /// client.run(|txn| txn.set("t", "row", "f", "q", b"2".to_vec()))?;
+    /// let old = client.snapshot(ts)?;
+    /// assert_eq!(old.get("t", "row", "f", "q")?, Some(b"1".to_vec()));
+    /// # let _ = before;
+    /// # client.shutdown();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn snapshot(&self, ts: u64) -> Result<Transaction> {
         Ok(self.wrap(self.inner.snapshot(ts)?))
     }
@@ -108,6 +194,24 @@ impl Client {
     /// Runs `body` in a transaction and commits it, retrying with backoff while the error is
     /// classified `Retry` (conflicts, live locks, transient I/O); stops on `Fatal` and
     /// `Undetermined` errors and after `retry.max_attempts`.
+    ///
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
+    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
+    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
+    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let client = percolator::Client::connect(hbase, &oracles, Default::default())?;
+    /// let moved = client.run(|txn| {
+    ///     let n = txn.get("t", "counter", "f", "q")?.map_or(0, |v| v.len());
+    ///     txn.set("t", "counter", "f", "q", vec![b'x'; n + 1])?;
+    ///     Ok(n + 1)
+    /// })?;
+    /// assert_eq!(moved, 1);
+    /// # client.shutdown();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn run<T>(&self, mut body: impl FnMut(&mut Transaction) -> Result<T>) -> Result<T> {
         let mut attempts = Attempts::new(&self.options().retry);
         loop {
@@ -124,6 +228,24 @@ impl Client {
     }
 
     /// See [`AsyncClient::transaction_status`].
+    ///
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
+    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
+    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
+    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let client = percolator::Client::connect(hbase, &oracles, Default::default())?;
+    /// let mut txn = client.begin()?;
+    /// txn.set("t", "row", "f", "q", b"v".to_vec())?;
+    /// let start_ts = txn.start_ts()?;
+    /// let commit_ts = txn.commit()?;
+    /// let primary = percolator::CellKey::new("t", "row", "f", "q")?;
+    /// assert_eq!(client.transaction_status(&primary, start_ts)?, Some(commit_ts));
+    /// # client.shutdown();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn transaction_status(&self, primary: &CellKey, start_ts: u64) -> Result<Option<u64>> {
         block_on(
             &self.runtime,
@@ -131,28 +253,98 @@ impl Client {
         )
     }
 
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
+    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
+    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
+    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let client = percolator::Client::connect(hbase, &oracles, Default::default())?;
+    /// client.run(|txn| txn.set("t", "row", "f", "q", b"v".to_vec()))?;
+    /// assert_eq!(client.stats().committed, 1);
+    /// # client.shutdown();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn stats(&self) -> ClientStats {
         self.inner.stats()
     }
 
     /// Waits for background secondary commits to finish.
+    ///
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
+    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
+    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
+    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let client = percolator::Client::connect(hbase, &oracles, Default::default())?;
+    /// client.run(|txn| {
+    ///     txn.set("t", "a", "f", "q", b"1".to_vec())?;
+    ///     txn.set("t", "b", "f", "q", b"1".to_vec())
+    /// })?;
+    /// client.drain(); // b's commit record is written now, not just its primary's
+    /// # client.shutdown();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn drain(&self) {
         block_on(&self.runtime, self.inner.drain())
     }
 
     /// Clean shutdown: drains background commits, stops the heartbeat, removes the liveness
     /// row (a killed client leaves it to expire). Idempotent.
+    ///
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
+    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
+    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
+    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let client = percolator::Client::connect(hbase, &oracles, Default::default())?;
+    /// client.shutdown();
+    /// assert!(client.begin().is_err(), "a shut-down client starts nothing");
+    /// # client.shutdown();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn shutdown(&self) {
         block_on(&self.runtime, self.inner.shutdown())
     }
 
     /// Simulates a crash: the client stops on the spot, leaving its locks and letting its
     /// liveness row expire.
+    ///
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
+    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
+    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
+    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let client = percolator::Client::connect(hbase, &oracles, Default::default())?;
+    /// client.kill();
+    /// assert!(client.is_dead());
+    /// # client.shutdown();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[cfg(feature = "testing")]
     pub fn kill(&self) {
         self.inner.kill()
     }
 
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
+    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
+    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
+    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let client = percolator::Client::connect(hbase, &oracles, Default::default())?;
+    /// assert!(!client.is_dead());
+    /// # client.shutdown();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn is_dead(&self) -> bool {
         self.inner.is_dead()
     }
@@ -176,16 +368,62 @@ pub struct Transaction {
 
 impl Transaction {
     /// The snapshot timestamp, fetched now if no operation has fixed it yet.
+    ///
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
+    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
+    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
+    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let client = percolator::Client::connect(hbase, &oracles, Default::default())?;
+    /// let txn = client.begin()?;
+    /// let ts = txn.start_ts()?; // fixes the snapshot now
+    /// assert_eq!(txn.start_ts()?, ts);
+    /// # client.shutdown();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn start_ts(&self) -> Result<u64> {
         block_on(&self.runtime, self.inner.start_ts())
     }
 
     /// HBase RPCs this transaction has made so far.
+    ///
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
+    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
+    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
+    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let client = percolator::Client::connect(hbase, &oracles, Default::default())?;
+    /// let txn = client.begin()?;
+    /// txn.get("t", "row", "f", "q")?;
+    /// assert_eq!(txn.rpc_count(), 1, "a snapshot read of one row is one round trip");
+    /// # client.shutdown();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn rpc_count(&self) -> u64 {
         self.inner.rpc_count()
     }
 
     /// Reads one cell at the snapshot.
+    ///
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
+    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
+    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
+    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let client = percolator::Client::connect(hbase, &oracles, Default::default())?;
+    /// client.run(|txn| txn.set("t", "row", "f", "q", b"v".to_vec()))?;
+    /// let txn = client.begin()?;
+    /// assert_eq!(txn.get("t", "row", "f", "q")?, Some(b"v".to_vec()));
+    /// assert_eq!(txn.get("t", "other", "f", "q")?, None);
+    /// # client.shutdown();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn get(
         &self,
         table: &str,
@@ -198,12 +436,45 @@ impl Transaction {
     }
 
     /// Reads many cells (any tables and rows) at the snapshot, batched per table and row.
+    ///
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
+    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
+    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
+    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let client = percolator::Client::connect(hbase, &oracles, Default::default())?;
+    /// use percolator::CellKey;
+    /// client.run(|txn| txn.set("t", "a", "f", "q", b"1".to_vec()))?;
+    /// let keys = [CellKey::new("t", "a", "f", "q")?, CellKey::new("t", "b", "f", "q")?];
+    /// assert_eq!(client.begin()?.get_many(&keys)?, [Some(b"1".to_vec()), None]);
+    /// # client.shutdown();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn get_many(&self, keys: &[CellKey]) -> Result<Vec<Option<Vec<u8>>>> {
         block_on(&self.runtime, self.inner.get_many(keys))
     }
 
     /// Reads one cell and locks it against write skew; see
     /// [`AsyncTransaction::get_for_update`].
+    ///
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
+    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
+    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
+    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let client = percolator::Client::connect(hbase, &oracles, Default::default())?;
+    /// let mut txn = client.begin()?;
+    /// let on_call = txn.get_for_update("t", "alice", "f", "on_call")?;
+    /// txn.set("t", "bob", "f", "on_call", b"no".to_vec())?;
+    /// txn.commit()?; // fails with WriteConflict if alice changed meanwhile
+    /// # let _ = on_call;
+    /// # client.shutdown();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn get_for_update(
         &mut self,
         table: &str,
@@ -219,11 +490,41 @@ impl Transaction {
     }
 
     /// Locks cells without reading or changing them; see [`AsyncTransaction::lock_keys`].
+    ///
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
+    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
+    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
+    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let client = percolator::Client::connect(hbase, &oracles, Default::default())?;
+    /// let mut txn = client.begin()?;
+    /// txn.lock_keys(&[percolator::CellKey::new("t", "config", "f", "q")?])?;
+    /// txn.set("t", "derived", "f", "q", b"v".to_vec())?;
+    /// txn.commit()?;
+    /// # client.shutdown();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn lock_keys(&mut self, keys: &[CellKey]) -> Result<()> {
         self.inner.lock_keys(keys)
     }
 
     /// Whether the cell has a value at the snapshot (own writes included).
+    ///
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
+    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
+    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
+    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let client = percolator::Client::connect(hbase, &oracles, Default::default())?;
+    /// client.run(|txn| txn.set("t", "row", "f", "q", b"v".to_vec()))?;
+    /// assert!(client.begin()?.key_exists("t", "row", "f", "q")?);
+    /// # client.shutdown();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn key_exists(
         &self,
         table: &str,
@@ -239,6 +540,26 @@ impl Transaction {
     }
 
     /// Rows `[start, stop)` with a visible column, ascending, up to `limit`.
+    ///
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
+    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
+    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
+    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let client = percolator::Client::connect(hbase, &oracles, Default::default())?;
+    /// client.run(|txn| {
+    ///     for row in ["a", "b", "c"] {
+    ///         txn.set("t", row, "f", "q", b"v".to_vec())?;
+    ///     }
+    ///     Ok(())
+    /// })?;
+    /// let rows = client.begin()?.scan("t", "a", "c", 10)?;
+    /// assert_eq!(rows.iter().map(|r| &r.row[..]).collect::<Vec<_>>(), [b"a", b"b"]);
+    /// # client.shutdown();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn scan(
         &self,
         table: &str,
@@ -251,6 +572,26 @@ impl Transaction {
     }
 
     /// [`scan`](Self::scan) in descending order.
+    ///
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
+    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
+    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
+    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let client = percolator::Client::connect(hbase, &oracles, Default::default())?;
+    /// client.run(|txn| {
+    ///     for row in ["a", "b", "c"] {
+    ///         txn.set("t", row, "f", "q", b"v".to_vec())?;
+    ///     }
+    ///     Ok(())
+    /// })?;
+    /// let rows = client.begin()?.scan_reverse("t", "", "", 2)?;
+    /// assert_eq!(rows.iter().map(|r| &r.row[..]).collect::<Vec<_>>(), [b"c", b"b"]);
+    /// # client.shutdown();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn scan_reverse(
         &self,
         table: &str,
@@ -267,6 +608,27 @@ impl Transaction {
 
     /// Every row of `[start, stop)`, ascending (or descending with `reverse`), fetched a page
     /// at a time as the iterator advances.
+    ///
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
+    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
+    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
+    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let client = percolator::Client::connect(hbase, &oracles, Default::default())?;
+    /// client.run(|txn| {
+    ///     for i in 0..300 {
+    ///         txn.set("t", format!("r{i:03}"), "f", "q", b"v".to_vec())?;
+    ///     }
+    ///     Ok(())
+    /// })?;
+    /// let txn = client.begin()?;
+    /// let n = txn.scan_iter("t", "", "", false)?.filter(|r| r.is_ok()).count();
+    /// assert_eq!(n, 300);
+    /// # client.shutdown();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn scan_iter(
         &self,
         table: &str,
@@ -286,6 +648,22 @@ impl Transaction {
     }
 
     /// Buffers a write of `value` to one cell.
+    ///
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
+    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
+    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
+    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let client = percolator::Client::connect(hbase, &oracles, Default::default())?;
+    /// let mut txn = client.begin()?;
+    /// txn.set("t", "row", "f", "q", b"v".to_vec())?;
+    /// assert_eq!(txn.get("t", "row", "f", "q")?, Some(b"v".to_vec()), "own writes are visible");
+    /// txn.commit()?;
+    /// # client.shutdown();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn set(
         &mut self,
         table: &str,
@@ -298,6 +676,21 @@ impl Transaction {
     }
 
     /// Put-if-absent; see [`AsyncTransaction::insert`].
+    ///
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
+    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
+    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
+    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let client = percolator::Client::connect(hbase, &oracles, Default::default())?;
+    /// client.run(|txn| txn.insert("t", "user:1", "f", "name", b"ann".to_vec()))?;
+    /// let again = client.run(|txn| txn.insert("t", "user:1", "f", "name", b"bob".to_vec()));
+    /// assert!(matches!(again, Err(percolator::Error::KeyExists { .. })));
+    /// # client.shutdown();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn insert(
         &mut self,
         table: &str,
@@ -315,6 +708,21 @@ impl Transaction {
     }
 
     /// Buffers a transactional delete of one cell.
+    ///
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
+    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
+    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
+    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let client = percolator::Client::connect(hbase, &oracles, Default::default())?;
+    /// client.run(|txn| txn.set("t", "row", "f", "q", b"v".to_vec()))?;
+    /// client.run(|txn| txn.delete("t", "row", "f", "q"))?;
+    /// assert_eq!(client.begin()?.get("t", "row", "f", "q")?, None);
+    /// # client.shutdown();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn delete(
         &mut self,
         table: &str,
@@ -326,17 +734,64 @@ impl Transaction {
     }
 
     /// Commits the buffered writes and returns the commit timestamp.
+    ///
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
+    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
+    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
+    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let client = percolator::Client::connect(hbase, &oracles, Default::default())?;
+    /// let mut txn = client.begin()?;
+    /// txn.set("t", "row", "f", "q", b"v".to_vec())?;
+    /// let start_ts = txn.start_ts()?;
+    /// assert!(txn.commit()? > start_ts);
+    /// # client.shutdown();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn commit(self) -> Result<u64> {
         block_on(&self.runtime, self.inner.commit())
     }
 
     /// Discards the buffered writes.
+    ///
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
+    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
+    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
+    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let client = percolator::Client::connect(hbase, &oracles, Default::default())?;
+    /// let mut txn = client.begin()?;
+    /// txn.set("t", "row", "f", "q", b"v".to_vec())?;
+    /// txn.rollback();
+    /// assert_eq!(client.begin()?.get("t", "row", "f", "q")?, None);
+    /// # client.shutdown();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn rollback(self) {
         self.inner.rollback()
     }
 }
 
 /// The rows of [`Transaction::scan_iter`].
+///
+/// ```
+/// # let emulator = percolator::emulator::start_local()?;
+/// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
+/// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+/// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
+/// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
+/// # let oracles = [oracle.local_addr().to_string()];
+/// # let client = percolator::Client::connect(hbase, &oracles, Default::default())?;
+/// let txn = client.begin()?;
+/// let mut rows = txn.scan_iter("t", "", "", true)?;
+/// assert!(rows.next().is_none(), "an empty table");
+/// # client.shutdown();
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct RowIter<'t> {
     stream: RowStream<'t>,
     runtime: &'t Handle,

@@ -74,12 +74,28 @@ impl Drop for AsyncClient {
 impl AsyncClient {
     /// Builds a client over any HBase access and timestamp source (production: the pooled
     /// HBase client and `OracleClient`). Registers the liveness row and starts the heartbeat.
+    ///
+    /// ```
+    /// let emulator = percolator::emulator::start_local()?;
+    /// let hbase = percolator::HBaseClient::connect(
+    ///     percolator::HBaseConfig::new(emulator.local_addr().to_string()),
+    /// )?;
+    /// percolator::txn::setup::create_liveness_table(&hbase, &Default::default())?;
+    /// tokio::runtime::Runtime::new()?.block_on(async move {
+    ///     let tso = std::sync::Arc::new(percolator::LocalTimestamps::new());
+    ///     let client =
+    ///         percolator::AsyncClient::new(std::sync::Arc::new(hbase), tso, Default::default()).await?;
+    ///     client.shutdown().await;
+    ///     Ok::<(), percolator::Error>(())
+    /// })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub async fn new(
         store: Arc<dyn HBaseAccess>,
         tso: Arc<dyn TimestampSource>,
         options: TxnOptions,
     ) -> Result<AsyncClient> {
-        Self::on_runtime(store, tso, options, crate::runtime::handle()).await
+        Self::on_runtime(store, tso, options, crate::runtime::ambient_or_io()?).await
     }
 
     pub(crate) async fn on_runtime(
@@ -112,13 +128,30 @@ impl AsyncClient {
 
     /// Connects to an HBase Thrift2 gateway and a timestamp oracle (a fail-over list of
     /// addresses), creating the liveness table if it is missing.
+    ///
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
+    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
+    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
+    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let rt = tokio::runtime::Runtime::new()?;
+    /// # rt.block_on(async {
+    /// # let client = percolator::AsyncClient::connect(hbase, &oracles, Default::default()).await?;
+    /// assert!(!client.is_dead());
+    /// # client.shutdown().await;
+    /// # Ok::<(), percolator::Error>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub async fn connect(
         hbase: HBaseConfig,
         oracle_addrs: &[String],
         options: TxnOptions,
     ) -> Result<AsyncClient> {
         let hbase = AsyncHBaseClient::connect(hbase).await?;
-        let (admin, config) = (hbase.blocking().clone(), options.liveness.clone());
+        let (admin, config) = (hbase.blocking(), options.liveness.clone());
         // Once per client, at start: the admin calls may stay blocking.
         tokio::task::spawn_blocking(move || {
             crate::txn::setup::create_liveness_table(&admin, &config)
@@ -129,22 +162,79 @@ impl AsyncClient {
         Self::new(Arc::new(hbase), Arc::new(tso), options).await
     }
 
+    /// The runtime this client's connections and background tasks run on.
+    pub(crate) fn runtime(&self) -> &tokio::runtime::Handle {
+        self.shared.ctx.background().runtime()
+    }
+
     /// True for the last user handle of this client (clones and blocking wrappers count).
     pub(crate) fn is_last_handle(&self) -> bool {
         Arc::strong_count(&self.handles) == 1
     }
 
     /// This client's liveness id, stored in every lock it takes.
+    ///
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
+    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
+    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
+    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let rt = tokio::runtime::Runtime::new()?;
+    /// # rt.block_on(async {
+    /// # let client = percolator::AsyncClient::connect(hbase, &oracles, Default::default()).await?;
+    /// assert!(!client.owner_id().is_empty());
+    /// # client.shutdown().await;
+    /// # Ok::<(), percolator::Error>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn owner_id(&self) -> &str {
         self.shared.ctx.liveness().owner()
     }
 
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
+    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
+    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
+    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let rt = tokio::runtime::Runtime::new()?;
+    /// # rt.block_on(async {
+    /// # let client = percolator::AsyncClient::connect(hbase, &oracles, Default::default()).await?;
+    /// assert!(!client.options().sync_secondaries());
+    /// # client.shutdown().await;
+    /// # Ok::<(), percolator::Error>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn options(&self) -> &TxnOptions {
         self.shared.ctx.opts()
     }
 
     /// Starts a transaction. Its snapshot is taken after this call, by its first operation
     /// (the timestamp travels with that operation's round trip, not ahead of it).
+    ///
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
+    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
+    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
+    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let rt = tokio::runtime::Runtime::new()?;
+    /// # rt.block_on(async {
+    /// # let client = percolator::AsyncClient::connect(hbase, &oracles, Default::default()).await?;
+    /// let mut txn = client.begin().await?;
+    /// txn.set("t", "row", "f", "q", b"v".to_vec())?;
+    /// txn.commit().await?;
+    /// # client.shutdown().await;
+    /// # Ok::<(), percolator::Error>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub async fn begin(&self) -> Result<AsyncTransaction> {
         self.begin_now()
     }
@@ -158,6 +248,27 @@ impl AsyncClient {
 
     /// A read-only transaction whose snapshot is `ts` (an earlier commit timestamp, say):
     /// reads see exactly what was committed at or below it. Writes are refused.
+    ///
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
+    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
+    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
+    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let rt = tokio::runtime::Runtime::new()?;
+    /// # rt.block_on(async {
+    /// # let client = percolator::AsyncClient::connect(hbase, &oracles, Default::default()).await?;
+    /// let first = client.begin().await?;
+    /// let ts = first.start_ts().await?;
+    /// client.run(async |txn| txn.set("t", "row", "f", "q", b"new".to_vec())).await?;
+    /// let old = client.snapshot(ts)?;
+    /// assert_eq!(old.get("t", "row", "f", "q").await?, None, "the write came after ts");
+    /// # client.shutdown().await;
+    /// # Ok::<(), percolator::Error>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn snapshot(&self, ts: u64) -> Result<AsyncTransaction> {
         if self.shared.ctx.is_dead() {
             return Err(Error::Shutdown);
@@ -171,6 +282,30 @@ impl AsyncClient {
     /// Runs `body` in a transaction and commits it, retrying with backoff while the error is
     /// classified `Retry` (conflicts, live locks, transient I/O); stops on `Fatal` and
     /// `Undetermined` errors and after `retry.max_attempts`. No thread is held while it waits.
+    ///
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
+    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
+    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
+    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let rt = tokio::runtime::Runtime::new()?;
+    /// # rt.block_on(async {
+    /// # let client = percolator::AsyncClient::connect(hbase, &oracles, Default::default()).await?;
+    /// let n = client
+    ///     .run(async |txn| {
+    ///         let n = txn.get("t", "counter", "f", "q").await?.map_or(0, |v| v.len());
+    ///         txn.set("t", "counter", "f", "q", vec![b'x'; n + 1])?;
+    ///         Ok(n + 1)
+    ///     })
+    ///     .await?;
+    /// assert_eq!(n, 1);
+    /// # client.shutdown().await;
+    /// # Ok::<(), percolator::Error>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub async fn run<T, F>(&self, mut body: F) -> Result<T>
     where
         F: AsyncFnMut(&mut AsyncTransaction) -> Result<T>,
@@ -194,6 +329,28 @@ impl AsyncClient {
     /// Whether the transaction that started at `start_ts` with primary `primary` committed:
     /// `Some(commit_ts)`, or `None` when it is rolled back or not (yet) committed. Resolves the
     /// primary if its owner is gone, so the answer is final unless the owner is alive.
+    ///
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
+    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
+    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
+    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let rt = tokio::runtime::Runtime::new()?;
+    /// # rt.block_on(async {
+    /// # let client = percolator::AsyncClient::connect(hbase, &oracles, Default::default()).await?;
+    /// let mut txn = client.begin().await?;
+    /// txn.set("t", "row", "f", "q", b"v".to_vec())?;
+    /// let start_ts = txn.start_ts().await?;
+    /// let commit_ts = txn.commit().await?;
+    /// let primary = percolator::CellKey::new("t", "row", "f", "q")?;
+    /// assert_eq!(client.transaction_status(&primary, start_ts).await?, Some(commit_ts));
+    /// # client.shutdown().await;
+    /// # Ok::<(), percolator::Error>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub async fn transaction_status(
         &self,
         primary: &CellKey,
@@ -205,17 +362,75 @@ impl AsyncClient {
             .await
     }
 
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
+    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
+    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
+    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let rt = tokio::runtime::Runtime::new()?;
+    /// # rt.block_on(async {
+    /// # let client = percolator::AsyncClient::connect(hbase, &oracles, Default::default()).await?;
+    /// client.run(async |txn| txn.set("t", "row", "f", "q", b"v".to_vec())).await?;
+    /// assert_eq!(client.stats().committed, 1);
+    /// # client.shutdown().await;
+    /// # Ok::<(), percolator::Error>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn stats(&self) -> ClientStats {
         self.shared.ctx.stats().snapshot()
     }
 
     /// Waits for background secondary commits to finish.
+    ///
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
+    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
+    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
+    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let rt = tokio::runtime::Runtime::new()?;
+    /// # rt.block_on(async {
+    /// # let client = percolator::AsyncClient::connect(hbase, &oracles, Default::default()).await?;
+    /// client
+    ///     .run(async |txn| {
+    ///         txn.set("t", "a", "f", "q", b"1".to_vec())?;
+    ///         txn.set("t", "b", "f", "q", b"1".to_vec())
+    ///     })
+    ///     .await?;
+    /// client.drain().await; // b's commit record is written now
+    /// # client.shutdown().await;
+    /// # Ok::<(), percolator::Error>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub async fn drain(&self) {
         self.shared.ctx.background().drain().await;
     }
 
     /// Clean shutdown: drains background commits, stops the heartbeat, removes the liveness
     /// row (a killed client leaves it to expire). Idempotent.
+    ///
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
+    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
+    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
+    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let rt = tokio::runtime::Runtime::new()?;
+    /// # rt.block_on(async {
+    /// # let client = percolator::AsyncClient::connect(hbase, &oracles, Default::default()).await?;
+    /// client.shutdown().await;
+    /// assert!(client.begin().await.is_err());
+    /// # client.shutdown().await;
+    /// # Ok::<(), percolator::Error>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub async fn shutdown(&self) {
         self.shared.shut_down.store(true, Ordering::SeqCst);
         let ctx = &self.shared.ctx;
@@ -233,18 +448,48 @@ impl AsyncClient {
 
     /// Simulates a crash: the client stops on the spot, leaving its locks and letting its
     /// liveness row expire.
+    ///
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
+    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
+    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
+    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let rt = tokio::runtime::Runtime::new()?;
+    /// # rt.block_on(async {
+    /// # let client = percolator::AsyncClient::connect(hbase, &oracles, Default::default()).await?;
+    /// client.kill();
+    /// assert!(client.is_dead());
+    /// # client.shutdown().await;
+    /// # Ok::<(), percolator::Error>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[cfg(feature = "testing")]
     pub fn kill(&self) {
-        self.die();
-    }
-
-    pub(crate) fn die(&self) {
         self.shared.ctx.die();
         if let Some(heartbeat) = self.shared.heartbeat.lock().as_ref() {
             heartbeat.signal_stop();
         }
     }
 
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
+    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
+    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
+    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let rt = tokio::runtime::Runtime::new()?;
+    /// # rt.block_on(async {
+    /// # let client = percolator::AsyncClient::connect(hbase, &oracles, Default::default()).await?;
+    /// assert!(!client.is_dead());
+    /// # client.shutdown().await;
+    /// # Ok::<(), percolator::Error>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn is_dead(&self) -> bool {
         self.shared.ctx.is_dead()
     }

@@ -32,6 +32,7 @@ pub enum MutationKind {
 
 impl MutationKind {
     /// The kind of a buffered write: a value is a Put, none a Delete.
+    #[cfg(feature = "testing")]
     pub fn of<T>(value: Option<T>) -> MutationKind {
         match value {
             Some(_) => MutationKind::Put,

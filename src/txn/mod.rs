@@ -32,8 +32,16 @@ mod stats;
 mod store;
 mod transaction;
 
+// The byte formats and the pure protocol steps: public only for tests that script the
+// protocol by hand and inspect stored cells (feature `testing`).
+#[cfg(feature = "testing")]
 pub mod actions;
+#[cfg(not(feature = "testing"))]
+pub(crate) mod actions;
+#[cfg(feature = "testing")]
 pub mod codec;
+#[cfg(not(feature = "testing"))]
+pub(crate) mod codec;
 pub mod setup;
 
 pub use crate::clock::{Clock, SystemClock};

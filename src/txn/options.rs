@@ -27,6 +27,7 @@ pub enum Seam {
 }
 
 impl Seam {
+    #[cfg(feature = "testing")]
     pub const ALL: [Seam; 5] = [
         Seam::AfterPrimaryPrewrite,
         Seam::AfterSecondaryPrewrite,
@@ -259,6 +260,7 @@ impl TxnOptionsBuilder {
         self.with_crash_injector(Some(injector))
     }
 
+    #[cfg(any(test, feature = "testing"))]
     pub(crate) fn with_crash_injector(mut self, injector: Option<CrashInjector>) -> Self {
         self.0.crash_injector = injector;
         self

@@ -70,6 +70,25 @@ impl AsyncTransaction {
     }
 
     /// The snapshot timestamp, fetched now if no operation has fixed it yet.
+    ///
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
+    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
+    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
+    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let rt = tokio::runtime::Runtime::new()?;
+    /// # rt.block_on(async {
+    /// # let client = percolator::AsyncClient::connect(hbase, &oracles, Default::default()).await?;
+    /// let txn = client.begin().await?;
+    /// let ts = txn.start_ts().await?;
+    /// assert_eq!(txn.start_ts().await?, ts, "fixed once");
+    /// # client.shutdown().await;
+    /// # Ok::<(), percolator::Error>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub async fn start_ts(&self) -> Result<u64> {
         self.start_ts
             .get_or_try_init(|| self.session.ctx().timestamp())
@@ -83,6 +102,25 @@ impl AsyncTransaction {
     }
 
     /// HBase RPCs this transaction has made so far (reads, prewrites, commits, resolution).
+    ///
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
+    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
+    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
+    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let rt = tokio::runtime::Runtime::new()?;
+    /// # rt.block_on(async {
+    /// # let client = percolator::AsyncClient::connect(hbase, &oracles, Default::default()).await?;
+    /// let txn = client.begin().await?;
+    /// txn.get("t", "row", "f", "q").await?;
+    /// assert_eq!(txn.rpc_count(), 1);
+    /// # client.shutdown().await;
+    /// # Ok::<(), percolator::Error>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn rpc_count(&self) -> u64 {
         self.session.rpcs()
     }
@@ -115,6 +153,25 @@ impl AsyncTransaction {
     }
 
     /// Reads one cell at the snapshot.
+    ///
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
+    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
+    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
+    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let rt = tokio::runtime::Runtime::new()?;
+    /// # rt.block_on(async {
+    /// # let client = percolator::AsyncClient::connect(hbase, &oracles, Default::default()).await?;
+    /// client.run(async |txn| txn.set("t", "row", "f", "q", b"v".to_vec())).await?;
+    /// let txn = client.begin().await?;
+    /// assert_eq!(txn.get("t", "row", "f", "q").await?, Some(b"v".to_vec()));
+    /// # client.shutdown().await;
+    /// # Ok::<(), percolator::Error>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub async fn get(
         &self,
         table: &str,
@@ -131,6 +188,26 @@ impl AsyncTransaction {
     }
 
     /// Reads many cells (any tables and rows) at the snapshot, batched per table and row.
+    ///
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
+    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
+    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
+    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let rt = tokio::runtime::Runtime::new()?;
+    /// # rt.block_on(async {
+    /// # let client = percolator::AsyncClient::connect(hbase, &oracles, Default::default()).await?;
+    /// use percolator::CellKey;
+    /// let keys = [CellKey::new("t", "a", "f", "q")?, CellKey::new("t", "b", "f", "q")?];
+    /// let txn = client.begin().await?;
+    /// assert_eq!(txn.get_many(&keys).await?, [None, None]);
+    /// # client.shutdown().await;
+    /// # Ok::<(), percolator::Error>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub async fn get_many(&self, keys: &[CellKey]) -> Result<Vec<Option<Vec<u8>>>> {
         self.check_readable()?;
         let unbuffered: Vec<CellKey> = keys
@@ -165,6 +242,27 @@ impl AsyncTransaction {
     /// Reads one cell at the snapshot and locks it as if written: a transaction that commits a
     /// write to it after this one's snapshot makes this commit fail (and the other way round),
     /// which is how a reader opts out of write skew for the cells its decision rests on.
+    ///
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
+    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
+    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
+    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let rt = tokio::runtime::Runtime::new()?;
+    /// # rt.block_on(async {
+    /// # let client = percolator::AsyncClient::connect(hbase, &oracles, Default::default()).await?;
+    /// let mut txn = client.begin().await?;
+    /// let alice = txn.get_for_update("t", "alice", "f", "on_call").await?;
+    /// txn.set("t", "bob", "f", "on_call", b"no".to_vec())?;
+    /// txn.commit().await?;
+    /// # let _ = alice;
+    /// # client.shutdown().await;
+    /// # Ok::<(), percolator::Error>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub async fn get_for_update(
         &mut self,
         table: &str,
@@ -186,6 +284,25 @@ impl AsyncTransaction {
     /// Locks cells without reading or changing them: committing then conflicts with any
     /// commit to them after this transaction's snapshot (see
     /// [`get_for_update`](Self::get_for_update)).
+    ///
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
+    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
+    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
+    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let rt = tokio::runtime::Runtime::new()?;
+    /// # rt.block_on(async {
+    /// # let client = percolator::AsyncClient::connect(hbase, &oracles, Default::default()).await?;
+    /// let mut txn = client.begin().await?;
+    /// txn.lock_keys(&[percolator::CellKey::new("t", "config", "f", "q")?])?;
+    /// txn.commit().await?;
+    /// # client.shutdown().await;
+    /// # Ok::<(), percolator::Error>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn lock_keys(&mut self, keys: &[CellKey]) -> Result<()> {
         self.check_writable()?;
         for key in keys {
@@ -203,6 +320,24 @@ impl AsyncTransaction {
     }
 
     /// Whether the cell has a value at the snapshot (this transaction's own writes included).
+    ///
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
+    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
+    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
+    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let rt = tokio::runtime::Runtime::new()?;
+    /// # rt.block_on(async {
+    /// # let client = percolator::AsyncClient::connect(hbase, &oracles, Default::default()).await?;
+    /// let txn = client.begin().await?;
+    /// assert!(!txn.key_exists("t", "row", "f", "q").await?);
+    /// # client.shutdown().await;
+    /// # Ok::<(), percolator::Error>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub async fn key_exists(
         &self,
         table: &str,
@@ -216,6 +351,25 @@ impl AsyncTransaction {
     /// Scans rows `[start, stop)` of `table` at the snapshot (empty `stop` = to the end), up to
     /// `limit` rows that have a visible column, in ascending order. Includes this
     /// transaction's own writes.
+    ///
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
+    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
+    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
+    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let rt = tokio::runtime::Runtime::new()?;
+    /// # rt.block_on(async {
+    /// # let client = percolator::AsyncClient::connect(hbase, &oracles, Default::default()).await?;
+    /// client.run(async |txn| txn.set("t", "a", "f", "q", b"v".to_vec())).await?;
+    /// let rows = client.begin().await?.scan("t", "", "", 10).await?;
+    /// assert_eq!(rows.len(), 1);
+    /// # client.shutdown().await;
+    /// # Ok::<(), percolator::Error>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub async fn scan(
         &self,
         table: &str,
@@ -229,6 +383,30 @@ impl AsyncTransaction {
     }
 
     /// [`scan`](Self::scan) in descending order: the last rows of `[start, stop)` first.
+    ///
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
+    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
+    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
+    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let rt = tokio::runtime::Runtime::new()?;
+    /// # rt.block_on(async {
+    /// # let client = percolator::AsyncClient::connect(hbase, &oracles, Default::default()).await?;
+    /// client
+    ///     .run(async |txn| {
+    ///         txn.set("t", "a", "f", "q", b"1".to_vec())?;
+    ///         txn.set("t", "b", "f", "q", b"2".to_vec())
+    ///     })
+    ///     .await?;
+    /// let rows = client.begin().await?.scan_reverse("t", "", "", 10).await?;
+    /// assert_eq!(rows[0].row, b"b");
+    /// # client.shutdown().await;
+    /// # Ok::<(), percolator::Error>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub async fn scan_reverse(
         &self,
         table: &str,
@@ -244,6 +422,27 @@ impl AsyncTransaction {
     /// Rows `[start, stop)` of `table` at the snapshot in ascending order, fetched a page at
     /// a time as they are consumed, with no limit. Includes this transaction's own writes as
     /// of this call.
+    ///
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
+    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
+    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
+    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let rt = tokio::runtime::Runtime::new()?;
+    /// # rt.block_on(async {
+    /// # let client = percolator::AsyncClient::connect(hbase, &oracles, Default::default()).await?;
+    /// let txn = client.begin().await?;
+    /// let mut rows = txn.scan_stream("t", "", "")?;
+    /// while let Some(row) = rows.next().await? {
+    ///     println!("{:?}", row.row);
+    /// }
+    /// # client.shutdown().await;
+    /// # Ok::<(), percolator::Error>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn scan_stream(
         &self,
         table: &str,
@@ -254,6 +453,25 @@ impl AsyncTransaction {
     }
 
     /// [`scan_stream`](Self::scan_stream) in descending order.
+    ///
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
+    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
+    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
+    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let rt = tokio::runtime::Runtime::new()?;
+    /// # rt.block_on(async {
+    /// # let client = percolator::AsyncClient::connect(hbase, &oracles, Default::default()).await?;
+    /// let txn = client.begin().await?;
+    /// let last = txn.scan_reverse_stream("t", "", "")?.next().await?;
+    /// assert!(last.is_none(), "an empty table");
+    /// # client.shutdown().await;
+    /// # Ok::<(), percolator::Error>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn scan_reverse_stream(
         &self,
         table: &str,
@@ -301,6 +519,25 @@ impl AsyncTransaction {
     }
 
     /// Buffers a write of `value` to one cell.
+    ///
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
+    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
+    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
+    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let rt = tokio::runtime::Runtime::new()?;
+    /// # rt.block_on(async {
+    /// # let client = percolator::AsyncClient::connect(hbase, &oracles, Default::default()).await?;
+    /// let mut txn = client.begin().await?;
+    /// txn.set("t", "row", "f", "q", b"v".to_vec())?;
+    /// txn.commit().await?;
+    /// # client.shutdown().await;
+    /// # Ok::<(), percolator::Error>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn set(
         &mut self,
         table: &str,
@@ -330,6 +567,25 @@ impl AsyncTransaction {
     /// `KeyExists` (fatal) if it has one at the snapshot. A transaction that gives it a value
     /// after the snapshot makes this one's commit fail with a write conflict, as for any
     /// write, so an insert never overwrites a value it did not see.
+    ///
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
+    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
+    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
+    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let rt = tokio::runtime::Runtime::new()?;
+    /// # rt.block_on(async {
+    /// # let client = percolator::AsyncClient::connect(hbase, &oracles, Default::default()).await?;
+    /// let mut txn = client.begin().await?;
+    /// txn.insert("t", "user:1", "f", "name", b"ann".to_vec()).await?;
+    /// txn.commit().await?;
+    /// # client.shutdown().await;
+    /// # Ok::<(), percolator::Error>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub async fn insert(
         &mut self,
         table: &str,
@@ -353,6 +609,25 @@ impl AsyncTransaction {
 
     /// Buffers a transactional delete of one cell (a Delete write record, never an HBase
     /// delete marker: docs/design.md invariant 6).
+    ///
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
+    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
+    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
+    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let rt = tokio::runtime::Runtime::new()?;
+    /// # rt.block_on(async {
+    /// # let client = percolator::AsyncClient::connect(hbase, &oracles, Default::default()).await?;
+    /// let mut txn = client.begin().await?;
+    /// txn.delete("t", "row", "f", "q")?;
+    /// txn.commit().await?;
+    /// # client.shutdown().await;
+    /// # Ok::<(), percolator::Error>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn delete(
         &mut self,
         table: &str,
@@ -385,6 +660,26 @@ impl AsyncTransaction {
 
     /// Commits the buffered writes and returns the commit timestamp (`start_ts` for a
     /// transaction that wrote nothing: it needs no commit).
+    ///
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
+    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
+    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
+    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let rt = tokio::runtime::Runtime::new()?;
+    /// # rt.block_on(async {
+    /// # let client = percolator::AsyncClient::connect(hbase, &oracles, Default::default()).await?;
+    /// let mut txn = client.begin().await?;
+    /// txn.set("t", "row", "f", "q", b"v".to_vec())?;
+    /// let commit_ts = txn.commit().await?;
+    /// assert!(commit_ts > 0);
+    /// # client.shutdown().await;
+    /// # Ok::<(), percolator::Error>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub async fn commit(mut self) -> Result<u64> {
         self.check_readable()?;
         let read_only = self.state == State::ReadOnly;
@@ -404,6 +699,25 @@ impl AsyncTransaction {
     }
 
     /// Discards the buffered writes. Nothing was written before commit, so nothing to undo.
+    ///
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
+    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
+    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
+    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let rt = tokio::runtime::Runtime::new()?;
+    /// # rt.block_on(async {
+    /// # let client = percolator::AsyncClient::connect(hbase, &oracles, Default::default()).await?;
+    /// let mut txn = client.begin().await?;
+    /// txn.set("t", "row", "f", "q", b"v".to_vec())?;
+    /// txn.rollback();
+    /// # client.shutdown().await;
+    /// # Ok::<(), percolator::Error>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn rollback(mut self) {
         self.state = State::RolledBack;
         self.writes.clear();
@@ -412,6 +726,25 @@ impl AsyncTransaction {
 
 /// The rows of a scan, fetched a page at a time as they are consumed (see
 /// [`AsyncTransaction::scan_stream`]).
+///
+/// ```
+/// # let emulator = percolator::emulator::start_local()?;
+/// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
+/// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+/// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
+/// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
+/// # let oracles = [oracle.local_addr().to_string()];
+/// # let rt = tokio::runtime::Runtime::new()?;
+/// # rt.block_on(async {
+/// # let client = percolator::AsyncClient::connect(hbase, &oracles, Default::default()).await?;
+/// let txn = client.begin().await?;
+/// let rows = txn.scan_stream("t", "", "")?.take(10).await?;
+/// assert!(rows.is_empty());
+/// # client.shutdown().await;
+/// # Ok::<(), percolator::Error>(())
+/// # })?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct RowStream<'t> {
     txn: &'t AsyncTransaction,
     cursor: ScanCursor,
@@ -422,6 +755,24 @@ pub struct RowStream<'t> {
 
 impl RowStream<'_> {
     /// Up to `limit` rows, consuming the stream.
+    ///
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
+    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
+    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
+    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let rt = tokio::runtime::Runtime::new()?;
+    /// # rt.block_on(async {
+    /// # let client = percolator::AsyncClient::connect(hbase, &oracles, Default::default()).await?;
+    /// let txn = client.begin().await?;
+    /// assert!(txn.scan_stream("t", "", "")?.take(5).await?.is_empty());
+    /// # client.shutdown().await;
+    /// # Ok::<(), percolator::Error>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub async fn take(mut self, limit: usize) -> Result<Vec<ScannedRow>> {
         let mut out = Vec::new();
         while out.len() < limit {
@@ -434,6 +785,24 @@ impl RowStream<'_> {
     }
 
     /// The next row with a visible column, or `None` at the end of the range.
+    ///
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
+    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
+    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
+    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let rt = tokio::runtime::Runtime::new()?;
+    /// # rt.block_on(async {
+    /// # let client = percolator::AsyncClient::connect(hbase, &oracles, Default::default()).await?;
+    /// let txn = client.begin().await?;
+    /// assert!(txn.scan_stream("t", "", "")?.next().await?.is_none());
+    /// # client.shutdown().await;
+    /// # Ok::<(), percolator::Error>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub async fn next(&mut self) -> Result<Option<ScannedRow>> {
         loop {
             while self.stored.is_empty() && !self.cursor.done {

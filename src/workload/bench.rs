@@ -451,9 +451,12 @@ fn on_tasks(
     name: &str,
     clients: &Clients,
 ) -> Vec<Histogram> {
-    let runtime = crate::runtime::handle();
+    let runtime = clients.txn.runtime().clone();
     // The tasks are 'static; they report through these, and the caller's flag is copied in.
-    let (done, failed) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicU64::new(0)));
+    let (done, failed) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicU64::new(0)),
+    );
     let handles: Vec<_> = (0..tasks)
         .map(|_| {
             let (done, failed, clients, name) = (
@@ -478,7 +481,7 @@ fn on_tasks(
         std::thread::sleep(Duration::from_millis(5));
     }
     done.store(true, Ordering::Relaxed);
-    let histograms = crate::runtime::block_on(&runtime, futures::future::join_all(handles));
+    let histograms = crate::runtime::wait(&runtime, futures::future::join_all(handles));
     errors.fetch_add(failed.load(Ordering::Relaxed), Ordering::Relaxed);
     histograms
         .into_iter()

@@ -339,7 +339,7 @@ impl OracleHandle {
 
     /// True once the server stopped by itself (fenced).
     pub fn is_finished(&self) -> bool {
-        self.thread.as_ref().map_or(true, |t| t.is_finished())
+        self.thread.as_ref().is_none_or(|t| t.is_finished())
     }
 
     /// Stops serving, drains connections, releases the store; returns how the server ended

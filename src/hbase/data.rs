@@ -1,0 +1,322 @@
+//! The data calls of [`AsyncHBaseClient`]: typed operations in, typed results out.
+//!
+//! Each call's arguments are converted and encoded before its first `await`, so the futures
+//! hold only the encoded request (and stay `Send`).
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::Poll;
+
+use super::client::{AsyncHBaseClient, CallSpec, Replay};
+use super::convert;
+use super::types::*;
+use super::wire::Arg;
+use crate::thrift::hbase::{TDelete, TResult, TRowMutations};
+use crate::{Error, Result};
+
+/// Scanner page size when the scan does not set `caching`.
+pub(crate) const DEFAULT_PAGE_ROWS: i32 = 100;
+
+fn first_row<T>(items: &[T], row: impl Fn(&T) -> &Vec<u8>) -> &[u8] {
+    items.first().map(|i| row(i).as_slice()).unwrap_or_default()
+}
+
+impl AsyncHBaseClient {
+    pub async fn get(&self, table: &str, get: &Get) -> Result<RowResult> {
+        let spec = CallSpec::safe("get", table, &get.row);
+        let tget = convert::get(get);
+        let args = [(1, Arg::Binary(table.as_bytes())), (2, Arg::Struct(&tget))];
+        let request = self.request(spec.method, &args)?;
+        convert::row_result(self.send::<TResult>(&spec, &request).await?)
+    }
+
+    /// Results come back in request order; missing rows are empty results.
+    pub async fn get_many(&self, table: &str, gets: &[Get]) -> Result<Vec<RowResult>> {
+        let spec = CallSpec::safe("getMultiple", table, first_row(gets, |g| &g.row));
+        let tgets: Vec<_> = gets.iter().map(convert::get).collect();
+        let args = [
+            (1, Arg::Binary(table.as_bytes())),
+            (2, Arg::Structs(&tgets)),
+        ];
+        let request = self.request(spec.method, &args)?;
+        convert::row_results(self.send(&spec, &request).await?)
+    }
+
+    pub async fn exists(&self, table: &str, get: &Get) -> Result<bool> {
+        let spec = CallSpec::safe("exists", table, &get.row);
+        let tget = convert::get(get);
+        let args = [(1, Arg::Binary(table.as_bytes())), (2, Arg::Struct(&tget))];
+        let request = self.request(spec.method, &args)?;
+        self.send(&spec, &request).await
+    }
+
+    pub async fn put(&self, table: &str, put: &Put) -> Result<()> {
+        let spec = CallSpec::safe("put", table, &put.row);
+        let tput = convert::put(put);
+        let args = [(1, Arg::Binary(table.as_bytes())), (2, Arg::Struct(&tput))];
+        let request = self.request(spec.method, &args)?;
+        self.send(&spec, &request).await
+    }
+
+    pub async fn put_many(&self, table: &str, puts: &[Put]) -> Result<()> {
+        let spec = CallSpec::safe("putMultiple", table, first_row(puts, |p| &p.row));
+        let tputs: Vec<_> = puts.iter().map(convert::put).collect();
+        let args = [
+            (1, Arg::Binary(table.as_bytes())),
+            (2, Arg::Structs(&tputs)),
+        ];
+        let request = self.request(spec.method, &args)?;
+        self.send(&spec, &request).await
+    }
+
+    pub async fn delete(&self, table: &str, delete: &Delete) -> Result<()> {
+        let spec = CallSpec::safe("deleteSingle", table, &delete.row);
+        let tdelete = convert::delete(delete);
+        let args = [
+            (1, Arg::Binary(table.as_bytes())),
+            (2, Arg::Struct(&tdelete)),
+        ];
+        let request = self.request(spec.method, &args)?;
+        self.send(&spec, &request).await
+    }
+
+    pub async fn delete_many(&self, table: &str, deletes: &[Delete]) -> Result<()> {
+        let spec = CallSpec::safe("deleteMultiple", table, first_row(deletes, |d| &d.row));
+        let tdeletes: Vec<_> = deletes.iter().map(convert::delete).collect();
+        let args = [
+            (1, Arg::Binary(table.as_bytes())),
+            (2, Arg::Structs(&tdeletes)),
+        ];
+        let request = self.request(spec.method, &args)?;
+        let failed: Vec<TDelete> = self.send(&spec, &request).await?;
+        // HBase 2.x always answers with an empty list; older gateways list the deletes that
+        // were not applied.
+        if failed.is_empty() {
+            return Ok(());
+        }
+        Err(Error::ServerIo {
+            message: format!(
+                "deleteMultiple on {table}: {} of {} deletes not applied",
+                failed.len(),
+                deletes.len()
+            ),
+            can_retry: true,
+        })
+    }
+
+    /// Applies `cam.mutations` iff `cam.value OP cell` (HBase's reversed direction).
+    pub async fn check_and_mutate(&self, table: &str, cam: &CheckAndMutate) -> Result<bool> {
+        let spec = CallSpec::once("checkAndMutate", table, &cam.row);
+        let mutations = convert::row_mutations(&cam.mutations);
+        let request = self.request(spec.method, &cam_args(table, cam, &mutations))?;
+        self.send(&spec, &request).await
+    }
+
+    /// The checkAndMutates overlapped: every request goes out (pipelined where connections are
+    /// shared, see `pool`) before any reply is awaited. Each call follows the usual rules (a
+    /// lost reply is `OutcomeUnknown`); results in order.
+    pub async fn check_and_mutate_all(
+        &self,
+        calls: &[(&str, &CheckAndMutate)],
+    ) -> Vec<Result<bool>> {
+        join_all(
+            calls
+                .iter()
+                .map(|&(table, cam)| self.check_and_mutate(table, cam)),
+        )
+        .await
+    }
+
+    /// Puts iff the cell equals `value`. `None` means "no such cell"; it is sent as the empty
+    /// value (the generated client always sends the argument), which HBase also matches
+    /// against a cell whose value is empty.
+    pub async fn check_and_put(
+        &self,
+        table: &str,
+        row: &[u8],
+        family: &[u8],
+        qualifier: &[u8],
+        value: Option<&[u8]>,
+        put: &Put,
+    ) -> Result<bool> {
+        let tput = convert::put(put);
+        let check = Check {
+            table,
+            row,
+            family,
+            qualifier,
+            value,
+        };
+        self.check_and(CallSpec::once("checkAndPut", table, row), check, &tput)
+            .await
+    }
+
+    /// Deletes iff the cell equals `value`; `None` as in [`AsyncHBaseClient::check_and_put`].
+    pub async fn check_and_delete(
+        &self,
+        table: &str,
+        row: &[u8],
+        family: &[u8],
+        qualifier: &[u8],
+        value: Option<&[u8]>,
+        delete: &Delete,
+    ) -> Result<bool> {
+        let tdelete = convert::delete(delete);
+        let check = Check {
+            table,
+            row,
+            family,
+            qualifier,
+            value,
+        };
+        let spec = CallSpec::once("checkAndDelete", table, row);
+        self.check_and(spec, check, &tdelete).await
+    }
+
+    async fn check_and(
+        &self,
+        spec: CallSpec<'_>,
+        check: Check<'_>,
+        mutation: &dyn super::wire::Encode,
+    ) -> Result<bool> {
+        let args = [
+            (1, Arg::Binary(check.table.as_bytes())),
+            (2, Arg::Binary(check.row)),
+            (3, Arg::Binary(check.family)),
+            (4, Arg::Binary(check.qualifier)),
+            (5, Arg::Binary(check.value.unwrap_or_default())),
+            (6, Arg::Struct(mutation)),
+        ];
+        let request = self.request(spec.method, &args)?;
+        self.send(&spec, &request).await
+    }
+
+    pub async fn mutate_row(&self, table: &str, mutations: &RowMutations) -> Result<()> {
+        let spec = CallSpec::safe("mutateRow", table, &mutations.row);
+        let tmutations = convert::row_mutations(mutations);
+        let args = [
+            (1, Arg::Binary(table.as_bytes())),
+            (2, Arg::Struct(&tmutations)),
+        ];
+        let request = self.request(spec.method, &args)?;
+        self.send(&spec, &request).await
+    }
+
+    pub async fn increment(&self, table: &str, inc: &Increment) -> Result<RowResult> {
+        let spec = CallSpec::once("increment", table, &inc.row);
+        let tinc = convert::increment(inc);
+        let args = [(1, Arg::Binary(table.as_bytes())), (2, Arg::Struct(&tinc))];
+        let request = self.request(spec.method, &args)?;
+        convert::row_result(self.send(&spec, &request).await?)
+    }
+
+    pub async fn append(&self, table: &str, app: &Append) -> Result<RowResult> {
+        let spec = CallSpec::once("append", table, &app.row);
+        let tapp = convert::append(app);
+        let args = [(1, Arg::Binary(table.as_bytes())), (2, Arg::Struct(&tapp))];
+        let request = self.request(spec.method, &args)?;
+        convert::row_result(self.send(&spec, &request).await?)
+    }
+
+    /// One page of a scan in one call: opens, reads up to `num_rows` rows and closes.
+    pub async fn scan_results(
+        &self,
+        table: &str,
+        scan: &Scan,
+        num_rows: i32,
+    ) -> Result<Vec<RowResult>> {
+        let spec = CallSpec::safe("getScannerResults", table, &scan.start_row);
+        let tscan = convert::scan(scan);
+        let args = [
+            (1, Arg::Binary(table.as_bytes())),
+            (2, Arg::Struct(&tscan)),
+            (3, Arg::I32(num_rows)),
+        ];
+        let request = self.request(spec.method, &args)?;
+        convert::row_results(self.send(&spec, &request).await?)
+    }
+
+    /// The raw `openScanner`.
+    pub async fn open_scanner(&self, table: &str, scan: &Scan) -> Result<i32> {
+        let spec = CallSpec::safe("openScanner", table, &scan.start_row);
+        let tscan = convert::scan(scan);
+        let args = [(1, Arg::Binary(table.as_bytes())), (2, Arg::Struct(&tscan))];
+        let request = self.request(spec.method, &args)?;
+        self.send(&spec, &request).await
+    }
+
+    /// `getScannerRows` for a scanner opened on `table` (empty if unknown). The gateway opens
+    /// region scanners lazily, so a missing table is first reported here, by its bare name,
+    /// which only the caller can recognise as the table's.
+    pub(crate) async fn scanner_rows_of(
+        &self,
+        table: &str,
+        scanner_id: i32,
+        num_rows: i32,
+    ) -> Result<Vec<RowResult>> {
+        let spec = CallSpec {
+            method: "getScannerRows",
+            table,
+            row: &[],
+            replay: Replay::NotAfterSend,
+        };
+        let args = [(1, Arg::I32(scanner_id)), (2, Arg::I32(num_rows))];
+        convert::row_results(self.call(spec, &args).await?)
+    }
+
+    /// The raw `closeScanner`.
+    pub async fn close_scanner(&self, scanner_id: i32) -> Result<()> {
+        let args = [(1, Arg::I32(scanner_id))];
+        self.call(CallSpec::safe("closeScanner", "", &[]), &args)
+            .await
+    }
+}
+
+/// The arguments of checkAndMutate; `mutations` is `cam.mutations` converted.
+pub(super) fn cam_args<'a>(
+    table: &'a str,
+    cam: &'a CheckAndMutate,
+    mutations: &'a TRowMutations,
+) -> [(i16, Arg<'a>); 7] {
+    [
+        (1, Arg::Binary(table.as_bytes())),
+        (2, Arg::Binary(&cam.row)),
+        (3, Arg::Binary(&cam.family)),
+        (4, Arg::Binary(&cam.qualifier)),
+        (5, Arg::I32(convert::compare_op(cam.op).0)),
+        (6, Arg::Binary(&cam.value)),
+        (7, Arg::Struct(mutations)),
+    ]
+}
+
+/// The condition of a checkAndPut or checkAndDelete.
+struct Check<'a> {
+    table: &'a str,
+    row: &'a [u8],
+    family: &'a [u8],
+    qualifier: &'a [u8],
+    value: Option<&'a [u8]>,
+}
+
+/// Polls every future until all are done; outputs in order.
+async fn join_all<F: Future>(futures: impl Iterator<Item = F>) -> Vec<F::Output> {
+    let mut futures: Vec<Pin<Box<F>>> = futures.map(Box::pin).collect();
+    let mut outputs: Vec<Option<F::Output>> = futures.iter().map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        let mut pending = false;
+        for (future, output) in futures.iter_mut().zip(outputs.iter_mut()) {
+            if output.is_none() {
+                match future.as_mut().poll(cx) {
+                    Poll::Ready(value) => *output = Some(value),
+                    Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending {
+            Poll::Pending
+        } else {
+            Poll::Ready(outputs.iter_mut().filter_map(Option::take).collect())
+        }
+    })
+    .await
+}
