@@ -191,9 +191,11 @@ impl Connection {
         self.shared.state.lock().broken.is_some()
     }
 
-    /// No call on it for longer than `max_idle`: the gateway may have dropped it.
-    pub(crate) fn is_stale(&self, max_idle: Duration) -> bool {
-        self.in_flight() == 0 && self.shared.last_used.lock().elapsed() > max_idle
+    /// No call on it for longer than `max_idle` before `now`: the gateway may have dropped
+    /// it. (`now` is read once per pick, not once per connection.)
+    pub(crate) fn is_stale(&self, now: Instant, max_idle: Duration) -> bool {
+        self.in_flight() == 0
+            && now.saturating_duration_since(*self.shared.last_used.lock()) > max_idle
     }
 
     /// Sends `request` and waits for its reply, at most `read_timeout` in all. `arm` marks a

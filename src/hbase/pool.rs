@@ -12,7 +12,7 @@ use std::io;
 use std::ops::Deref;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use tokio::runtime::Handle;
@@ -137,10 +137,11 @@ impl Pool {
 
     fn pick(&self, opened: Pin<&mut Notified<'_>>) -> Pick {
         let limits = self.limits;
+        let now = Instant::now();
         let mut slots = self.state.lock();
         slots
             .open
-            .retain(|c| !(c.is_broken() || c.is_stale(limits.max_idle)));
+            .retain(|c| !(c.is_broken() || c.is_stale(now, limits.max_idle)));
         let room = slots.open.len() + slots.opening < limits.size;
         let least = slots.open.iter().min_by_key(|c| c.in_flight());
         match least {

@@ -73,72 +73,23 @@ pub(crate) struct Shared {
 /// threads and tasks; dropping it fails whatever is still pending with `Error::Shutdown`.
 pub struct OracleClient {
     shared: Arc<Shared>,
+    /// Where the lanes run, and where the blocking methods wait.
     runtime: tokio::runtime::Handle,
     stop: watch::Sender<bool>,
-    driver: Driver,
-}
-
-/// What runs the lanes.
-enum Driver {
-    /// The client's own thread and single-threaded runtime ([`OracleClient::connect`]).
-    Thread(Option<std::thread::JoinHandle<()>>),
-    /// Tasks on the caller's runtime ([`OracleClient::connect_async`]).
-    Tasks(Vec<tokio::task::JoinHandle<()>>),
+    lanes: Vec<tokio::task::JoinHandle<()>>,
 }
 
 impl OracleClient {
     /// Connects to the first reachable address of `addrs` (a fail-over list, preferred first).
-    /// The lanes run on a thread of the client's own, so this client can be used from any
-    /// thread or runtime.
+    /// Usable from any thread or runtime: the lanes run on the caller's multi-thread runtime,
+    /// or else on the crate's shared one, beside the HBase connections, so a transaction's
+    /// task and the lane that answers it wake each other without a thread of their own.
     pub fn connect(addrs: &[String], config: ClientConfig) -> Result<OracleClient> {
-        let shared = Shared::new(addrs, config)?;
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| Error::io("building the oracle client runtime", e))?;
-        let handle = runtime.handle().clone();
-        let (stop, stop_rx) = watch::channel(false);
-        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
-        let lanes_shared = Arc::clone(&shared);
-        let thread = std::thread::Builder::new()
-            .name("oracle-client".into())
-            .spawn(move || {
-                runtime.block_on(async move {
-                    match start_lanes(&lanes_shared, &stop_rx).await {
-                        Ok(lanes) => {
-                            let _ = ready_tx.send(Ok(()));
-                            for lane in lanes {
-                                let _ = lane.await;
-                            }
-                        }
-                        Err(e) => {
-                            let _ = ready_tx.send(Err(e));
-                        }
-                    }
-                })
-            })
-            .map_err(|e| Error::io("spawning the oracle client thread", e))?;
-        match ready_rx.recv() {
-            Ok(Ok(())) => Ok(OracleClient {
-                shared,
-                runtime: handle,
-                stop,
-                driver: Driver::Thread(Some(thread)),
-            }),
-            Ok(Err(e)) => {
-                let _ = thread.join();
-                Err(e)
-            }
-            Err(_) => Err(Error::OracleUnavailable {
-                addrs: addrs.to_vec(),
-                reason: "client thread died while connecting".into(),
-            }),
-        }
+        let runtime = crate::runtime::ambient_or_io()?;
+        crate::runtime::wait(&runtime, Self::connect_async(addrs, config))
     }
 
-    /// Like [`connect`](Self::connect), but the lanes run as tasks on the current runtime:
-    /// cheaper wake-ups for askers on the same runtime. Its synchronous methods must then not
-    /// be called from that runtime's threads (they would block the lanes they wait for).
+    /// Like [`connect`](Self::connect), but the lanes run as tasks on the current runtime.
     pub async fn connect_async(addrs: &[String], config: ClientConfig) -> Result<OracleClient> {
         let shared = Shared::new(addrs, config)?;
         let (stop, stop_rx) = watch::channel(false);
@@ -147,17 +98,15 @@ impl OracleClient {
             shared,
             runtime: tokio::runtime::Handle::current(),
             stop,
-            driver: Driver::Tasks(lanes),
+            lanes,
         })
     }
 
     /// Stops the lanes and waits for them: pending askers get `Error::Shutdown`.
     pub async fn close(mut self) {
         let _ = self.stop.send(true);
-        if let Driver::Tasks(lanes) = &mut self.driver {
-            for lane in lanes.drain(..) {
-                let _ = lane.await;
-            }
+        for lane in self.lanes.drain(..) {
+            let _ = lane.await;
         }
     }
 
@@ -179,20 +128,17 @@ impl OracleClient {
 
     /// Blocks the calling thread; also available as [`TimestampSource::get_timestamp`].
     pub fn get_timestamp(&self) -> Result<u64> {
-        block_on(self.get_timestamp_async())
+        crate::runtime::wait(&self.runtime, self.get_timestamp_async())
     }
 
     pub fn get_timestamps(&self, n: u32) -> Result<Vec<u64>> {
-        block_on(self.get_timestamps_async(n))
+        crate::runtime::wait(&self.runtime, self.get_timestamps_async(n))
     }
 
     /// The counters of the server the client currently prefers.
     pub fn server_stats(&self) -> Result<StatsSnapshot> {
         let (addr, timeout) = self.stats_target();
-        let task = self
-            .runtime
-            .spawn(async move { fetch_stats(&addr, timeout).await });
-        block_on(task).map_err(|_| Error::Shutdown)?
+        crate::runtime::wait(&self.runtime, fetch_stats(&addr, timeout))
     }
 
     pub async fn server_stats_async(&self) -> Result<StatsSnapshot> {
@@ -232,15 +178,10 @@ impl TimestampSource for OracleClient {
 }
 
 impl Drop for OracleClient {
-    /// Lanes on the client's thread are joined; lanes on the caller's runtime finish by
-    /// themselves (use [`close`](OracleClient::close) to wait for them).
+    /// The lanes finish by themselves, failing what is pending with `Error::Shutdown` (use
+    /// [`close`](OracleClient::close) to wait for them).
     fn drop(&mut self) {
         let _ = self.stop.send(true);
-        if let Driver::Thread(thread) = &mut self.driver {
-            if let Some(thread) = thread.take() {
-                let _ = thread.join();
-            }
-        }
     }
 }
 
