@@ -1,10 +1,11 @@
 //! One pipelined connection to the gateway.
 //!
-//! Callers write their own requests, so a call costs no hand-off to another thread before its
-//! bytes leave; several may be in flight. The gateway answers one connection's requests in
-//! order, so replies are matched to requests by position: each caller queues a waiter for its
-//! reply and writes its request under one lock, which keeps the queue in write order, and one
-//! reader task per connection decodes the replies and completes the waiters front to back.
+//! Several calls may be in flight. A caller appends its request to the connection's outbox
+//! and waits; one task per connection writes everything the outbox holds in one system call,
+//! then decodes the replies and completes the waiters front to back (the gateway answers one
+//! connection's requests in order). Requests that callers queue while the task is busy leave
+//! together: the gateway reads them in one wake-up and answers them in one write, which is
+//! where concurrent callers (transactions woken by one oracle answer, say) save their cost.
 //!
 //! A connection that fails in any way (socket error, end of stream, garbage, a reply that is not
 //! the expected one, a caller's read timeout, after which a late reply would be taken for the
@@ -14,7 +15,7 @@
 
 use std::collections::VecDeque;
 use std::io;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -47,9 +48,13 @@ pub(crate) struct Settings {
 
 /// A waiter for one reply, of whatever type its method returns.
 trait Waiter: Send {
+    /// Where its request ends in the connection's byte stream: it left once that many bytes
+    /// were written.
+    fn end(&self) -> u64;
     /// Takes this waiter's reply from the front of `buf` if it is all there.
     fn take(&mut self, codec: Codec, buf: &[u8]) -> Took;
-    fn fail(self: Box<Self>, cause: Cause);
+    /// Fails the call; `sent` says whether its request had fully left.
+    fn fail(self: Box<Self>, cause: Cause, sent: bool);
     /// Whether the `hbase::lost_reply` failpoint applies to this reply (asked once).
     fn armed(&mut self) -> bool;
 }
@@ -60,14 +65,22 @@ enum Took {
     Broken(Cause),
 }
 
+/// What a caller hears: the answer, or why there is none and whether its request had left.
+type Outcome<T> = Result<Answer<T>, (Cause, bool)>;
+
 struct Slot<T> {
     method: &'static str,
     seq: i32,
     armed: bool,
-    tx: Option<oneshot::Sender<Result<Answer<T>, Cause>>>,
+    end: u64,
+    tx: Option<oneshot::Sender<Outcome<T>>>,
 }
 
 impl<T: Success> Waiter for Slot<T> {
+    fn end(&self) -> u64 {
+        self.end
+    }
+
     fn take(&mut self, codec: Codec, buf: &[u8]) -> Took {
         match wire::decode::<T>(codec, buf, self.method, self.seq) {
             Decoded::Incomplete => Took::Incomplete,
@@ -84,9 +97,9 @@ impl<T: Success> Waiter for Slot<T> {
         }
     }
 
-    fn fail(mut self: Box<Self>, cause: Cause) {
+    fn fail(mut self: Box<Self>, cause: Cause, sent: bool) {
         if let Some(tx) = self.tx.take() {
-            let _ = tx.send(Err(cause));
+            let _ = tx.send(Err((cause, sent)));
         }
     }
 
@@ -97,7 +110,12 @@ impl<T: Success> Waiter for Slot<T> {
 
 #[derive(Default)]
 struct State {
-    /// Waiters in the order their requests were written.
+    /// Requests queued and not yet handed to the socket, back to back, and their waiters.
+    outbox: Vec<u8>,
+    unsent: Vec<Box<dyn Waiter>>,
+    /// Bytes ever queued: the next request's start in the connection's byte stream.
+    queued: u64,
+    /// Waiters whose requests are (being) written, in write order.
     pending: VecDeque<Box<dyn Waiter>>,
     broken: Option<Cause>,
 }
@@ -106,11 +124,10 @@ struct Shared {
     stream: TcpStream,
     settings: Arc<Settings>,
     handle: Handle,
-    /// Held while a request is queued and written: writes never interleave, and the queue is
-    /// in write order.
-    writing: tokio::sync::Mutex<()>,
     state: Mutex<State>,
-    /// Wakes the reader: a waiter was queued, or the connection broke or closed.
+    /// Bytes of the stream written to the socket so far.
+    written: AtomicU64,
+    /// Wakes the connection's task: a request was queued, or the connection broke or closed.
     wake: Notify,
     in_flight: AtomicUsize,
     last_used: Mutex<Instant>,
@@ -119,22 +136,27 @@ struct Shared {
 impl Shared {
     /// Breaks the connection (once): every queued waiter fails with `cause`.
     fn fail(&self, cause: Cause) {
-        let waiters = {
+        let (pending, unsent) = {
             let mut state = self.state.lock();
             if state.broken.is_some() {
                 return;
             }
             state.broken = Some(cause.clone());
-            std::mem::take(&mut state.pending)
+            state.outbox = Vec::new();
+            (
+                std::mem::take(&mut state.pending),
+                std::mem::take(&mut state.unsent),
+            )
         };
-        for waiter in waiters {
-            waiter.fail(cause.clone());
+        let written = self.written.load(Ordering::Acquire);
+        for waiter in pending {
+            let sent = waiter.end() <= written;
+            waiter.fail(cause.clone(), sent);
+        }
+        for waiter in unsent {
+            waiter.fail(cause.clone(), false);
         }
         self.wake.notify_one();
-    }
-
-    fn broken(&self) -> Option<Cause> {
-        self.state.lock().broken.clone()
     }
 }
 
@@ -163,13 +185,13 @@ impl Connection {
             stream,
             settings,
             handle: handle.clone(),
-            writing: tokio::sync::Mutex::new(()),
             state: Mutex::new(State::default()),
+            written: AtomicU64::new(0),
             wake: Notify::new(),
             in_flight: AtomicUsize::new(0),
             last_used: Mutex::new(Instant::now()),
         });
-        handle.spawn(read_replies(Arc::clone(&shared)));
+        handle.spawn(drive(Arc::clone(&shared)));
         Ok(Connection { shared })
     }
 
@@ -212,31 +234,36 @@ impl Connection {
         };
         tokio::pin!(deadline);
         let (tx, rx) = oneshot::channel();
-        let slot = Box::new(Slot::<T> {
-            method: request.method,
-            seq: request.seq,
-            armed: arm,
-            tx: Some(tx),
+        let end = self.queue(&request.bytes, |end| {
+            Box::new(Slot::<T> {
+                method: request.method,
+                seq: request.seq,
+                armed: arm,
+                end,
+                tx: Some(tx),
+            })
         });
-        let sent = tokio::select! {
-            biased;
-            sent = self.send(&request.bytes, slot) => sent,
-            () = &mut deadline => Err(self.timed_out()),
+        let end = match end {
+            Ok(end) => end,
+            Err(cause) => return Err(Failure { sent: false, cause }),
         };
-        if let Err(cause) = sent {
-            return Err(Failure { sent: false, cause });
-        }
-        let cause = tokio::select! {
+        let (cause, sent) = tokio::select! {
             biased;
             reply = rx => match reply {
                 Ok(Ok(answer)) => return Ok(answer),
-                Ok(Err(cause)) => cause,
-                // The reader stopped without settling the waiter (its runtime shut down).
-                Err(_) => Cause::Io(io::ErrorKind::ConnectionAborted, "connection reader stopped".into()),
+                Ok(Err(failed)) => failed,
+                // The task stopped without settling the waiter (its runtime shut down).
+                Err(_) => (
+                    Cause::Io(io::ErrorKind::ConnectionAborted, "connection task stopped".into()),
+                    self.shared.written.load(Ordering::Acquire) >= end,
+                ),
             },
-            () = &mut deadline => self.timed_out(),
+            () = &mut deadline => {
+                let sent = self.shared.written.load(Ordering::Acquire) >= end;
+                (self.timed_out(), sent)
+            }
         };
-        Err(Failure { sent: true, cause })
+        Err(Failure { sent, cause })
     }
 
     fn timed_out(&self) -> Cause {
@@ -251,99 +278,105 @@ impl Connection {
         cause
     }
 
-    /// Queues `waiter` and writes `bytes`. An error means the request did not fully leave.
-    async fn send(&self, bytes: &[u8], waiter: Box<dyn Waiter>) -> Result<(), Cause> {
+    /// Appends `bytes` to the outbox with the waiter `waiter_at` builds from the request's end
+    /// in the stream, and wakes the connection's task. Returns that end.
+    fn queue(
+        &self,
+        bytes: &[u8],
+        waiter_at: impl FnOnce(u64) -> Box<dyn Waiter>,
+    ) -> Result<u64, Cause> {
         let shared = &*self.shared;
-        let _turn = shared.writing.lock().await;
-        {
+        let end = {
             let mut state = shared.state.lock();
             if let Some(cause) = &state.broken {
                 return Err(cause.clone());
             }
-            state.pending.push_back(waiter);
-        }
+            state.queued += bytes.len() as u64;
+            let end = state.queued;
+            state.outbox.extend_from_slice(bytes);
+            state.unsent.push(waiter_at(end));
+            end
+        };
         shared.wake.notify_one();
-        // Dropped part-way (the caller gave up), the stream would hold half a request.
-        let mut torn = TornGuard(Some(shared));
-        let mut written = 0;
-        while written < bytes.len() {
-            if let Some(cause) = shared.broken() {
-                return Err(cause);
-            }
-            match shared.stream.try_write(&bytes[written..]) {
-                Ok(0) => return Err(self.write_failed(io::ErrorKind::WriteZero.into())),
-                Ok(n) => written += n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    if let Err(e) = shared.stream.writable().await {
-                        return Err(self.write_failed(e));
-                    }
-                }
-                Err(e) => return Err(self.write_failed(e)),
-            }
-        }
-        torn.0 = None;
-        Ok(())
-    }
-
-    fn write_failed(&self, error: io::Error) -> Cause {
-        let cause = Cause::io(&error);
-        self.shared.fail(cause.clone());
-        cause
+        Ok(end)
     }
 }
 
-struct TornGuard<'a>(Option<&'a Shared>);
+/// Fails whatever is still queued when the task stops, including when its runtime drops it.
+struct TaskGuard(Arc<Shared>);
 
-impl Drop for TornGuard<'_> {
-    fn drop(&mut self) {
-        if let Some(shared) = self.0 {
-            shared.fail(Cause::Io(
-                io::ErrorKind::Interrupted,
-                "a request was abandoned part-way".into(),
-            ));
-        }
-    }
-}
-
-/// Fails whatever is still queued when the reader stops, including when its runtime drops it.
-struct ReaderGuard(Arc<Shared>);
-
-impl Drop for ReaderGuard {
+impl Drop for TaskGuard {
     fn drop(&mut self) {
         self.0.fail(Cause::Io(
             io::ErrorKind::ConnectionAborted,
-            "connection reader stopped".into(),
+            "connection task stopped".into(),
         ));
     }
 }
 
-/// The connection's reader: decodes replies and hands them to the waiters in order. It reads
-/// only while a reply is awaited, so a socket the gateway closed while idle is found by the
-/// next call, as with a blocking client (the retry rules then replay or report it).
-async fn read_replies(shared: Arc<Shared>) {
-    let guard = ReaderGuard(shared);
+/// The connection's task: writes what callers queued (all of it at once), decodes replies and
+/// hands them to the waiters in order. It reads only while a reply is awaited, so a socket the
+/// gateway closed while idle is found by the next call, as with a blocking client (the retry
+/// rules then replay or report it).
+async fn drive(shared: Arc<Shared>) {
+    let guard = TaskGuard(shared);
     let shared = &*guard.0;
     let codec = shared.settings.codec;
     let mut buf: Vec<u8> = Vec::with_capacity(16 << 10);
+    // Bytes taken from the outbox and not yet accepted by the socket.
+    let mut out: Vec<u8> = Vec::new();
+    let mut out_at = 0;
     let mut current: Option<Box<dyn Waiter>> = None;
     loop {
         let next = {
             let mut state = shared.state.lock();
-            match &state.broken {
-                Some(cause) => Err(cause.clone()),
-                None if current.is_none() => Ok(state.pending.pop_front()),
-                None => Ok(None),
+            if let Some(cause) = &state.broken {
+                Err(cause.clone())
+            } else {
+                if out_at == out.len() && !state.outbox.is_empty() {
+                    // Waiters join `pending` before their bytes reach the socket: a reply
+                    // cannot come before its request, and a failure mid-write finds them.
+                    out.clear();
+                    out_at = 0;
+                    std::mem::swap(&mut out, &mut state.outbox);
+                    let unsent = std::mem::take(&mut state.unsent);
+                    state.pending.extend(unsent);
+                }
+                Ok(if current.is_none() {
+                    state.pending.pop_front()
+                } else {
+                    None
+                })
             }
         };
         match next {
             Err(cause) => {
                 if let Some(waiter) = current.take() {
-                    waiter.fail(cause);
+                    // Next in line for a reply, but its request may still have been going out.
+                    let sent = waiter.end() <= shared.written.load(Ordering::Acquire);
+                    waiter.fail(cause, sent);
                 }
                 return;
             }
             Ok(Some(waiter)) => current = Some(waiter),
             Ok(None) => {}
+        }
+        if out_at < out.len() {
+            match shared.stream.try_write(&out[out_at..]) {
+                Ok(0) => shared.fail(Cause::io(&io::ErrorKind::WriteZero.into())),
+                Ok(n) => {
+                    out_at += n;
+                    shared.written.fetch_add(n as u64, Ordering::AcqRel);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) => shared.fail(Cause::io(&e)),
+            }
+            if out_at < out.len() || shared.state.lock().broken.is_some() {
+                // The socket is full: read replies while waiting for room, so a gateway
+                // blocked on writing them does not block us in turn.
+                wait(shared, current.is_some(), true, &mut buf).await;
+                continue;
+            }
         }
         let Some(waiter) = current.as_mut() else {
             shared.wake.notified().await;
@@ -370,24 +403,35 @@ async fn read_replies(shared: Arc<Shared>) {
                 Took::Incomplete => {}
             }
         }
-        // A large reply arriving in pieces is decoded again each time; growing the buffer
-        // with it keeps the number of tries logarithmic in its size.
-        buf.reserve((16 << 10).max(buf.len()));
-        tokio::select! {
-            ready = shared.stream.readable() => {
-                let read = ready.and_then(|()| shared.stream.try_read_buf(&mut buf));
-                match read {
-                    Ok(0) => shared.fail(Cause::Io(
-                        io::ErrorKind::UnexpectedEof,
-                        "the gateway closed the connection".into(),
-                    )),
-                    Ok(_) => {}
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                    Err(e) => shared.fail(Cause::io(&e)),
-                }
+        wait(shared, true, false, &mut buf).await;
+    }
+}
+
+/// Waits until the socket has bytes to read (into `buf`, when `read`), room to write (when
+/// `write`), or the task is woken; a failed read breaks the connection.
+async fn wait(shared: &Shared, read: bool, write: bool, buf: &mut Vec<u8>) {
+    // A large reply arriving in pieces is decoded again each time; growing the buffer with it
+    // keeps the number of tries logarithmic in its size.
+    buf.reserve((16 << 10).max(buf.len()));
+    tokio::select! {
+        ready = shared.stream.readable(), if read => {
+            let got = ready.and_then(|()| shared.stream.try_read_buf(buf));
+            match got {
+                Ok(0) => shared.fail(Cause::Io(
+                    io::ErrorKind::UnexpectedEof,
+                    "the gateway closed the connection".into(),
+                )),
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) => shared.fail(Cause::io(&e)),
             }
-            () = shared.wake.notified() => {}
         }
+        ready = shared.stream.writable(), if write => {
+            if let Err(e) = ready {
+                shared.fail(Cause::io(&e));
+            }
+        }
+        () = shared.wake.notified() => {}
     }
 }
 

@@ -1,7 +1,8 @@
 //! Up to `pool_size` pipelined connections, and which one a call goes on.
 //!
-//! A call takes the least-loaded connection, unless every open one already has
-//! `pipeline_per_connection` calls in flight and the pool may grow: then it opens another. The
+//! A call takes the busiest connection that has fewer than `pipeline_per_connection` calls in
+//! flight (calls made together then leave in one write), and opens another when every open one
+//! is at that limit and the pool may grow; a full pool takes the least loaded. The
 //! real gateway serves one connection's calls one after another, so the default of 1 spreads
 //! concurrent calls over connections; the emulator serves pipelined calls faster than it wakes
 //! up for new ones, so it gains from more. A full pool pipelines instead of making callers
@@ -143,11 +144,17 @@ impl Pool {
             .open
             .retain(|c| !(c.is_broken() || c.is_stale(now, limits.max_idle)));
         let room = slots.open.len() + slots.opening < limits.size;
-        let least = slots.open.iter().min_by_key(|c| c.in_flight());
-        match least {
-            Some(conn) if !room || conn.in_flight() < limits.pipeline => {
-                Pick::Lease(Lease::new(Arc::clone(conn)))
-            }
+        // The busiest connection still under the limit: calls made together then share a
+        // connection, and their requests leave in one write (see `conn`). Past the limit, the
+        // least loaded once the pool is full.
+        let packed = slots
+            .open
+            .iter()
+            .filter(|c| c.in_flight() < limits.pipeline)
+            .max_by_key(|c| c.in_flight());
+        let least = || slots.open.iter().min_by_key(|c| c.in_flight());
+        match packed.or_else(|| least().filter(|_| !room)) {
+            Some(conn) => Pick::Lease(Lease::new(Arc::clone(conn))),
             None if !room => {
                 // Every slot is a connect in progress: wait for one to finish.
                 opened.enable();
