@@ -9,9 +9,11 @@ use std::sync::Arc;
 use parking_lot::RwLock;
 
 use crate::error::{Error, Result};
+use crate::hbase::{Get, RowResult};
 use crate::key::CellKey;
 use crate::oracle::TimestampSource;
 use crate::txn::background::Background;
+use crate::txn::fusion::ReadFusion;
 use crate::txn::liveness::Liveness;
 use crate::txn::options::{Seam, TxnOptions};
 use crate::txn::primaries::Primaries;
@@ -31,6 +33,7 @@ pub(crate) struct Context {
     /// Set by `kill` or an injected crash: the client behaves as if its process had died.
     dead: AtomicBool,
     background: Background,
+    reads: ReadFusion,
 }
 
 impl Context {
@@ -51,11 +54,17 @@ impl Context {
             primaries: Primaries::default(),
             dead: AtomicBool::new(false),
             background: Background::new(runtime),
+            reads: ReadFusion::default(),
         }
     }
 
     pub fn store(&self) -> &dyn HBaseAccess {
         self.store.as_ref()
+    }
+
+    /// Reads, fused with other transactions' reads of the same moment (see `fusion`).
+    pub async fn get_many(&self, table: &str, gets: &[Get]) -> Result<Vec<RowResult>> {
+        self.reads.get_many(self.store(), table, gets).await
     }
 
     pub fn opts(&self) -> &TxnOptions {

@@ -19,6 +19,7 @@ mod client;
 mod commit_point;
 mod committer;
 mod context;
+mod fusion;
 mod heartbeat;
 mod liveness;
 mod mutation;

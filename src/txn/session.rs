@@ -40,7 +40,7 @@ impl Session {
 
     pub async fn get_many(&self, table: &str, gets: &[Get]) -> Result<Vec<RowResult>> {
         self.count();
-        let rows = self.ctx.store().get_many(table, gets).await?;
+        let rows = self.ctx.get_many(table, gets).await?;
         if rows.len() != gets.len() {
             return Err(Error::Protocol {
                 peer: crate::error::Peer::HBase,
