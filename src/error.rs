@@ -5,7 +5,19 @@ use std::time::Duration;
 
 use crate::key::{CellKey, InvalidKey};
 
-/// What a caller should do about an error.
+/// What a caller should do about an error, so retry loops need not match on variants.
+///
+/// ```
+/// use percolator::{Error, RetryClass};
+/// let conflict = Error::WriteConflict {
+///     table: "t".into(),
+///     row: b"r".to_vec(),
+///     column: b"f:q".to_vec(),
+///     start_ts: 10,
+///     conflict_ts: 12,
+/// };
+/// assert_eq!(conflict.retry_class(), RetryClass::Retry);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RetryClass {
     /// Safe to try again, usually in a new transaction (conflicts, busy or restarting servers).
@@ -17,9 +29,17 @@ pub enum RetryClass {
 }
 
 /// Which side of the system a transport problem came from, for messages and metrics.
+///
+/// ```
+/// use percolator::{Error, Peer};
+/// let err = Error::Protocol { peer: Peer::Oracle, message: "bad hello".into() };
+/// assert_eq!(err.to_string(), "protocol error talking to the timestamp oracle: bad hello");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Peer {
+    /// The HBase Thrift2 gateway (or the emulator).
     HBase,
+    /// The timestamp oracle.
     Oracle,
 }
 
@@ -32,12 +52,28 @@ impl std::fmt::Display for Peer {
     }
 }
 
+/// Everything that can go wrong, with the facts needed to act on it; see
+/// [`retry_class`](Error::retry_class).
+///
+/// ```
+/// use percolator::{Error, RetryClass};
+/// let lost = Error::OutcomeUnknown {
+///     method: "checkAndMutate",
+///     table: "accounts".into(),
+///     row: b"alice".to_vec(),
+///     source: Box::new(Error::Shutdown),
+/// };
+/// assert_eq!(lost.retry_class(), RetryClass::Undetermined);
+/// assert!(matches!(lost, Error::OutcomeUnknown { ref table, .. } if table == "accounts"));
+/// ```
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     // ---- HBase access layer ----
+    /// The table does not exist (or is not visible to the gateway).
     #[error("table {table} not found: {message}")]
     TableNotFound { table: String, message: String },
 
+    /// The table has no such column family.
     #[error("column family {family} not found in table {table}: {message}")]
     FamilyNotFound {
         table: String,
@@ -45,6 +81,7 @@ pub enum Error {
         message: String,
     },
 
+    /// The caller passed something unusable (empty row, bad count, unparsable spec).
     #[error("illegal argument: {message}")]
     IllegalArgument { message: String },
 
@@ -57,6 +94,7 @@ pub enum Error {
     #[error("HBase gateway rejected {method}: {message}")]
     Rejected { method: String, message: String },
 
+    /// The connection failed (refused, reset, closed): the server may be down or restarting.
     #[error("transport error talking to the {peer} at {addr}: {source}")]
     Transport {
         peer: Peer,
@@ -65,6 +103,7 @@ pub enum Error {
         source: std::io::Error,
     },
 
+    /// The peer answered with something this client cannot understand.
     #[error("protocol error talking to the {peer}: {message}")]
     Protocol { peer: Peer, message: String },
 
@@ -79,10 +118,12 @@ pub enum Error {
         source: Box<Error>,
     },
 
+    /// A call took longer than its configured timeout.
     #[error("timed out after {after:?} waiting for {what}")]
     Timeout { what: String, after: Duration },
 
     // ---- timestamp oracle ----
+    /// No oracle on the list answered in time: retry, or check the oracles.
     #[error("timestamp oracle unavailable (tried {addrs:?}): {reason}")]
     OracleUnavailable { addrs: Vec<String>, reason: String },
 
@@ -90,6 +131,7 @@ pub enum Error {
     #[error("timestamp oracle fenced: window claimed by another server ({detail})")]
     OracleFenced { detail: String },
 
+    /// The oracle could not read or write its window store.
     #[error("timestamp oracle store error: {message}")]
     OracleStore { message: String },
 
@@ -156,12 +198,15 @@ pub enum Error {
         reason: String,
     },
 
+    /// The table lacks the lock and write column families transactions need.
     #[error("table {table} is not set up for transactions: {reason}")]
     NotTransactional { table: String, reason: String },
 
+    /// The transaction was already committed or rolled back.
     #[error("transaction {start_ts} is already {state}")]
     TransactionClosed { start_ts: u64, state: &'static str },
 
+    /// A value is over the configured size limit.
     #[error("value for {table} row {row:?} is {size} bytes, over the limit of {limit}")]
     ValueTooLarge {
         table: String,
@@ -175,9 +220,11 @@ pub enum Error {
     #[error("client crashed at {seam} during transaction {start_ts}")]
     ClientCrashed { start_ts: u64, seam: &'static str },
 
+    /// The client (or the oracle client under it) was shut down.
     #[error("client is shut down")]
     Shutdown,
 
+    /// Local I/O failed (binding, files, threads); `context` says what was being done.
     #[error("{context}: {source}")]
     Io {
         context: String,
@@ -188,6 +235,13 @@ pub enum Error {
 
 impl Error {
     /// How a caller should react; `Client::run` retries only `Retry`.
+    ///
+    /// ```
+    /// use percolator::{Error, RetryClass};
+    /// let busy = Error::ServerIo { message: "region moving".into(), can_retry: true };
+    /// assert_eq!(busy.retry_class(), RetryClass::Retry);
+    /// assert_eq!(Error::Shutdown.retry_class(), RetryClass::Fatal);
+    /// ```
     pub fn retry_class(&self) -> RetryClass {
         match self {
             Error::ServerIo { can_retry, .. } => {
@@ -224,6 +278,13 @@ impl Error {
         }
     }
 
+    /// An I/O failure with what was being done, e.g. `"binding 127.0.0.1:7077"`.
+    ///
+    /// ```
+    /// use percolator::Error;
+    /// let err = Error::io("reading the config", std::io::ErrorKind::NotFound.into());
+    /// assert!(err.to_string().starts_with("reading the config: "));
+    /// ```
     pub fn io(context: impl Into<String>, source: std::io::Error) -> Self {
         Error::Io {
             context: context.into(),
@@ -238,4 +299,13 @@ impl From<InvalidKey> for Error {
     }
 }
 
+/// The crate's result type.
+///
+/// ```
+/// fn parse(s: &str) -> percolator::Result<u64> {
+///     s.parse().map_err(|_| percolator::Error::IllegalArgument { message: format!("{s:?}") })
+/// }
+/// assert!(parse("x").is_err());
+/// assert_eq!(parse("7").ok(), Some(7));
+/// ```
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -245,7 +245,7 @@ impl Handler {
             .filter(|t| {
                 pattern
                     .as_ref()
-                    .map_or(true, |p| p.is_match(&t.name().to_string()))
+                    .is_none_or(|p| p.is_match(&t.name().to_string()))
             })
             .collect())
     }

@@ -15,7 +15,7 @@ use crate::error::Result;
 use crate::hbase::{
     AsyncHBaseClient, CheckAndMutate, CompareOp, FamilyDescriptor, Get, Put, TableDescriptor,
 };
-use crate::oracle::bench::Histogram;
+use crate::oracle::Histogram;
 use crate::txn::{self, AsyncClient, CellKey, Client, LivenessConfig};
 use crate::workload::stack::Stack;
 
@@ -453,7 +453,10 @@ fn on_tasks(
 ) -> Vec<Histogram> {
     let runtime = crate::runtime::handle();
     // The tasks are 'static; they report through these, and the caller's flag is copied in.
-    let (done, failed) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicU64::new(0)));
+    let (done, failed) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicU64::new(0)),
+    );
     let handles: Vec<_> = (0..tasks)
         .map(|_| {
             let (done, failed, clients, name) = (

@@ -309,12 +309,12 @@ impl Leaf {
             Leaf::Value(op, cmp) => per_cell(&|c| cmp.matches(*op, &c.value)),
             Leaf::ColumnRange { min, max } => per_cell(&|c| {
                 let q = c.qualifier.as_slice();
-                let above_min = min.as_ref().map_or(true, |(m, incl)| {
-                    q > m.as_slice() || (*incl && q == m.as_slice())
-                });
-                let below_max = max.as_ref().map_or(true, |(m, incl)| {
-                    q < m.as_slice() || (*incl && q == m.as_slice())
-                });
+                let above_min = min
+                    .as_ref()
+                    .is_none_or(|(m, incl)| q > m.as_slice() || (*incl && q == m.as_slice()));
+                let below_max = max
+                    .as_ref()
+                    .is_none_or(|(m, incl)| q < m.as_slice() || (*incl && q == m.as_slice()));
                 above_min && below_max
             }),
             Leaf::SingleColumnValue {

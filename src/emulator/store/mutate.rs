@@ -71,7 +71,7 @@ impl Check {
             // Since HBase 2.4.10 NOT_EQUAL with an empty value means "exists and non-empty".
             return match self.op {
                 CompareOp::NotEqual => latest.is_some_and(|v| !v.is_empty()),
-                _ => latest.map_or(true, <[u8]>::is_empty),
+                _ => latest.is_none_or(<[u8]>::is_empty),
             };
         }
         latest.is_some_and(|cell| self.op.holds(self.value.as_slice().cmp(cell)))

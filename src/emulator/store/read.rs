@@ -200,7 +200,7 @@ fn limit_per_family(cells: &mut Vec<Cell>, offset: usize, limit: Option<usize>) 
             index = 0;
         }
         index += 1;
-        index > offset && limit.map_or(true, |l| index - offset <= l)
+        index > offset && limit.is_none_or(|l| index - offset <= l)
     });
 }
 
