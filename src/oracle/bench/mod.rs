@@ -114,8 +114,9 @@ pub struct BenchReport {
     pub errors: u64,
     /// Times a requester got a timestamp not above its previous one (must be 0).
     pub order_violations: u64,
-    /// Requests the server answered while measuring, and timestamps per request.
+    /// Requests the server answered while measuring (0 if its counters were unreachable).
     pub server_requests: u64,
+    /// Timestamps per server request: how well the client batched.
     pub mean_batch: f64,
     /// Whether the bench started its own oracle (no `addrs` given).
     pub in_process_server: bool,

@@ -158,8 +158,13 @@ pub enum StoreSpec {
     Memory,
     /// [`FileStore`] at this path.
     File(PathBuf),
-    /// [`HBaseStore`] in this table (default `percolator_oracle`) of the gateway at `addr`.
-    HBase { addr: String, table: String },
+    /// [`HBaseStore`] on an HBase Thrift2 gateway.
+    HBase {
+        /// The gateway, `HOST:PORT`.
+        addr: String,
+        /// The table (`percolator_oracle` when the spec names none).
+        table: String,
+    },
 }
 
 /// The table used when a `hbase:` spec names none.
