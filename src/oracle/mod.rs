@@ -48,8 +48,9 @@
 //! affected.
 //!
 //! # Client
-//! [`OracleClient`] batches concurrent askers per connection, reconnects, and fails over along its address list. [`TimestampSource`] is the
-//! interface the transaction layer uses; [`LocalTimestamps`] implements it without a server.
+//! [`OracleClient`] batches concurrent askers per connection, reconnects, and fails over along
+//! its address list. [`TimestampSource`] is the interface the transaction layer uses;
+//! [`LocalTimestamps`] implements it without a server.
 
 // `Error` is the crate-wide enum with rich variants (see `error.rs`); boxing it per call would
 // cost an allocation on every failure path for no gain here.
