@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use oracle_common::{assert_unique_and_increasing, Requesters};
-use percolator::oracle::alloc::{compose, physical_of, Clock, LOGICAL_PER_MS};
+use percolator::oracle::{compose, physical_of, Clock, LOGICAL_PER_MS};
 use percolator::oracle::{ClientConfig, MemoryStore, OracleServer, ServerConfig};
 use percolator::OracleClient;
 

@@ -20,8 +20,7 @@ use oracle_common::{
 };
 use percolator::emulator::{self, EmulatorHandle};
 use percolator::hbase::{Get, Put};
-use percolator::oracle::store::{HBaseStore, WindowRecord};
-use percolator::oracle::{ClientConfig, WindowStore};
+use percolator::oracle::{ClientConfig, HBaseStore, WindowRecord, WindowStore};
 use percolator::{Error, HBaseClient, HBaseConfig, OracleClient};
 
 const LEASE: Duration = Duration::from_millis(300);

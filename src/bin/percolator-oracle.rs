@@ -12,10 +12,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
-use percolator::oracle::alloc::OffsetClock;
-use percolator::oracle::bench::{run_bench, BenchConfig};
-use percolator::oracle::store::{StoreSpec, DEFAULT_LEASE};
-use percolator::oracle::{run, ClientConfig, OracleClient, ServerConfig};
+use percolator::oracle::{
+    run, run_bench, BenchConfig, ClientConfig, OffsetClock, OracleClient, ServerConfig, StoreSpec,
+    DEFAULT_LEASE,
+};
 use percolator::{Error, Result};
 
 #[derive(Parser)]

@@ -5,12 +5,32 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-/// A source of wall-clock time in epoch milliseconds (HBase's server clock).
+/// A source of wall-clock time in epoch milliseconds (HBase's server clock): server-assigned
+/// cell timestamps, TTL and scanner expiry read it, so tests can move time by hand.
+///
+/// ```
+/// use std::sync::atomic::{AtomicI64, Ordering};
+/// use std::sync::Arc;
+/// use percolator::emulator::{Clock, EmulatorConfig};
+/// let now = Arc::new(AtomicI64::new(1_000));
+/// let clock = Clock::from_fn({
+///     let now = Arc::clone(&now);
+///     move || now.load(Ordering::SeqCst)
+/// });
+/// let config = EmulatorConfig { clock: clock.clone(), ..EmulatorConfig::default() };
+/// now.fetch_add(60_000, Ordering::SeqCst); // a minute passes, instantly
+/// assert_eq!(config.clock.now_ms(), 61_000);
+/// ```
 #[derive(Clone)]
 pub struct Clock(Arc<dyn Fn() -> i64 + Send + Sync>);
 
 impl Clock {
-    /// The system wall clock, as a real region server uses.
+    /// The system wall clock, as a real region server uses (the default).
+    ///
+    /// ```
+    /// use percolator::emulator::Clock;
+    /// assert!(Clock::system().now_ms() > 1_600_000_000_000); // after September 2020
+    /// ```
     pub fn system() -> Self {
         Clock(Arc::new(|| {
             SystemTime::now()
@@ -21,10 +41,23 @@ impl Clock {
     }
 
     /// Any function returning epoch milliseconds, e.g. a counter a test advances.
+    ///
+    /// ```
+    /// use percolator::emulator::Clock;
+    /// let frozen = Clock::from_fn(|| 1_700_000_000_000);
+    /// assert_eq!(frozen.now_ms(), 1_700_000_000_000);
+    /// ```
     pub fn from_fn(f: impl Fn() -> i64 + Send + Sync + 'static) -> Self {
         Clock(Arc::new(f))
     }
 
+    /// The current reading, in epoch milliseconds (signed, like HBase's timestamps).
+    ///
+    /// ```
+    /// use percolator::emulator::Clock;
+    /// let a = Clock::system().now_ms();
+    /// assert!(Clock::system().now_ms() >= a - 1_000);
+    /// ```
     pub fn now_ms(&self) -> i64 {
         (self.0)()
     }

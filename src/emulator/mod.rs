@@ -8,12 +8,14 @@
 //! `hbase thrift2 start`. **All data lives in memory and is lost when the process exits.**
 //! In tests, start one per test on an ephemeral port:
 //!
-//! ```no_run
+//! ```
+//! use percolator::{HBaseClient, HBaseConfig};
 //! let emu = percolator::emulator::start_local()?;
-//! let addr = emu.local_addr(); // connect the client here
+//! let client = HBaseClient::connect(HBaseConfig::new(emu.local_addr().to_string()))?;
+//! assert!(!client.admin().table_exists("t")?);
 //! // ... run the test ...
 //! emu.shutdown();
-//! # Ok::<(), std::io::Error>(())
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
 //! What it emulates, and how faithfully:
@@ -87,6 +89,18 @@ pub use clock::Clock;
 pub use server::EmulatorHandle;
 
 /// Settings of one emulator instance.
+///
+/// ```
+/// use std::time::Duration;
+/// use percolator::emulator::{self, EmulatorConfig};
+/// let config = EmulatorConfig {
+///     service_time: Duration::from_millis(1), // behave like a cluster a millisecond away
+///     ..EmulatorConfig::default()
+/// };
+/// let emu = emulator::start(std::net::TcpListener::bind("127.0.0.1:0")?, config)?;
+/// assert!(emu.local_addr().ip().is_loopback());
+/// # Ok::<(), std::io::Error>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct EmulatorConfig {
     /// Largest request accepted, framed or not (HBase's default frame limit is 2 MiB).
@@ -116,12 +130,31 @@ impl Default for EmulatorConfig {
     }
 }
 
-/// Serves on `listener` (already bound, e.g. to port 0) until the handle is shut down.
+/// Serves on `listener` (already bound, e.g. to port 0) until the handle is shut down: for
+/// a chosen address or settings other than the defaults.
+///
+/// ```
+/// use std::net::TcpListener;
+/// use percolator::emulator::{self, EmulatorConfig};
+/// let listener = TcpListener::bind("127.0.0.1:0")?;
+/// let addr = listener.local_addr()?;
+/// let emu = emulator::start(listener, EmulatorConfig::default())?;
+/// assert_eq!(emu.local_addr(), addr);
+/// # Ok::<(), std::io::Error>(())
+/// ```
 pub fn start(listener: TcpListener, config: EmulatorConfig) -> std::io::Result<EmulatorHandle> {
     server::start(listener, config)
 }
 
-/// An emulator on 127.0.0.1 with an ephemeral port and default settings.
+/// An emulator on 127.0.0.1 with an ephemeral port and default settings: one per test.
+///
+/// ```
+/// use percolator::{HBaseClient, HBaseConfig};
+/// let emu = percolator::emulator::start_local()?;
+/// let client = HBaseClient::connect(HBaseConfig::new(emu.local_addr().to_string()))?;
+/// assert!(client.admin().list_namespaces()?.contains(&"default".to_string()));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn start_local() -> std::io::Result<EmulatorHandle> {
     let listener = TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))?;
     start(listener, EmulatorConfig::default())

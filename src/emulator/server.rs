@@ -37,6 +37,14 @@ struct Shared {
 }
 
 /// A running emulator. Dropping it shuts it down too.
+///
+/// ```
+/// let emu = percolator::emulator::start_local()?;
+/// let addr = emu.local_addr();
+/// drop(emu); // stops serving: the port no longer accepts
+/// assert!(std::net::TcpStream::connect(addr).is_err());
+/// # Ok::<(), std::io::Error>(())
+/// ```
 pub struct EmulatorHandle {
     addr: SocketAddr,
     shared: Arc<Shared>,
@@ -138,11 +146,27 @@ fn spawn_connection(
 }
 
 impl EmulatorHandle {
+    /// Where the emulator listens: the address to give a Thrift2 client.
+    ///
+    /// ```
+    /// let emu = percolator::emulator::start_local()?;
+    /// assert!(std::net::TcpStream::connect(emu.local_addr()).is_ok());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
     }
 
-    /// Stops accepting, closes every connection and joins all threads.
+    /// Stops accepting, closes every connection and joins all threads; all data is lost.
+    ///
+    /// ```
+    /// use std::io::Read;
+    /// let emu = percolator::emulator::start_local()?;
+    /// let mut open = std::net::TcpStream::connect(emu.local_addr())?;
+    /// emu.shutdown();
+    /// assert_eq!(open.read(&mut [0u8; 1])?, 0, "open connections are closed");
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn shutdown(mut self) {
         self.stop();
     }

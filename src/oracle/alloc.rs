@@ -5,22 +5,43 @@
 //! stepping backwards or logical overflow is checked by unit tests with made-up readings.
 
 /// Bits of the logical counter below the physical milliseconds.
-pub const LOGICAL_BITS: u32 = 18;
-/// Timestamps per millisecond.
+pub(crate) const LOGICAL_BITS: u32 = 18;
+/// Timestamps per millisecond: how many an oracle can hand out before its physical part must
+/// move on.
+///
+/// ```
+/// use percolator::oracle::{compose, LOGICAL_PER_MS};
+/// assert_eq!(compose(1, 0) - compose(0, 0), LOGICAL_PER_MS);
+/// ```
 pub const LOGICAL_PER_MS: u64 = 1 << LOGICAL_BITS;
 /// Largest physical value whose timestamps fit in 64 bits.
-pub const MAX_PHYSICAL_MS: u64 = u64::MAX >> LOGICAL_BITS;
+pub(crate) const MAX_PHYSICAL_MS: u64 = u64::MAX >> LOGICAL_BITS;
 
+/// The timestamp for `logical` (below [`LOGICAL_PER_MS`]) within millisecond `physical_ms`.
+///
+/// ```
+/// use percolator::oracle::{compose, physical_of};
+/// let ts = compose(1_700_000_000_000, 5);
+/// assert_eq!(physical_of(ts), 1_700_000_000_000);
+/// assert!(compose(1_700_000_000_000, 6) > ts);
+/// ```
 pub fn compose(physical_ms: u64, logical: u64) -> u64 {
     (physical_ms << LOGICAL_BITS) | logical
 }
 
+/// The wall-clock millisecond a timestamp was handed out in (or later, if the oracle's clock
+/// was behind): for age checks and for reading timestamps in logs.
+///
+/// ```
+/// use percolator::oracle::{compose, physical_of};
+/// assert_eq!(physical_of(compose(42, 7)), 42);
+/// ```
 pub fn physical_of(ts: u64) -> u64 {
     ts >> LOGICAL_BITS
 }
 
 /// The highest timestamp of millisecond `physical_ms`: a window top covers whole milliseconds.
-pub fn last_of_ms(physical_ms: u64) -> u64 {
+pub(crate) fn last_of_ms(physical_ms: u64) -> u64 {
     compose(physical_ms, LOGICAL_PER_MS - 1)
 }
 
@@ -28,8 +49,15 @@ pub use crate::clock::{Clock, SystemClock};
 
 /// The system clock shifted by a fixed offset: lets tests restart an oracle process on a clock
 /// that stepped backwards.
+///
+/// ```
+/// use percolator::oracle::{Clock, OffsetClock, SystemClock};
+/// let behind = OffsetClock { offset_ms: -60_000 };
+/// assert!(behind.now_ms() + 59_000 < SystemClock.now_ms());
+/// ```
 #[derive(Clone, Copy, Debug)]
 pub struct OffsetClock {
+    /// Added to the system clock's reading (negative: behind); readings stop at 0.
     pub offset_ms: i64,
 }
 
@@ -42,7 +70,7 @@ impl Clock for OffsetClock {
 
 /// Hands out strictly increasing timestamp ranges, never above `top`.
 #[derive(Debug)]
-pub struct Allocator {
+pub(crate) struct Allocator {
     /// Physical part of the last timestamp handed out (or of the starting point).
     physical: u64,
     /// Next unused logical value within `physical`.
@@ -92,10 +120,6 @@ impl Allocator {
     /// Installs a newly persisted window top (tops only grow).
     pub fn raise_top(&mut self, top: u64) {
         self.top = self.top.max(top);
-    }
-
-    pub fn top(&self) -> u64 {
-        self.top
     }
 
     /// The physical value the next timestamp will have at least: a new window must start here.
@@ -169,7 +193,7 @@ mod tests {
     #[test]
     fn never_serves_above_the_window_top() {
         let mut a = with_window(T0, 1);
-        let top = a.top();
+        let top = a.top;
         let mut served = 0u64;
         while let Some(first) = a.allocate(1 << 16, T0) {
             assert!(first + (1 << 16) - 1 <= top);

@@ -1,6 +1,15 @@
 //! The timestamp oracle: a standalone server (`percolator-oracle`), its window stores, and the
 //! batching client transactions use.
 //!
+//! ```
+//! use percolator::oracle::{ClientConfig, MemoryStore, OracleClient, OracleServer};
+//! let oracle = OracleServer::start_local(MemoryStore::new())?;
+//! let client = OracleClient::connect(&[oracle.local_addr().to_string()], ClientConfig::default())?;
+//! let batch = client.get_timestamps(3)?;
+//! assert!(client.get_timestamp()? > batch[2], "strictly increasing across calls");
+//! # Ok::<(), percolator::Error>(())
+//! ```
+//!
 //! # Timestamps
 //! `physical_ms << 18 | logical`, strictly increasing and never repeated, also across restarts,
 //! kill -9, a wall clock stepping backwards (the last physical value is kept) and logical
@@ -8,7 +17,7 @@
 //! allocation window (default 3 s of physical time ahead) before serving from it and never
 //! serves above the persisted top; a restarted server starts strictly above it. A background
 //! task extends the window while at least half of it is left, so requests never wait on
-//! storage in steady state. See [`store`] for the stores and how a newer oracle fences an
+//! storage in steady state. See [`WindowStore`] for the stores and how a newer oracle fences an
 //! older one.
 //!
 //! # Wire protocol (version 1)
@@ -24,7 +33,8 @@
 //! - `0x01 u32 count`: `count` (1..=65536) timestamps. Reply `0x01 u64 first`: the timestamps
 //!   are `first .. first + count`, contiguous.
 //! - `0x02`: counters. Reply `0x02 u16 len` then `len / 8` `u64` fields, in the order of
-//!   [`StatsSnapshot::to_fields`]; readers ignore fields they do not know.
+//!   [`StatsSnapshot`]'s fields (`batch_sizes` last, one field per bucket); readers ignore
+//!   fields they do not know.
 //! - any request may instead be answered `0xEE u16 code u16 len` and `len` bytes of UTF-8
 //!   message. Codes: 1 bad request (the connection is then closed), 2 unavailable (no window
 //!   yet: retry), 3 fenced (this server stopped for good: fail over), 4 shutting down (fail
@@ -38,23 +48,29 @@
 //! affected.
 //!
 //! # Client
-//! [`OracleClient`] batches concurrent askers per connection (see [`client`](self::client)),
-//! reconnects, and fails over along its address list. [`TimestampSource`] is the
-//! interface the transaction layer uses; [`LocalTimestamps`] implements it without a server.
+//! [`OracleClient`] batches concurrent askers per connection, reconnects, and fails over along
+//! its address list. [`TimestampSource`] is the interface the transaction layer uses;
+//! [`LocalTimestamps`] implements it without a server.
 
 // `Error` is the crate-wide enum with rich variants (see `error.rs`); boxing it per call would
 // cost an allocation on every failure path for no gain here.
 #![allow(clippy::result_large_err)]
 
-pub mod alloc;
-pub mod bench;
+mod alloc;
+mod bench;
 mod client;
 pub mod protocol;
 mod server;
 mod stats;
-pub mod store;
+mod store;
 
-pub use client::{fetch_stats, ClientConfig, LocalTimestamps, OracleClient, TimestampSource};
-pub use server::{run, Oracle, OracleHandle, OracleServer, ServerConfig};
-pub use stats::{StatsSnapshot, BATCH_BUCKETS};
-pub use store::{Claim, FileStore, HBaseStore, MemoryStore, StoreSpec, WindowStore};
+pub use alloc::{compose, physical_of, Clock, OffsetClock, SystemClock, LOGICAL_PER_MS};
+pub use bench::{run_bench, BenchConfig, BenchReport};
+pub use client::{ClientConfig, LocalTimestamps, OracleClient, TimestampSource};
+pub use server::{run, OracleHandle, OracleServer, ServerConfig};
+pub use stats::StatsSnapshot;
+pub use store::{
+    Claim, FileStore, HBaseStore, MemoryStore, StoreSpec, WindowRecord, WindowStore, DEFAULT_LEASE,
+};
+
+pub(crate) use bench::Histogram;

@@ -1,39 +1,124 @@
-//! Wire format of the oracle protocol (specified in the `oracle` module docs).
+//! Wire format of the oracle protocol (specified in the [`oracle`](super) module docs).
 //!
 //! Pure encoding and decoding over byte slices, shared by the server and the client, so both
 //! sides agree by construction and the parsers can be tested without sockets. Every decoder
-//! bounds what it accepts: a peer can never make the other side allocate more than
-//! [`MAX_MESSAGE_LEN`] bytes for one frame.
+//! bounds what it accepts: a peer can never make the other side allocate more than 1024 bytes
+//! for one frame. What is public here is what a client speaking the raw protocol needs (the
+//! protocol tests are one).
+//!
+//! ```
+//! use std::io::{Read, Write};
+//! use percolator::oracle::{protocol, MemoryStore, OracleServer};
+//!
+//! let oracle = OracleServer::start_local(MemoryStore::new())?;
+//! let mut s = std::net::TcpStream::connect(oracle.local_addr())?;
+//! s.write_all(&protocol::client_hello())?;
+//! let mut hello = [0u8; protocol::HELLO_LEN];
+//! s.read_exact(&mut hello)?;
+//! protocol::check_server_hello(&hello)?;
+//!
+//! let mut request = Vec::new();
+//! protocol::encode_timestamps_request(&mut request, 3);
+//! s.write_all(&request)?;
+//! let mut reply = [0u8; protocol::TIMESTAMPS_REPLY_LEN];
+//! s.read_exact(&mut reply)?;
+//! assert_eq!(reply[0], protocol::REP_TIMESTAMPS);
+//! let first = u64::from_be_bytes(reply[1..].try_into()?);
+//! assert!(first > 0); // this request got first, first + 1 and first + 2
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 use std::fmt;
 
 /// First bytes of both hellos.
-pub const MAGIC: [u8; 4] = *b"PTSO";
+pub(crate) const MAGIC: [u8; 4] = *b"PTSO";
 /// The protocol version this build speaks.
-pub const VERSION: u16 = 1;
-/// Length of the client hello and of the server hello.
+pub(crate) const VERSION: u16 = 1;
+/// Length of the client hello and of the server hello: what to read before any request.
+///
+/// ```
+/// use percolator::oracle::protocol;
+/// assert_eq!(protocol::client_hello().len(), protocol::HELLO_LEN);
+/// ```
 pub const HELLO_LEN: usize = 8;
-/// The largest `count` one request may ask for.
+/// The largest `count` one request may ask for; larger needs take several requests.
+///
+/// ```
+/// use percolator::oracle::{protocol, MemoryStore, OracleClient, OracleServer};
+/// let oracle = OracleServer::start_local(MemoryStore::new())?;
+/// let client = OracleClient::connect(&[oracle.local_addr().to_string()], Default::default())?;
+/// assert!(client.get_timestamps(protocol::MAX_COUNT).is_ok());
+/// assert!(client.get_timestamps(protocol::MAX_COUNT + 1).is_err());
+/// # Ok::<(), percolator::Error>(())
+/// ```
 pub const MAX_COUNT: u32 = 1 << 16;
 /// Bound on the variable-length part of a reply (error message, stats payload).
-pub const MAX_MESSAGE_LEN: usize = 1024;
+pub(crate) const MAX_MESSAGE_LEN: usize = 1024;
 
-/// Request tags.
+/// Request tag asking for timestamps (followed by a `u32` count); see
+/// [`encode_timestamps_request`].
+///
+/// ```
+/// use percolator::oracle::protocol;
+/// let mut request = Vec::new();
+/// protocol::encode_timestamps_request(&mut request, 1);
+/// assert_eq!(request[0], protocol::REQ_TIMESTAMPS);
+/// ```
 pub const REQ_TIMESTAMPS: u8 = 0x01;
+/// Request tag asking for the server's counters: the whole request is this one byte.
+///
+/// ```
+/// use std::io::{Read, Write};
+/// use percolator::oracle::{protocol, MemoryStore, OracleServer};
+/// let oracle = OracleServer::start_local(MemoryStore::new())?;
+/// let mut s = std::net::TcpStream::connect(oracle.local_addr())?;
+/// s.write_all(&protocol::client_hello())?;
+/// s.read_exact(&mut [0u8; protocol::HELLO_LEN])?;
+/// s.write_all(&[protocol::REQ_STATS])?;
+/// let mut head = [0u8; 3];
+/// s.read_exact(&mut head)?;
+/// assert_eq!(head[0], protocol::REP_STATS);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub const REQ_STATS: u8 = 0x02;
 /// Length of a timestamps request: tag + u32 count.
-pub const TIMESTAMPS_REQUEST_LEN: usize = 5;
+pub(crate) const TIMESTAMPS_REQUEST_LEN: usize = 5;
 
-/// Reply tags.
+/// Reply tag of a timestamps reply (followed by the first timestamp, a `u64`).
+///
+/// ```
+/// use percolator::oracle::protocol;
+/// assert_eq!(protocol::REP_TIMESTAMPS, protocol::REQ_TIMESTAMPS, "a reply echoes its request");
+/// ```
 pub const REP_TIMESTAMPS: u8 = 0x01;
+/// Reply tag of a stats reply (followed by a `u16` length and the `u64` fields, see
+/// [`decode_stats_fields`]).
+///
+/// ```
+/// use percolator::oracle::protocol;
+/// assert_eq!(protocol::REP_STATS, protocol::REQ_STATS, "a reply echoes its request");
+/// ```
 pub const REP_STATS: u8 = 0x02;
+/// Reply tag of an error reply, which may answer any request: `u16` [`ErrorCode`], `u16`
+/// length, then a UTF-8 message.
+///
+/// ```
+/// use percolator::oracle::protocol;
+/// assert_ne!(protocol::REP_ERROR, protocol::REP_TIMESTAMPS);
+/// assert_ne!(protocol::REP_ERROR, protocol::REP_STATS);
+/// ```
 pub const REP_ERROR: u8 = 0xEE;
 /// Length of a timestamps reply: tag + u64 first timestamp.
+///
+/// ```
+/// use percolator::oracle::protocol;
+/// assert_eq!(protocol::TIMESTAMPS_REPLY_LEN, 1 + 8);
+/// ```
 pub const TIMESTAMPS_REPLY_LEN: usize = 9;
 
 /// Status in the server hello.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum HelloStatus {
+pub(crate) enum HelloStatus {
     Ok = 0,
     UnsupportedVersion = 1,
     TooManyConnections = 2,
@@ -50,7 +135,14 @@ impl HelloStatus {
     }
 }
 
-/// Error codes carried by an error reply.
+/// Error codes carried by an error reply (`code as u16` on the wire): whether to retry, fail
+/// over or give up.
+///
+/// ```
+/// use percolator::oracle::protocol::ErrorCode;
+/// assert_eq!(ErrorCode::Fenced as u16, 3);
+/// assert_eq!(ErrorCode::Unavailable.to_string(), "unavailable");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ErrorCode {
     /// The request was malformed; the server closes the connection after this reply.
@@ -64,7 +156,7 @@ pub enum ErrorCode {
 }
 
 impl ErrorCode {
-    pub fn from_u16(v: u16) -> Option<Self> {
+    pub(crate) fn from_u16(v: u16) -> Option<Self> {
         match v {
             1 => Some(ErrorCode::BadRequest),
             2 => Some(ErrorCode::Unavailable),
@@ -86,11 +178,17 @@ impl fmt::Display for ErrorCode {
     }
 }
 
+/// The hello a client sends first on a new connection.
+///
+/// ```
+/// use percolator::oracle::protocol;
+/// assert_eq!(&protocol::client_hello()[..4], b"PTSO");
+/// ```
 pub fn client_hello() -> [u8; HELLO_LEN] {
     hello(0)
 }
 
-pub fn server_hello(status: HelloStatus) -> [u8; HELLO_LEN] {
+pub(crate) fn server_hello(status: HelloStatus) -> [u8; HELLO_LEN] {
     hello(status as u16)
 }
 
@@ -104,7 +202,7 @@ fn hello(last: u16) -> [u8; HELLO_LEN] {
 
 /// Why a client hello was refused.
 #[derive(Debug, PartialEq, Eq)]
-pub enum HelloError {
+pub(crate) enum HelloError {
     BadMagic([u8; 4]),
     UnsupportedVersion(u16),
 }
@@ -123,7 +221,7 @@ impl fmt::Display for HelloError {
     }
 }
 
-pub fn check_client_hello(b: &[u8; HELLO_LEN]) -> Result<(), HelloError> {
+pub(crate) fn check_client_hello(b: &[u8; HELLO_LEN]) -> Result<(), HelloError> {
     let magic = [b[0], b[1], b[2], b[3]];
     if magic != MAGIC {
         return Err(HelloError::BadMagic(magic));
@@ -135,7 +233,14 @@ pub fn check_client_hello(b: &[u8; HELLO_LEN]) -> Result<(), HelloError> {
     Ok(())
 }
 
-/// Checks the server hello; `Err` carries a description for the caller's error.
+/// Checks the server hello; `Err` carries a description for the caller's error (not an
+/// oracle, another version, or too many connections).
+///
+/// ```
+/// use percolator::oracle::protocol;
+/// let err = protocol::check_server_hello(b"HTTP/1.1").unwrap_err();
+/// assert!(err.contains("not a timestamp oracle"), "{err}");
+/// ```
 pub fn check_server_hello(b: &[u8; HELLO_LEN]) -> Result<(), String> {
     if b[..4] != MAGIC {
         return Err(format!("not a timestamp oracle (magic {:02x?})", &b[..4]));
@@ -154,14 +259,14 @@ pub fn check_server_hello(b: &[u8; HELLO_LEN]) -> Result<(), String> {
 
 /// A decoded request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Request {
+pub(crate) enum Request {
     Timestamps(u32),
     Stats,
 }
 
 /// Why a request could not be decoded. The server logs it and closes the connection.
 #[derive(Debug, PartialEq, Eq)]
-pub enum RequestError {
+pub(crate) enum RequestError {
     UnknownTag(u8),
     BadCount(u32),
 }
@@ -177,7 +282,7 @@ impl fmt::Display for RequestError {
 
 /// Decodes one request from the front of `buf`: `Ok(None)` if it is not complete yet, else the
 /// request and its length in bytes.
-pub fn decode_request(buf: &[u8]) -> Result<Option<(Request, usize)>, RequestError> {
+pub(crate) fn decode_request(buf: &[u8]) -> Result<Option<(Request, usize)>, RequestError> {
     let Some(&tag) = buf.first() else {
         return Ok(None);
     };
@@ -197,17 +302,26 @@ pub fn decode_request(buf: &[u8]) -> Result<Option<(Request, usize)>, RequestErr
     }
 }
 
+/// Appends a request for `count` (1..=[`MAX_COUNT`]) timestamps to `out`; requests may be
+/// pipelined.
+///
+/// ```
+/// use percolator::oracle::protocol;
+/// let mut out = Vec::new();
+/// protocol::encode_timestamps_request(&mut out, 2);
+/// assert_eq!(out, [protocol::REQ_TIMESTAMPS, 0, 0, 0, 2]);
+/// ```
 pub fn encode_timestamps_request(out: &mut Vec<u8>, count: u32) {
     out.push(REQ_TIMESTAMPS);
     out.extend_from_slice(&count.to_be_bytes());
 }
 
-pub fn encode_timestamps_reply(out: &mut Vec<u8>, first: u64) {
+pub(crate) fn encode_timestamps_reply(out: &mut Vec<u8>, first: u64) {
     out.push(REP_TIMESTAMPS);
     out.extend_from_slice(&first.to_be_bytes());
 }
 
-pub fn encode_error_reply(out: &mut Vec<u8>, code: ErrorCode, message: &str) {
+pub(crate) fn encode_error_reply(out: &mut Vec<u8>, code: ErrorCode, message: &str) {
     let mut end = message.len().min(MAX_MESSAGE_LEN);
     while !message.is_char_boundary(end) {
         end -= 1;
@@ -218,7 +332,7 @@ pub fn encode_error_reply(out: &mut Vec<u8>, code: ErrorCode, message: &str) {
     out.extend_from_slice(&message.as_bytes()[..end]);
 }
 
-pub fn encode_stats_reply(out: &mut Vec<u8>, fields: &[u64]) {
+pub(crate) fn encode_stats_reply(out: &mut Vec<u8>, fields: &[u64]) {
     let fields = &fields[..fields.len().min(MAX_MESSAGE_LEN / 8)];
     out.push(REP_STATS);
     out.extend_from_slice(&((fields.len() * 8) as u16).to_be_bytes());
@@ -228,7 +342,7 @@ pub fn encode_stats_reply(out: &mut Vec<u8>, fields: &[u64]) {
 }
 
 /// Decodes the two-byte length that follows an error code or a stats tag, bounded.
-pub fn decode_message_len(b: [u8; 2]) -> Result<usize, String> {
+pub(crate) fn decode_message_len(b: [u8; 2]) -> Result<usize, String> {
     let len = u16::from_be_bytes(b) as usize;
     if len > MAX_MESSAGE_LEN {
         return Err(format!(
@@ -238,6 +352,14 @@ pub fn decode_message_len(b: [u8; 2]) -> Result<usize, String> {
     Ok(len)
 }
 
+/// The `u64` fields of a stats reply's payload, for
+/// [`StatsSnapshot::from_fields`](super::StatsSnapshot::from_fields).
+///
+/// ```
+/// use percolator::oracle::protocol;
+/// let payload = [0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 1, 0];
+/// assert_eq!(protocol::decode_stats_fields(&payload), [7, 256]);
+/// ```
 pub fn decode_stats_fields(payload: &[u8]) -> Vec<u64> {
     payload
         .chunks_exact(8)

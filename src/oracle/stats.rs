@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use serde::Serialize;
 
 /// Batch sizes are counted in power-of-two buckets: bucket `i` holds counts in `2^i..2^(i+1)`.
-pub const BATCH_BUCKETS: usize = 17;
+pub(crate) const BATCH_BUCKETS: usize = 17;
 
 #[derive(Debug, Default)]
 pub(crate) struct Stats {
@@ -74,7 +74,20 @@ impl Stats {
     }
 }
 
-/// A point-in-time copy of the server's counters (the stats reply).
+/// A point-in-time copy of an oracle server's counters (the stats reply): for monitoring and
+/// for checking in tests that clients batch their requests.
+///
+/// ```
+/// use percolator::oracle::{MemoryStore, OracleClient, OracleServer};
+/// let oracle = OracleServer::start_local(MemoryStore::new())?;
+/// let client = OracleClient::connect(&[oracle.local_addr().to_string()], Default::default())?;
+/// let last = *client.get_timestamps(10)?.last().unwrap();
+/// let stats = client.server_stats()?;
+/// assert_eq!((stats.requests, stats.timestamps), (1, 10));
+/// assert_eq!(stats.last_timestamp, last);
+/// assert!(stats.window_top >= last, "nothing is served above the persisted top");
+/// # Ok::<(), percolator::Error>(())
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct StatsSnapshot {
     /// Timestamp requests answered (one request may carry many timestamps).
@@ -85,8 +98,11 @@ pub struct StatsSnapshot {
     pub window_top: u64,
     /// The highest timestamp handed out.
     pub last_timestamp: u64,
+    /// Times the persisted window top was raised.
     pub window_extensions: u64,
+    /// Connections open now.
     pub connections_open: u64,
+    /// Connections accepted since the server started.
     pub connections_total: u64,
     /// Connections turned away because the server was at its connection limit.
     pub connections_rejected: u64,
@@ -100,7 +116,7 @@ const SCALAR_FIELDS: usize = 9;
 
 impl StatsSnapshot {
     /// The wire order of the stats reply's u64 fields.
-    pub fn to_fields(&self) -> Vec<u64> {
+    pub(crate) fn to_fields(&self) -> Vec<u64> {
         let mut v = vec![
             self.requests,
             self.timestamps,
@@ -116,8 +132,15 @@ impl StatsSnapshot {
         v
     }
 
-    /// Inverse of [`to_fields`](Self::to_fields); fields a newer server adds are ignored and
-    /// fields an older one lacks read as zero.
+    /// Decodes a stats reply's fields (in declaration order, `batch_sizes` last); fields a
+    /// newer server adds are ignored and fields an older one lacks read as zero.
+    ///
+    /// ```
+    /// use percolator::oracle::StatsSnapshot;
+    /// let stats = StatsSnapshot::from_fields(&[3, 12]);
+    /// assert_eq!((stats.requests, stats.timestamps), (3, 12));
+    /// assert_eq!(stats.window_top, 0, "missing fields read as zero");
+    /// ```
     pub fn from_fields(fields: &[u64]) -> Self {
         let f = |i: usize| fields.get(i).copied().unwrap_or(0);
         StatsSnapshot {
@@ -135,7 +158,7 @@ impl StatsSnapshot {
     }
 
     /// Mean timestamps per request.
-    pub fn mean_batch(&self) -> f64 {
+    pub(crate) fn mean_batch(&self) -> f64 {
         if self.requests == 0 {
             0.0
         } else {

@@ -15,7 +15,7 @@ use crate::error::Result;
 use crate::hbase::{
     AsyncHBaseClient, CheckAndMutate, CompareOp, FamilyDescriptor, Get, Put, TableDescriptor,
 };
-use crate::oracle::bench::Histogram;
+use crate::oracle::Histogram;
 use crate::txn::{self, AsyncClient, CellKey, Client, LivenessConfig};
 use crate::workload::stack::Stack;
 

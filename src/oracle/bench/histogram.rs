@@ -9,7 +9,7 @@ use parking_lot::Mutex;
 
 /// Log-linear latency histogram in nanoseconds: 32 buckets per power of two (about 3%
 /// resolution), up to 2^36 ns. Small (4 KiB) so a thousand requesters' histograms stay in cache.
-pub struct Histogram {
+pub(crate) struct Histogram {
     counts: Vec<u32>,
     count: u64,
     max: u64,

@@ -4,7 +4,7 @@
 
 mod histogram;
 
-pub use histogram::Histogram;
+pub(crate) use histogram::Histogram;
 
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
@@ -19,14 +19,35 @@ use super::server::{OracleServer, ServerConfig};
 use super::store::MemoryStore;
 use crate::{Error, Result};
 
+/// What [`run_bench`] measures and for how long (`percolator-oracle bench`).
+///
+/// ```
+/// use std::time::Duration;
+/// use percolator::oracle::{run_bench, BenchConfig, MemoryStore, OracleServer};
+/// let oracle = OracleServer::start_local(MemoryStore::new())?;
+/// let config = BenchConfig {
+///     addrs: Some(vec![oracle.local_addr().to_string()]),
+///     concurrency: 8,
+///     duration: Duration::from_millis(100),
+///     warmup: Duration::from_millis(20),
+///     ..BenchConfig::default()
+/// };
+/// let report = run_bench(&config)?;
+/// assert!(!report.in_process_server);
+/// assert!(report.timestamps > 0);
+/// # Ok::<(), percolator::Error>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct BenchConfig {
     /// The oracle to measure; `None` starts one in-process on the memory store.
     pub addrs: Option<Vec<String>>,
+    /// Requesters, each asking for one timestamp at a time.
     pub concurrency: usize,
+    /// How long to measure, after the warm-up.
     pub duration: Duration,
     /// Run before measuring, to open connections and warm caches.
     pub warmup: Duration,
+    /// The shared client's settings (its `connections` are the lanes requesters batch on).
     pub client: ClientConfig,
     /// Runtime threads for the requesters.
     pub threads: usize,
@@ -54,23 +75,50 @@ impl Default for BenchConfig {
     }
 }
 
+/// What [`run_bench`] measured; serializes to the JSON line of `percolator-oracle bench --json`.
+///
+/// ```
+/// use std::time::Duration;
+/// use percolator::oracle::{run_bench, BenchConfig};
+/// let report = run_bench(&BenchConfig {
+///     concurrency: 4,
+///     duration: Duration::from_millis(100),
+///     warmup: Duration::from_millis(20),
+///     ..BenchConfig::default()
+/// })?;
+/// assert!(report.in_process_server);
+/// assert!(report.p50_us <= report.max_us);
+/// # Ok::<(), percolator::Error>(())
+/// ```
 #[derive(Clone, Debug, Serialize)]
 pub struct BenchReport {
+    /// Requesters, as configured.
     pub concurrency: usize,
+    /// The client's connections (lanes), as configured.
     pub connections: usize,
+    /// Measured time.
     pub seconds: f64,
+    /// Timestamps received while measuring.
     pub timestamps: u64,
+    /// Throughput while measuring.
     pub timestamps_per_s: f64,
+    /// Latency quantiles of one request, in microseconds (from sampled requests).
     pub p50_us: f64,
+    /// 99th percentile latency, in microseconds.
     pub p99_us: f64,
+    /// 99.9th percentile latency, in microseconds.
     pub p999_us: f64,
+    /// Slowest sampled request, in microseconds.
     pub max_us: f64,
+    /// Failed requests (each logged).
     pub errors: u64,
     /// Times a requester got a timestamp not above its previous one (must be 0).
     pub order_violations: u64,
-    /// Requests the server answered while measuring, and timestamps per request.
+    /// Requests the server answered while measuring (0 if its counters were unreachable).
     pub server_requests: u64,
+    /// Timestamps per server request: how well the client batched.
     pub mean_batch: f64,
+    /// Whether the bench started its own oracle (no `addrs` given).
     pub in_process_server: bool,
 }
 
@@ -78,6 +126,22 @@ const WARMUP: u8 = 0;
 const MEASURE: u8 = 1;
 const STOP: u8 = 2;
 
+/// Runs the benchmark to completion (warm-up, then `duration`) and reports throughput,
+/// latency and whether every requester saw increasing timestamps.
+///
+/// ```
+/// use std::time::Duration;
+/// use percolator::oracle::{run_bench, BenchConfig};
+/// let report = run_bench(&BenchConfig {
+///     concurrency: 2,
+///     duration: Duration::from_millis(100),
+///     warmup: Duration::from_millis(20),
+///     ..BenchConfig::default()
+/// })?;
+/// assert!(report.timestamps > 0);
+/// assert_eq!((report.errors, report.order_violations), (0, 0));
+/// # Ok::<(), percolator::Error>(())
+/// ```
 pub fn run_bench(config: &BenchConfig) -> Result<BenchReport> {
     if config.concurrency == 0 {
         return Err(Error::IllegalArgument {

@@ -26,22 +26,81 @@ use super::stats::StatsSnapshot;
 use crate::{Error, Peer, Result};
 
 /// Where transactions get their timestamps: strictly increasing, from an oracle or a local
-/// counter. Implement [`timestamp`](Self::timestamp); the blocking form has a default.
+/// counter. Implement [`timestamp`](Self::timestamp) (e.g. to inject faults in tests); the
+/// blocking form has a default.
+///
+/// ```
+/// use std::sync::atomic::{AtomicBool, Ordering};
+/// use std::sync::Arc;
+/// use percolator::oracle::{LocalTimestamps, TimestampSource};
+///
+/// /// Fails every other call: a flaky oracle for tests.
+/// struct Flaky(LocalTimestamps, AtomicBool);
+///
+/// #[async_trait::async_trait]
+/// impl TimestampSource for Flaky {
+///     async fn timestamp(&self) -> percolator::Result<u64> {
+///         if self.1.fetch_xor(true, Ordering::SeqCst) {
+///             return Err(percolator::Error::Shutdown);
+///         }
+///         self.0.timestamp().await
+///     }
+/// }
+///
+/// let source: Arc<dyn TimestampSource> =
+///     Arc::new(Flaky(LocalTimestamps::starting_after(9), AtomicBool::new(false)));
+/// assert_eq!(source.get_timestamp()?, 10);
+/// assert!(source.get_timestamp().is_err());
+/// assert_eq!(source.get_timestamp()?, 11);
+/// # Ok::<(), percolator::Error>(())
+/// ```
 #[async_trait::async_trait]
 pub trait TimestampSource: Send + Sync {
     /// A timestamp greater than every one this source returned before it was called.
+    ///
+    /// ```
+    /// use percolator::oracle::{LocalTimestamps, TimestampSource};
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> percolator::Result<()> {
+    /// let source = LocalTimestamps::new();
+    /// let a = source.timestamp().await?;
+    /// assert!(source.timestamp().await? > a);
+    /// # Ok(())
+    /// # }
+    /// ```
     async fn timestamp(&self) -> Result<u64>;
 
     /// [`timestamp`](Self::timestamp) for synchronous callers: blocks the calling thread.
+    ///
+    /// ```
+    /// use percolator::oracle::{LocalTimestamps, TimestampSource};
+    /// let source = LocalTimestamps::starting_after(99);
+    /// assert_eq!(TimestampSource::get_timestamp(&source)?, 100);
+    /// # Ok::<(), percolator::Error>(())
+    /// ```
     fn get_timestamp(&self) -> Result<u64> {
         block_on(self.timestamp())
     }
 }
 
+/// How an [`OracleClient`] connects and how long it waits.
+///
+/// ```
+/// use std::time::Duration;
+/// use percolator::oracle::{ClientConfig, OracleClient};
+/// let config = ClientConfig {
+///     connect_timeout: Duration::from_millis(100),
+///     ..ClientConfig::default()
+/// };
+/// // Nothing listens on port 1: the client gives up after the connect timeout.
+/// let err = OracleClient::connect(&["127.0.0.1:1".to_string()], config).err().unwrap();
+/// assert!(matches!(err, percolator::Error::OracleUnavailable { .. }));
+/// ```
 #[derive(Clone, Debug)]
 pub struct ClientConfig {
     /// Connections (lanes) per server; each has one request in flight at a time.
     pub connections: usize,
+    /// How long opening one connection (and its handshake) may take.
     pub connect_timeout: Duration,
     /// How long one batch may take, fail-overs and reconnects included, before its askers get
     /// `OracleUnavailable`.
@@ -71,6 +130,16 @@ pub(crate) struct Shared {
 
 /// A batching, failing-over client of `percolator-oracle`. Cheap to share (`Arc`) between
 /// threads and tasks; dropping it fails whatever is still pending with `Error::Shutdown`.
+///
+/// ```
+/// use percolator::oracle::{ClientConfig, MemoryStore, OracleClient, OracleServer};
+/// let oracle = OracleServer::start_local(MemoryStore::new())?;
+/// let client = OracleClient::connect(&[oracle.local_addr().to_string()], ClientConfig::default())?;
+/// let a = client.get_timestamp()?;
+/// let b = client.get_timestamp()?;
+/// assert!(a < b);
+/// # Ok::<(), percolator::Error>(())
+/// ```
 pub struct OracleClient {
     shared: Arc<Shared>,
     /// Where the lanes run, and where the blocking methods wait.
@@ -84,12 +153,35 @@ impl OracleClient {
     /// Usable from any thread or runtime: the lanes run on the caller's multi-thread runtime,
     /// or else on the crate's shared one, beside the HBase connections, so a transaction's
     /// task and the lane that answers it wake each other without a thread of their own.
+    ///
+    /// ```
+    /// # use percolator::oracle::{ClientConfig, MemoryStore, OracleClient, OracleServer};
+    /// let oracle = OracleServer::start_local(MemoryStore::new())?;
+    /// // A dead address first: the client fails over to the live one.
+    /// let addrs = ["127.0.0.1:1".to_string(), oracle.local_addr().to_string()];
+    /// let client = OracleClient::connect(&addrs, ClientConfig::default())?;
+    /// assert!(client.get_timestamp()? > 0);
+    /// # Ok::<(), percolator::Error>(())
+    /// ```
     pub fn connect(addrs: &[String], config: ClientConfig) -> Result<OracleClient> {
         let runtime = crate::runtime::ambient_or_io()?;
         crate::runtime::wait(&runtime, Self::connect_async(addrs, config))
     }
 
     /// Like [`connect`](Self::connect), but the lanes run as tasks on the current runtime.
+    ///
+    /// ```
+    /// # use percolator::oracle::{ClientConfig, MemoryStore, OracleClient, OracleServer};
+    /// # #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+    /// # async fn main() -> percolator::Result<()> {
+    /// # let oracle = OracleServer::start_local(MemoryStore::new())?;
+    /// let addrs = [oracle.local_addr().to_string()];
+    /// let client = OracleClient::connect_async(&addrs, ClientConfig::default()).await?;
+    /// assert!(client.get_timestamp_async().await? > 0);
+    /// client.close().await;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn connect_async(addrs: &[String], config: ClientConfig) -> Result<OracleClient> {
         let shared = Shared::new(addrs, config)?;
         let (stop, stop_rx) = watch::channel(false);
@@ -103,6 +195,18 @@ impl OracleClient {
     }
 
     /// Stops the lanes and waits for them: pending askers get `Error::Shutdown`.
+    ///
+    /// ```
+    /// # use percolator::oracle::{ClientConfig, MemoryStore, OracleClient, OracleServer};
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> percolator::Result<()> {
+    /// # let oracle = OracleServer::start_local(MemoryStore::new())?;
+    /// # let addrs = [oracle.local_addr().to_string()];
+    /// let client = OracleClient::connect_async(&addrs, ClientConfig::default()).await?;
+    /// client.close().await; // the lanes are gone: nothing runs on after this
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn close(mut self) {
         let _ = self.stop.send(true);
         for lane in self.lanes.drain(..) {
@@ -110,12 +214,42 @@ impl OracleClient {
         }
     }
 
+    /// One timestamp, batched with whatever other askers on this lane want meanwhile.
+    ///
+    /// ```
+    /// # use percolator::oracle::{ClientConfig, MemoryStore, OracleClient, OracleServer};
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> percolator::Result<()> {
+    /// # let oracle = OracleServer::start_local(MemoryStore::new())?;
+    /// # let addrs = [oracle.local_addr().to_string()];
+    /// # let client = OracleClient::connect_async(&addrs, ClientConfig::default()).await?;
+    /// let (a, b) = tokio::join!(client.get_timestamp_async(), client.get_timestamp_async());
+    /// assert_ne!(a?, b?);
+    /// # client.close().await;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn get_timestamp_async(&self) -> Result<u64> {
         let (batch, slot) = self.lane().join(1)?;
         batch.wait_one(slot).await
     }
 
     /// `n` (1..=65536) strictly increasing timestamps, from one batch.
+    ///
+    /// ```
+    /// # use percolator::oracle::{ClientConfig, MemoryStore, OracleClient, OracleServer};
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> percolator::Result<()> {
+    /// # let oracle = OracleServer::start_local(MemoryStore::new())?;
+    /// # let addrs = [oracle.local_addr().to_string()];
+    /// # let client = OracleClient::connect_async(&addrs, ClientConfig::default()).await?;
+    /// let ts = client.get_timestamps_async(3).await?;
+    /// assert!(ts[0] < ts[1] && ts[1] < ts[2]);
+    /// assert!(client.get_timestamps_async(0).await.is_err());
+    /// # client.close().await;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn get_timestamps_async(&self, n: u32) -> Result<Vec<u64>> {
         if n == 0 || n > MAX_COUNT {
             return Err(Error::IllegalArgument {
@@ -126,21 +260,65 @@ impl OracleClient {
         batch.wait(slot, n).await
     }
 
-    /// Blocks the calling thread; also available as [`TimestampSource::get_timestamp`].
+    /// One timestamp; blocks the calling thread. Also available as
+    /// [`TimestampSource::get_timestamp`].
+    ///
+    /// ```
+    /// # use percolator::oracle::{ClientConfig, MemoryStore, OracleClient, OracleServer};
+    /// # let oracle = OracleServer::start_local(MemoryStore::new())?;
+    /// # let client = OracleClient::connect(&[oracle.local_addr().to_string()], ClientConfig::default())?;
+    /// let first = client.get_timestamp()?;
+    /// assert!(client.get_timestamp()? > first);
+    /// # Ok::<(), percolator::Error>(())
+    /// ```
     pub fn get_timestamp(&self) -> Result<u64> {
         crate::runtime::wait(&self.runtime, self.get_timestamp_async())
     }
 
+    /// [`get_timestamps_async`](Self::get_timestamps_async) for synchronous callers.
+    ///
+    /// ```
+    /// # use percolator::oracle::{ClientConfig, MemoryStore, OracleClient, OracleServer};
+    /// # let oracle = OracleServer::start_local(MemoryStore::new())?;
+    /// # let client = OracleClient::connect(&[oracle.local_addr().to_string()], ClientConfig::default())?;
+    /// let ts = client.get_timestamps(100)?;
+    /// assert!(ts.windows(2).all(|w| w[0] < w[1]));
+    /// # Ok::<(), percolator::Error>(())
+    /// ```
     pub fn get_timestamps(&self, n: u32) -> Result<Vec<u64>> {
         crate::runtime::wait(&self.runtime, self.get_timestamps_async(n))
     }
 
-    /// The counters of the server the client currently prefers.
+    /// The counters of the server the client currently prefers (over a connection of its own).
+    ///
+    /// ```
+    /// # use percolator::oracle::{ClientConfig, MemoryStore, OracleClient, OracleServer};
+    /// # let oracle = OracleServer::start_local(MemoryStore::new())?;
+    /// # let client = OracleClient::connect(&[oracle.local_addr().to_string()], ClientConfig::default())?;
+    /// client.get_timestamp()?;
+    /// assert_eq!(client.server_stats()?.timestamps, 1);
+    /// # Ok::<(), percolator::Error>(())
+    /// ```
     pub fn server_stats(&self) -> Result<StatsSnapshot> {
         let (addr, timeout) = self.stats_target();
         crate::runtime::wait(&self.runtime, fetch_stats(&addr, timeout))
     }
 
+    /// [`server_stats`](Self::server_stats) for asynchronous callers.
+    ///
+    /// ```
+    /// # use percolator::oracle::{ClientConfig, MemoryStore, OracleClient, OracleServer};
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> percolator::Result<()> {
+    /// # let oracle = OracleServer::start_local(MemoryStore::new())?;
+    /// # let addrs = [oracle.local_addr().to_string()];
+    /// # let client = OracleClient::connect_async(&addrs, ClientConfig::default()).await?;
+    /// client.get_timestamps_async(5).await?;
+    /// assert_eq!(client.server_stats_async().await?.timestamps, 5);
+    /// # client.close().await;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn server_stats_async(&self) -> Result<StatsSnapshot> {
         let (addr, timeout) = self.stats_target();
         fetch_stats(&addr, timeout).await
@@ -239,7 +417,7 @@ async fn probe(shared: &Shared) -> Result<Connection> {
 }
 
 /// Asks the oracle at `addr` for its counters over a fresh connection.
-pub async fn fetch_stats(addr: &str, timeout: Duration) -> Result<StatsSnapshot> {
+pub(crate) async fn fetch_stats(addr: &str, timeout: Duration) -> Result<StatsSnapshot> {
     let exchange = async {
         let mut conn = Connection::open(addr, timeout).await?;
         conn.stats().await
@@ -262,23 +440,58 @@ pub async fn fetch_stats(addr: &str, timeout: Duration) -> Result<StatsSnapshot>
 
 /// Timestamps from an in-process counter seeded from the clock: for unit tests and
 /// single-process tools that need no oracle. Unique and increasing within this process only.
+///
+/// ```
+/// use percolator::{LocalTimestamps, TimestampSource};
+/// let source = LocalTimestamps::new();
+/// let a = source.get_timestamp()?;
+/// assert!(source.get_timestamp()? > a);
+/// # Ok::<(), percolator::Error>(())
+/// ```
 #[derive(Debug)]
 pub struct LocalTimestamps {
     last: AtomicU64,
 }
 
 impl LocalTimestamps {
+    /// Starts at the current wall-clock millisecond, like a fresh oracle would.
+    ///
+    /// ```
+    /// use percolator::oracle::{physical_of, Clock, LocalTimestamps, SystemClock, TimestampSource};
+    /// let before = SystemClock.now_ms();
+    /// let ts = LocalTimestamps::new().get_timestamp()?;
+    /// assert!(physical_of(ts) >= before);
+    /// # Ok::<(), percolator::Error>(())
+    /// ```
     pub fn new() -> Self {
         Self::starting_after(compose(SystemClock.now_ms(), 0))
     }
 
-    /// The first timestamp handed out will be `ts + 1`.
+    /// The first timestamp handed out will be `ts + 1`: for tests that want known values.
+    ///
+    /// ```
+    /// use percolator::oracle::{LocalTimestamps, TimestampSource};
+    /// let source = LocalTimestamps::starting_after(41);
+    /// assert_eq!(source.get_timestamp()?, 42);
+    /// # Ok::<(), percolator::Error>(())
+    /// ```
     pub fn starting_after(ts: u64) -> Self {
         LocalTimestamps {
             last: AtomicU64::new(ts),
         }
     }
 
+    /// The next timestamp, in the same form as [`OracleClient::get_timestamp_async`].
+    ///
+    /// ```
+    /// use percolator::oracle::LocalTimestamps;
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> percolator::Result<()> {
+    /// let source = LocalTimestamps::starting_after(7);
+    /// assert_eq!(source.get_timestamp_async().await?, 8);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn get_timestamp_async(&self) -> Result<u64> {
         self.next()
     }

@@ -24,12 +24,27 @@ use super::store::{Claim, WindowStore};
 use crate::{Error, Result};
 
 /// Server tuning. The defaults suit production; tests shorten the timeouts.
+///
+/// ```
+/// use std::sync::Arc;
+/// use percolator::oracle::{physical_of, Clock, MemoryStore, OffsetClock, OracleClient};
+/// use percolator::oracle::{OracleServer, ServerConfig, SystemClock};
+/// let config = ServerConfig {
+///     clock: Arc::new(OffsetClock { offset_ms: 3_600_000 }), // an hour ahead
+///     ..ServerConfig::default()
+/// };
+/// let oracle = OracleServer::start("127.0.0.1:0", MemoryStore::new(), config)?;
+/// let client = OracleClient::connect(&[oracle.local_addr().to_string()], Default::default())?;
+/// assert!(physical_of(client.get_timestamp()?) > SystemClock.now_ms() + 3_000_000);
+/// # Ok::<(), percolator::Error>(())
+/// ```
 #[derive(Clone)]
 pub struct ServerConfig {
     /// How far ahead of the clock each extension moves the persisted top.
     pub window: Duration,
     /// Extend when less than this much window is left.
     pub extend_below: Duration,
+    /// Connections beyond this are refused in the hello (status 2).
     pub max_connections: usize,
     /// A new connection must send its hello within this.
     pub handshake_timeout: Duration,
@@ -45,6 +60,7 @@ pub struct ServerConfig {
     pub shutdown_grace: Duration,
     /// Runtime threads for [`OracleServer::start`].
     pub worker_threads: usize,
+    /// The wall clock timestamps follow (tests step it).
     pub clock: Arc<dyn Clock>,
 }
 
@@ -83,6 +99,26 @@ impl fmt::Debug for ServerConfig {
 
 /// Serves `listener` from `store` until `shutdown` resolves. Returns `Err(OracleFenced)` if
 /// another oracle claimed the store (this one then stopped serving), or the claim's error.
+/// This is the `percolator-oracle` binary's server, on the caller's runtime.
+///
+/// ```
+/// use percolator::oracle::{run, ClientConfig, MemoryStore, OracleClient, ServerConfig};
+/// # #[tokio::main]
+/// # async fn main() -> percolator::Result<()> {
+/// let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+/// let addrs = [listener.local_addr().unwrap().to_string()];
+/// let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+/// let server = tokio::spawn(run(listener, MemoryStore::new(), ServerConfig::default(), async {
+///     let _ = stopped.await;
+/// }));
+/// let client = OracleClient::connect_async(&addrs, ClientConfig::default()).await?;
+/// assert!(client.get_timestamp_async().await? > 0);
+/// client.close().await;
+/// stop.send(()).unwrap();
+/// server.await.unwrap()?; // a clean stop, not fenced
+/// # Ok(())
+/// # }
+/// ```
 pub async fn run<S: WindowStore>(
     listener: TcpListener,
     store: S,
@@ -96,7 +132,7 @@ pub async fn run<S: WindowStore>(
 }
 
 /// An oracle that has claimed its store and is ready to serve.
-pub struct Oracle<S> {
+pub(crate) struct Oracle<S> {
     core: Arc<Core>,
     store: Arc<Mutex<S>>,
     config: Arc<ServerConfig>,
@@ -246,16 +282,47 @@ async fn report_stats(core: Arc<Core>, every: Duration, mut stop: watch::Receive
     }
 }
 
-/// Runs oracles in-process, each on its own thread and runtime.
+/// Runs oracles in-process, each on its own thread and runtime: for tests, the demo and tools
+/// that embed an oracle.
+///
+/// ```
+/// use percolator::OracleServer;
+/// let oracle = OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
+/// assert!(oracle.local_addr().ip().is_loopback());
+/// oracle.shutdown()?;
+/// # Ok::<(), percolator::Error>(())
+/// ```
 pub struct OracleServer;
 
 impl OracleServer {
     /// An oracle on an ephemeral loopback port with default settings.
+    ///
+    /// ```
+    /// use percolator::oracle::{MemoryStore, OracleClient, OracleServer};
+    /// let oracle = OracleServer::start_local(MemoryStore::new())?;
+    /// let client = OracleClient::connect(&[oracle.local_addr().to_string()], Default::default())?;
+    /// assert!(client.get_timestamp()? > 0);
+    /// # Ok::<(), percolator::Error>(())
+    /// ```
     pub fn start_local<S: WindowStore>(store: S) -> Result<OracleHandle> {
         Self::start("127.0.0.1:0", store, ServerConfig::default())
     }
 
     /// Binds `addr`, claims `store` and starts serving; returns once it accepts connections.
+    ///
+    /// ```
+    /// use percolator::oracle::{MemoryStore, OracleClient, OracleServer, ServerConfig};
+    /// let store = MemoryStore::new();
+    /// let first = OracleServer::start("127.0.0.1:0", store.clone(), ServerConfig::default())?;
+    /// let client = OracleClient::connect(&[first.local_addr().to_string()], Default::default())?;
+    /// let before = client.get_timestamp()?;
+    /// first.shutdown()?;
+    /// // A restart on the same store continues above everything served before.
+    /// let second = OracleServer::start("127.0.0.1:0", store, ServerConfig::default())?;
+    /// let client = OracleClient::connect(&[second.local_addr().to_string()], Default::default())?;
+    /// assert!(client.get_timestamp()? > before);
+    /// # Ok::<(), percolator::Error>(())
+    /// ```
     pub fn start<S: WindowStore>(
         addr: &str,
         store: S,
@@ -326,6 +393,14 @@ impl OracleServer {
 }
 
 /// A running in-process oracle. Dropping it shuts it down.
+///
+/// ```
+/// use percolator::oracle::{MemoryStore, OracleServer};
+/// let oracle = OracleServer::start_local(MemoryStore::new())?;
+/// assert!(!oracle.is_finished());
+/// drop(oracle); // stops it and waits for its thread
+/// # Ok::<(), percolator::Error>(())
+/// ```
 pub struct OracleHandle {
     local_addr: SocketAddr,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
@@ -333,17 +408,46 @@ pub struct OracleHandle {
 }
 
 impl OracleHandle {
+    /// Where the oracle listens: the address to give clients.
+    ///
+    /// ```
+    /// # use percolator::oracle::{MemoryStore, OracleServer};
+    /// let oracle = OracleServer::start_local(MemoryStore::new())?;
+    /// assert_ne!(oracle.local_addr().port(), 0, "the ephemeral port that was bound");
+    /// # Ok::<(), percolator::Error>(())
+    /// ```
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addr
     }
 
     /// True once the server stopped by itself (fenced).
+    ///
+    /// ```
+    /// # use std::time::{Duration, Instant};
+    /// use percolator::oracle::{MemoryStore, OracleServer};
+    /// let store = MemoryStore::with_lease(Duration::from_millis(200));
+    /// let old = OracleServer::start_local(store.clone())?;
+    /// let _new = OracleServer::start_local(store)?; // claims the store: fences the old one
+    /// let deadline = Instant::now() + Duration::from_secs(10);
+    /// while !old.is_finished() && Instant::now() < deadline {
+    ///     std::thread::sleep(Duration::from_millis(20));
+    /// }
+    /// assert!(old.is_finished());
+    /// # Ok::<(), percolator::Error>(())
+    /// ```
     pub fn is_finished(&self) -> bool {
         self.thread.as_ref().is_none_or(|t| t.is_finished())
     }
 
     /// Stops serving, drains connections, releases the store; returns how the server ended
     /// (`Err(OracleFenced)` if it had been fenced).
+    ///
+    /// ```
+    /// # use percolator::oracle::{MemoryStore, OracleServer};
+    /// let oracle = OracleServer::start_local(MemoryStore::new())?;
+    /// assert!(oracle.shutdown().is_ok(), "it was never fenced");
+    /// # Ok::<(), percolator::Error>(())
+    /// ```
     pub fn shutdown(mut self) -> Result<()> {
         self.stop_and_join()
     }

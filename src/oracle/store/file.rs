@@ -22,6 +22,22 @@ use crate::{Error, Result};
 const MAGIC: &[u8; 8] = b"PTSOWIN1";
 const FILE_LEN: usize = 20;
 
+/// The window top in a local file, held exclusively by one process: the store for a single
+/// oracle (with no fail-over partner).
+///
+/// ```
+/// use percolator::oracle::{FileStore, MemoryStore, OracleClient, OracleServer};
+/// let dir = tempfile::tempdir()?;
+/// let path = dir.path().join("window");
+/// let oracle = OracleServer::start_local(FileStore::new(&path))?;
+/// let client = OracleClient::connect(&[oracle.local_addr().to_string()], Default::default())?;
+/// let ts = client.get_timestamp()?;
+/// // A second oracle on the same file cannot claim it while the first holds it.
+/// assert!(OracleServer::start_local(FileStore::new(&path)).is_err());
+/// oracle.shutdown()?;
+/// assert!(FileStore::read_top(&path)?.unwrap() >= ts);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug)]
 pub struct FileStore {
     path: PathBuf,
@@ -29,6 +45,17 @@ pub struct FileStore {
 }
 
 impl FileStore {
+    /// A store at `path` (created on the first advance; its directory must exist). Nothing is
+    /// opened until the oracle claims it.
+    ///
+    /// ```
+    /// use percolator::oracle::{FileStore, WindowStore};
+    /// let dir = tempfile::tempdir()?;
+    /// let mut store = FileStore::new(dir.path().join("window"));
+    /// assert_eq!(store.claim()?.top, 0, "a missing file starts a new sequence");
+    /// store.advance(5)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn new(path: impl Into<PathBuf>) -> Self {
         FileStore {
             path: path.into(),
@@ -37,6 +64,18 @@ impl FileStore {
     }
 
     /// Reads the persisted top without claiming: `None` if the file does not exist.
+    ///
+    /// ```
+    /// use percolator::oracle::{FileStore, WindowStore};
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("window");
+    /// assert_eq!(FileStore::read_top(&path)?, None);
+    /// let mut store = FileStore::new(&path);
+    /// store.claim()?;
+    /// store.advance(1_234)?;
+    /// assert_eq!(FileStore::read_top(&path)?, Some(1_234));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn read_top(path: &Path) -> Result<Option<u64>> {
         match fs::read(path) {
             Ok(bytes) => decode(&bytes)

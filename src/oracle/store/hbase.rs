@@ -26,9 +26,9 @@ use crate::hbase::{
 };
 use crate::{Error, Result};
 
-pub const ROW: &[u8] = b"timestamp-oracle";
-pub const FAMILY: &[u8] = b"w";
-pub const QUALIFIER: &[u8] = b"window";
+const ROW: &[u8] = b"timestamp-oracle";
+const FAMILY: &[u8] = b"w";
+const QUALIFIER: &[u8] = b"window";
 
 const MAGIC: &[u8; 4] = b"PTSW";
 const FORMAT: u8 = 1;
@@ -37,17 +37,37 @@ const RECORD_LEN: usize = 34;
 /// that is not a fence means another writer raced us, or a reply was lost).
 const ATTEMPTS: usize = 4;
 
-/// The decoded cell.
+/// The decoded cell of an [`HBaseStore`], as [`HBaseStore::read`] finds it: for operators and
+/// tests checking who owns the window.
+///
+/// ```
+/// use std::time::Duration;
+/// use percolator::oracle::{HBaseStore, WindowStore};
+/// use percolator::{HBaseClient, HBaseConfig};
+/// let emulator = percolator::emulator::start_local()?;
+/// let addr = emulator.local_addr().to_string();
+/// let mut store = HBaseStore::connect(&addr, "tso", Duration::from_secs(2))?;
+/// store.claim()?;
+/// store.advance(500)?;
+/// let client = HBaseClient::connect(HBaseConfig::new(addr))?;
+/// let record = HBaseStore::read(&client, "tso")?.unwrap();
+/// assert_eq!((record.top, record.lease_ms, record.released), (500, 2_000, false));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WindowRecord {
+    /// The persisted top.
     pub top: u64,
+    /// The owning process's random id (new on every claim).
     pub owner: u128,
+    /// The owner's lease: how long a successor waits unless `released`.
     pub lease_ms: u32,
+    /// The owner gave the store up on a clean shutdown.
     pub released: bool,
 }
 
 impl WindowRecord {
-    pub fn encode(&self) -> Vec<u8> {
+    pub(crate) fn encode(&self) -> Vec<u8> {
         let mut b = Vec::with_capacity(RECORD_LEN);
         b.extend_from_slice(MAGIC);
         b.push(FORMAT);
@@ -58,7 +78,7 @@ impl WindowRecord {
         b
     }
 
-    pub fn decode(b: &[u8]) -> std::result::Result<Self, String> {
+    pub(crate) fn decode(b: &[u8]) -> std::result::Result<Self, String> {
         if b.len() != RECORD_LEN {
             return Err(format!("{} bytes, expected {RECORD_LEN}", b.len()));
         }
@@ -82,6 +102,20 @@ impl WindowRecord {
 /// Table creation's timeout (see `ensure_table`).
 const ADMIN_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// The window top in one HBase cell, shared by every oracle pointed at the table: a newer
+/// oracle fences the older one, so oracles can fail over.
+///
+/// ```
+/// use std::time::Duration;
+/// use percolator::oracle::{HBaseStore, OracleClient, OracleServer};
+/// let emulator = percolator::emulator::start_local()?;
+/// let addr = emulator.local_addr().to_string();
+/// let store = HBaseStore::connect(&addr, "tso", Duration::from_secs(1))?;
+/// let oracle = OracleServer::start_local(store)?;
+/// let client = OracleClient::connect(&[oracle.local_addr().to_string()], Default::default())?;
+/// assert!(client.get_timestamp()? > 0);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct HBaseStore {
     client: HBaseClient,
     table: String,
@@ -94,7 +128,16 @@ pub struct HBaseStore {
 
 impl HBaseStore {
     /// Connects to the gateway at `addr`. Calls time out after the lease: a renewal slower
-    /// than that is useless anyway.
+    /// than that is useless anyway. The table is created on the first claim if missing.
+    ///
+    /// ```
+    /// use percolator::oracle::{HBaseStore, WindowStore, DEFAULT_LEASE};
+    /// let emulator = percolator::emulator::start_local()?;
+    /// let mut store = HBaseStore::connect(&emulator.local_addr().to_string(), "tso", DEFAULT_LEASE)?;
+    /// assert_eq!(store.claim()?.top, 0);
+    /// assert_eq!(store.lease(), Some(DEFAULT_LEASE));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn connect(addr: &str, table: &str, lease: Duration) -> Result<Self> {
         let mut config = HBaseConfig::new(addr);
         config.read_timeout = lease.max(Duration::from_secs(1));
@@ -105,7 +148,7 @@ impl HBaseStore {
         ))
     }
 
-    pub fn with_client(client: HBaseClient, table: &str, lease: Duration) -> Self {
+    pub(crate) fn with_client(client: HBaseClient, table: &str, lease: Duration) -> Self {
         HBaseStore {
             client,
             table: table.to_string(),
@@ -116,6 +159,19 @@ impl HBaseStore {
     }
 
     /// Reads the cell as it is now: `None` if it does not exist.
+    ///
+    /// ```
+    /// use percolator::oracle::{HBaseStore, WindowStore, DEFAULT_LEASE};
+    /// use percolator::{HBaseClient, HBaseConfig};
+    /// let emulator = percolator::emulator::start_local()?;
+    /// let addr = emulator.local_addr().to_string();
+    /// let mut store = HBaseStore::connect(&addr, "tso", DEFAULT_LEASE)?;
+    /// store.claim()?;
+    /// store.release()?;
+    /// let client = HBaseClient::connect(HBaseConfig::new(addr))?;
+    /// assert!(HBaseStore::read(&client, "tso")?.unwrap().released);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn read(client: &HBaseClient, table: &str) -> Result<Option<WindowRecord>> {
         read_bytes(client, table)?
             .map(|bytes| decode_cell(table, &bytes))

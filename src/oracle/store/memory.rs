@@ -20,6 +20,18 @@ struct Record {
     released: bool,
 }
 
+/// A shared store in memory: restarts and fencing within one process, without a disk or a
+/// cluster. Clones share the record; each clone is a separate would-be owner.
+///
+/// ```
+/// use percolator::oracle::{MemoryStore, OracleClient, OracleServer};
+/// let store = MemoryStore::new();
+/// let oracle = OracleServer::start_local(store.clone())?;
+/// let client = OracleClient::connect(&[oracle.local_addr().to_string()], Default::default())?;
+/// let ts = client.get_timestamp()?;
+/// assert!(store.top() >= ts, "the top is persisted before anything below it is served");
+/// # Ok::<(), percolator::Error>(())
+/// ```
 #[derive(Debug)]
 pub struct MemoryStore {
     record: Arc<Mutex<Option<Record>>>,
@@ -28,10 +40,26 @@ pub struct MemoryStore {
 }
 
 impl MemoryStore {
+    /// An empty store with the [`DEFAULT_LEASE`].
+    ///
+    /// ```
+    /// use percolator::oracle::MemoryStore;
+    /// assert_eq!(MemoryStore::new().top(), 0);
+    /// ```
     pub fn new() -> Self {
         Self::with_lease(DEFAULT_LEASE)
     }
 
+    /// An empty store whose owners hold `lease`: short leases make fail-over tests fast.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use percolator::oracle::{MemoryStore, WindowStore};
+    /// let mut old = MemoryStore::with_lease(Duration::from_millis(100));
+    /// old.claim()?;
+    /// assert_eq!(old.clone().claim()?.wait, Duration::from_millis(100));
+    /// # Ok::<(), percolator::Error>(())
+    /// ```
     pub fn with_lease(lease: Duration) -> Self {
         MemoryStore {
             record: Arc::new(Mutex::new(None)),
@@ -41,6 +69,15 @@ impl MemoryStore {
     }
 
     /// The persisted top (0 if never advanced).
+    ///
+    /// ```
+    /// use percolator::oracle::{MemoryStore, WindowStore};
+    /// let mut store = MemoryStore::new();
+    /// store.claim()?;
+    /// store.advance(77)?;
+    /// assert_eq!(store.top(), 77);
+    /// # Ok::<(), percolator::Error>(())
+    /// ```
     pub fn top(&self) -> u64 {
         self.record.lock().as_ref().map_or(0, |r| r.top)
     }

@@ -34,7 +34,20 @@ pub use memory::MemoryStore;
 
 use crate::{Error, Result};
 
-/// What a successful claim learned.
+/// What a successful claim learned: where the new owner starts and how long it must wait.
+///
+/// ```
+/// use std::time::Duration;
+/// use percolator::oracle::{MemoryStore, WindowStore};
+/// let mut old = MemoryStore::with_lease(Duration::from_secs(2));
+/// let mut new = old.clone(); // another would-be owner of the same record
+/// old.claim()?;
+/// old.advance(1_000)?;
+/// let claim = new.claim()?;
+/// assert_eq!(claim.top, 1_000);
+/// assert_eq!(claim.wait, Duration::from_secs(2), "the old owner may still be serving");
+/// # Ok::<(), percolator::Error>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Claim {
     /// The persisted top: the new owner serves strictly above it.
@@ -44,18 +57,71 @@ pub struct Claim {
 }
 
 /// Durable home of the window top. Calls block (they do I/O); the server runs them off its
-/// request path.
+/// request path. Implement it to keep the top somewhere else.
+///
+/// ```
+/// use percolator::oracle::{MemoryStore, OracleServer, WindowStore};
+///
+/// /// Any store works behind a box, e.g. one chosen at run time.
+/// let store: Box<dyn WindowStore> = Box::new(MemoryStore::new());
+/// assert_eq!(store.describe(), "memory");
+/// let oracle = OracleServer::start_local(store)?;
+/// # drop(oracle);
+/// # Ok::<(), percolator::Error>(())
+/// ```
 pub trait WindowStore: Send + 'static {
     /// Takes ownership of the store for this process and returns the persisted top.
+    ///
+    /// ```
+    /// use percolator::oracle::{MemoryStore, WindowStore};
+    /// let mut store = MemoryStore::new();
+    /// assert_eq!(store.claim()?.top, 0, "a new store starts from nothing");
+    /// # Ok::<(), percolator::Error>(())
+    /// ```
     fn claim(&mut self) -> Result<Claim>;
     /// Durably raises the top to `top` (greater than any value written before). Fails with
     /// [`Error::OracleFenced`] if another process claimed the store since.
+    ///
+    /// ```
+    /// use percolator::oracle::{MemoryStore, WindowStore};
+    /// let mut old = MemoryStore::new();
+    /// let mut new = old.clone();
+    /// old.claim()?;
+    /// old.advance(10)?;
+    /// new.claim()?;
+    /// assert!(matches!(old.advance(20), Err(percolator::Error::OracleFenced { .. })));
+    /// # Ok::<(), percolator::Error>(())
+    /// ```
     fn advance(&mut self, top: u64) -> Result<()>;
     /// Gives the store up on a clean shutdown, so the next owner need not wait out our lease.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use percolator::oracle::{MemoryStore, WindowStore};
+    /// let mut old = MemoryStore::new();
+    /// old.claim()?;
+    /// old.advance(10)?;
+    /// old.release()?;
+    /// assert_eq!(old.clone().claim()?.wait, Duration::ZERO);
+    /// # Ok::<(), percolator::Error>(())
+    /// ```
     fn release(&mut self) -> Result<()>;
     /// The lease each advance grants, for shared stores; `None` for exclusive ones.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use percolator::oracle::{FileStore, MemoryStore, WindowStore};
+    /// let shared = MemoryStore::with_lease(Duration::from_secs(1));
+    /// assert_eq!(shared.lease(), Some(Duration::from_secs(1)));
+    /// assert_eq!(FileStore::new("/var/lib/tso/window").lease(), None);
+    /// ```
     fn lease(&self) -> Option<Duration>;
     /// For log lines: what this store is.
+    ///
+    /// ```
+    /// use percolator::oracle::{FileStore, WindowStore};
+    /// assert!(FileStore::new("/var/lib/tso/window").describe().contains("/var/lib/tso/window"));
+    /// ```
     fn describe(&self) -> String;
 }
 
@@ -78,15 +144,31 @@ impl WindowStore for Box<dyn WindowStore> {
 }
 
 /// A store named on the command line: `memory`, `file:PATH` or `hbase:HOST:PORT[/TABLE]`.
+///
+/// ```
+/// use percolator::oracle::StoreSpec;
+/// let spec: StoreSpec = "hbase:gateway:9090/ns:tso".parse()?;
+/// assert_eq!(spec, StoreSpec::HBase { addr: "gateway:9090".into(), table: "ns:tso".into() });
+/// assert!("hbase:gateway".parse::<StoreSpec>().is_err(), "a port is required");
+/// # Ok::<(), percolator::Error>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum StoreSpec {
+    /// [`MemoryStore`]: not durable, for tests.
     Memory,
+    /// [`FileStore`] at this path.
     File(PathBuf),
-    HBase { addr: String, table: String },
+    /// [`HBaseStore`] on an HBase Thrift2 gateway.
+    HBase {
+        /// The gateway, `HOST:PORT`.
+        addr: String,
+        /// The table (`percolator_oracle` when the spec names none).
+        table: String,
+    },
 }
 
 /// The table used when a `hbase:` spec names none.
-pub const DEFAULT_HBASE_TABLE: &str = "percolator_oracle";
+pub(crate) const DEFAULT_HBASE_TABLE: &str = "percolator_oracle";
 
 impl FromStr for StoreSpec {
     type Err = Error;
@@ -129,6 +211,13 @@ impl FromStr for StoreSpec {
 
 impl StoreSpec {
     /// Opens the store this spec names; `lease` applies to shared stores.
+    ///
+    /// ```
+    /// use percolator::oracle::{StoreSpec, WindowStore, DEFAULT_LEASE};
+    /// let store = StoreSpec::Memory.open(DEFAULT_LEASE)?;
+    /// assert_eq!(store.lease(), Some(DEFAULT_LEASE));
+    /// # Ok::<(), percolator::Error>(())
+    /// ```
     pub fn open(&self, lease: Duration) -> Result<Box<dyn WindowStore>> {
         match self {
             StoreSpec::Memory => Ok(Box::new(MemoryStore::with_lease(lease))),
@@ -141,6 +230,11 @@ impl StoreSpec {
 }
 
 /// A lease long enough for a loaded machine to renew in time: a few window extensions.
+///
+/// ```
+/// use percolator::oracle::{MemoryStore, WindowStore, DEFAULT_LEASE};
+/// assert_eq!(MemoryStore::new().lease(), Some(DEFAULT_LEASE));
+/// ```
 pub const DEFAULT_LEASE: Duration = Duration::from_secs(3);
 
 pub(crate) fn new_owner_id() -> u128 {
