@@ -751,7 +751,14 @@ impl Transaction {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn commit(self) -> Result<u64> {
-        block_on(&self.runtime, self.inner.commit())
+        // A commit waits on several round trips in turn: as a task on the client's runtime
+        // each reply wakes it there, and this thread sleeps and wakes once, not once per trip.
+        let commit = self.runtime.spawn(self.inner.commit());
+        match block_on(&self.runtime, commit) {
+            Ok(result) => result,
+            Err(join) if join.is_panic() => std::panic::resume_unwind(join.into_panic()),
+            Err(_) => Err(crate::Error::Shutdown),
+        }
     }
 
     /// Discards the buffered writes.
