@@ -156,7 +156,15 @@ fn main() -> ExitCode {
             };
             let is_cluster = cluster.is_some();
             let hbase = hbase.or_else(|| cluster.as_ref().map(|c| c.addr.clone()));
-            run_bench(&config, json, hbase, oracle, local_timestamps, tune, is_cluster)
+            run_bench(
+                &config,
+                json,
+                hbase,
+                oracle,
+                local_timestamps,
+                tune,
+                is_cluster,
+            )
         }
         Command::ServeEmulator { latency_us } => serve_emulator(latency_us),
     };

@@ -15,7 +15,7 @@
 
 use std::collections::VecDeque;
 use std::io;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -130,7 +130,12 @@ struct Shared {
     /// Wakes the connection's task: a request was queued, or the connection broke or closed.
     wake: Notify,
     in_flight: AtomicUsize,
-    last_used: Mutex<Instant>,
+    /// When the connection opened, and nanoseconds after it that it was last used: the pool
+    /// reads both for every call, so neither takes a lock.
+    opened: Instant,
+    last_used_ns: AtomicU64,
+    /// Set once `state.broken` is.
+    is_broken: AtomicBool,
 }
 
 impl Shared {
@@ -142,6 +147,7 @@ impl Shared {
                 return;
             }
             state.broken = Some(cause.clone());
+            self.is_broken.store(true, Ordering::Release);
             state.outbox = Vec::new();
             (
                 std::mem::take(&mut state.pending),
@@ -189,7 +195,9 @@ impl Connection {
             written: AtomicU64::new(0),
             wake: Notify::new(),
             in_flight: AtomicUsize::new(0),
-            last_used: Mutex::new(Instant::now()),
+            opened: Instant::now(),
+            last_used_ns: AtomicU64::new(0),
+            is_broken: AtomicBool::new(false),
         });
         handle.spawn(drive(Arc::clone(&shared)));
         Ok(Connection { shared })
@@ -206,18 +214,25 @@ impl Connection {
 
     pub(crate) fn end(&self) {
         self.shared.in_flight.fetch_sub(1, Ordering::Relaxed);
-        *self.shared.last_used.lock() = Instant::now();
+        let since = self.shared.opened.elapsed().as_nanos();
+        self.shared
+            .last_used_ns
+            .store(u64::try_from(since).unwrap_or(u64::MAX), Ordering::Relaxed);
+    }
+
+    fn last_used(&self) -> Instant {
+        let ns = self.shared.last_used_ns.load(Ordering::Relaxed);
+        self.shared.opened + Duration::from_nanos(ns)
     }
 
     pub(crate) fn is_broken(&self) -> bool {
-        self.shared.state.lock().broken.is_some()
+        self.shared.is_broken.load(Ordering::Acquire)
     }
 
     /// No call on it for longer than `max_idle` before `now`: the gateway may have dropped
     /// it. (`now` is read once per pick, not once per connection.)
     pub(crate) fn is_stale(&self, now: Instant, max_idle: Duration) -> bool {
-        self.in_flight() == 0
-            && now.saturating_duration_since(*self.shared.last_used.lock()) > max_idle
+        self.in_flight() == 0 && now.saturating_duration_since(self.last_used()) > max_idle
     }
 
     /// Sends `request` and waits for its reply, at most `read_timeout` in all. `arm` marks a
