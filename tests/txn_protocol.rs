@@ -536,3 +536,35 @@ fn snapshot_is_taken_by_the_first_read_or_pinned_by_start_ts() {
     );
     client.shutdown();
 }
+
+/// A snapshot at a chosen timestamp reads exactly what was committed at or below it, whatever
+/// committed since, and refuses to write.
+#[test]
+fn a_snapshot_at_a_chosen_timestamp_reads_the_past_and_is_read_only() {
+    let env = Env::start();
+    let t = env.table("snapat");
+    let client = env.client();
+    let write = |v: &str| {
+        let mut txn = client.begin().unwrap();
+        txn.set(&t, "x", txn_support::FAMILY, "q", v).unwrap();
+        txn.commit().unwrap()
+    };
+    let first = write("1");
+    let second = write("2");
+    for (ts, seen) in [(first, "1"), (second - 1, "1"), (second, "2")] {
+        let snap = client.snapshot(ts).unwrap();
+        let got = snap.get(&t, "x", txn_support::FAMILY, "q").unwrap();
+        assert_eq!(got.as_deref(), Some(seen.as_bytes()), "at {ts}");
+        assert_eq!(snap.start_ts().unwrap(), ts);
+    }
+    let before = client.snapshot(first - 1).unwrap();
+    assert_eq!(before.get(&t, "x", txn_support::FAMILY, "q").unwrap(), None);
+    let mut ro = client.snapshot(second).unwrap();
+    let err = ro.set(&t, "x", txn_support::FAMILY, "q", "3").unwrap_err();
+    assert!(
+        matches!(err, percolator::Error::IllegalArgument { .. }),
+        "{err}"
+    );
+    assert_eq!(ro.commit().unwrap(), second, "nothing to commit");
+    client.shutdown();
+}

@@ -93,13 +93,28 @@ fn unreachable_commit_point_is_undetermined_and_never_half_applied() {
         commit_with_fault(CasKind::Commit, "p", Fault::DropRequest, usize::MAX);
     let err = outcome.expect_err("nothing was applied: it must not report success");
     assert_eq!(err.retry_class(), RetryClass::Undetermined);
-    let Error::CommitUndetermined { commit_ts, .. } = err else {
+    let Error::CommitUndetermined {
+        commit_ts,
+        start_ts,
+        primary,
+        ..
+    } = err
+    else {
         panic!("expected CommitUndetermined, got {err}");
     };
+    assert_eq!(
+        *primary,
+        env.key(&t, "p"),
+        "the error names the primary to ask about"
+    );
     assert!(!has_put_record(&env, &t, "p", commit_ts));
     client.kill();
+    // What the error carries is enough to learn the outcome from another client.
+    let other = env.client();
+    assert_eq!(other.transaction_status(&primary, start_ts).unwrap(), None);
     assert_eq!(read_p_and_s(&env, &t), (value("0"), value("0")));
     env.assert_no_locks(&t);
+    other.shutdown();
 }
 
 /// A secondary commit that never arrived leaves its lock; readers roll it forward.
