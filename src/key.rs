@@ -2,6 +2,12 @@
 //! refer to it (their own validation error converts into `Error::IllegalArgument`).
 
 /// One transactional cell: table, row and user column `family:qualifier`.
+///
+/// ```
+/// let key = percolator::CellKey::new("accounts", "alice", "f", "balance")?;
+/// assert_eq!(key.to_string(), "accounts/alice/f:balance");
+/// # Ok::<(), percolator::txn::InvalidKey>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct CellKey {
     pub table: String,
@@ -13,6 +19,13 @@ pub struct CellKey {
 impl CellKey {
     /// Validates what the encodings rely on: a non-empty row and family (HBase rejects empty
     /// rows), a family of at most 255 bytes, and a table name of at most 1024 bytes.
+    ///
+    /// ```
+    /// let key = percolator::CellKey::new("accounts", "alice", "f", "balance")?;
+    /// assert_eq!(key.row, b"alice");
+    /// assert!(percolator::CellKey::new("accounts", "", "f", "q").is_err(), "HBase rejects empty rows");
+    /// # Ok::<(), percolator::txn::InvalidKey>(())
+    /// ```
     pub fn new(
         table: impl Into<String>,
         row: impl Into<Vec<u8>>,
@@ -45,6 +58,12 @@ impl CellKey {
 
 impl CellKey {
     /// `family:qualifier`, for error fields.
+    ///
+    /// ```
+    /// let key = percolator::CellKey::new("t", "r", "f", "q")?;
+    /// assert_eq!(key.column(), b"f:q");
+    /// # Ok::<(), percolator::txn::InvalidKey>(())
+    /// ```
     pub fn column(&self) -> Vec<u8> {
         [self.family.as_slice(), b":", self.qualifier.as_slice()].concat()
     }
@@ -64,6 +83,12 @@ impl std::fmt::Display for CellKey {
 }
 
 /// Why a [`CellKey`] was refused; becomes `Error::IllegalArgument` through `?`.
+///
+/// ```
+/// let err = percolator::CellKey::new("t", "", "f", "q").unwrap_err();
+/// let as_error: percolator::Error = err.into();
+/// assert!(matches!(as_error, percolator::Error::IllegalArgument { .. }));
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct InvalidKey(pub String);
 

@@ -12,6 +12,10 @@ use crate::error::Result;
 use crate::hbase::{Delete, FamilyDescriptor, Get, Put, TableDescriptor};
 use crate::txn::store::HBaseAccess;
 
+/// ```
+/// let c = percolator::txn::LivenessConfig::default();
+/// assert_eq!((c.table.as_str(), c.ttl_secs), ("percolator_liveness", 5));
+/// ```
 #[derive(Clone, Debug)]
 pub struct LivenessConfig {
     /// The system table holding one row per live client.
@@ -36,6 +40,10 @@ const QUALIFIER: &[u8] = b"a";
 const ALIVE_CACHE: Duration = Duration::from_millis(200);
 
 impl LivenessConfig {
+    /// ```
+    /// let d = percolator::txn::LivenessConfig::default().table_descriptor();
+    /// assert_eq!(d.families.len(), 1);
+    /// ```
     pub fn table_descriptor(&self) -> TableDescriptor {
         TableDescriptor::new(self.table.clone()).family(
             FamilyDescriptor::new(FAMILY)
@@ -46,6 +54,11 @@ impl LivenessConfig {
     }
 
     /// How often a client must refresh its row to stay alive.
+    ///
+    /// ```
+    /// let c = percolator::txn::LivenessConfig { table: "t".into(), ttl_secs: 3 };
+    /// assert_eq!(c.refresh_interval(), std::time::Duration::from_secs(1));
+    /// ```
     pub fn refresh_interval(&self) -> Duration {
         Duration::from_millis((self.ttl_secs.max(1) as u64 * 1000) / 3)
     }

@@ -27,6 +27,9 @@ pub enum Seam {
 }
 
 impl Seam {
+    /// ```
+    /// assert_eq!(percolator::txn::Seam::ALL.len(), 5);
+    /// ```
     #[cfg(feature = "testing")]
     pub const ALL: [Seam; 5] = [
         Seam::AfterPrimaryPrewrite,
@@ -36,6 +39,9 @@ impl Seam {
         Seam::BetweenSecondaryCommits,
     ];
 
+    /// ```
+    /// assert_eq!(percolator::txn::Seam::AfterPrimaryCommit.name(), "txn::after_primary_commit");
+    /// ```
     pub fn name(self) -> &'static str {
         match self {
             Seam::AfterPrimaryPrewrite => "txn::after_primary_prewrite",
@@ -48,6 +54,12 @@ impl Seam {
 }
 
 /// Decides at run time whether the client dies at a seam (the demo's crash injection).
+///
+/// ```
+/// use percolator::txn::{CrashInjector, Seam};
+/// let injector: CrashInjector = std::sync::Arc::new(|seam| seam == Seam::BeforePrimaryCommit);
+/// assert!(injector(Seam::BeforePrimaryCommit));
+/// ```
 pub type CrashInjector = Arc<dyn Fn(Seam) -> bool + Send + Sync>;
 
 /// Backoff for `Client::run` and for waiting on live locks: full-jitter exponential.
@@ -72,6 +84,11 @@ impl Default for RetryPolicy {
 }
 
 impl RetryPolicy {
+    /// ```
+    /// use std::time::Duration;
+    /// let p = percolator::txn::RetryPolicy::new(3, Duration::from_millis(1), Duration::from_millis(8));
+    /// assert_eq!(p.max_attempts, 3);
+    /// ```
     pub fn new(max_attempts: u32, base_backoff: Duration, max_backoff: Duration) -> Self {
         RetryPolicy {
             max_attempts: max_attempts.max(1),
@@ -82,6 +99,12 @@ impl RetryPolicy {
 
     /// The pause before attempt `attempt + 1` (0-based): at most the capped exponential, at
     /// least a quarter of it.
+    ///
+    /// ```
+    /// let p = percolator::txn::RetryPolicy::default();
+    /// assert!(p.backoff(0) <= p.base_backoff);
+    /// assert!(p.backoff(30) <= p.max_backoff);
+    /// ```
     pub fn backoff(&self, attempt: u32) -> Duration {
         let cap = self
             .base_backoff
@@ -137,61 +160,110 @@ impl Default for TxnOptions {
 
 impl TxnOptions {
     /// A builder starting from the defaults.
+    ///
+    /// ```
+    /// let o = percolator::TxnOptions::builder().sync_secondaries(true).build();
+    /// assert!(o.sync_secondaries());
+    /// ```
     pub fn builder() -> TxnOptionsBuilder {
         TxnOptionsBuilder(TxnOptions::default())
     }
 
     /// A builder starting from these options.
+    ///
+    /// ```
+    /// let base = percolator::TxnOptions::default();
+    /// let o = base.to_builder().max_value_size(64).build();
+    /// assert_eq!((o.max_value_size(), o.lock_ttl()), (64, base.lock_ttl()));
+    /// ```
     pub fn to_builder(&self) -> TxnOptionsBuilder {
         TxnOptionsBuilder(self.clone())
     }
 
     /// The column families of locks and write records.
+    ///
+    /// ```
+    /// assert_eq!(percolator::TxnOptions::default().schema().lock_family, b"_pl");
+    /// ```
     pub fn schema(&self) -> &Schema {
         &self.schema
     }
 
     /// Where liveness rows live and how long they last.
+    ///
+    /// ```
+    /// assert!(!percolator::TxnOptions::default().liveness().table.is_empty());
+    /// ```
     pub fn liveness(&self) -> &LivenessConfig {
         &self.liveness
     }
 
     /// A lock whose wall time is older than this may be cleaned even if its owner looks
     /// alive; owners refresh their primary lock every third of it while they commit.
+    ///
+    /// ```
+    /// assert_eq!(percolator::TxnOptions::default().lock_ttl(), std::time::Duration::from_secs(3));
+    /// ```
     pub fn lock_ttl(&self) -> Duration {
         self.lock_ttl
     }
 
     /// How long a read waits on a live lock before failing with `KeyLocked` (retryable).
+    ///
+    /// ```
+    /// assert_eq!(percolator::TxnOptions::default().max_lock_wait(), std::time::Duration::from_secs(10));
+    /// ```
     pub fn max_lock_wait(&self) -> Duration {
         self.max_lock_wait
     }
 
     /// Values up to this size are copied into the write record, so a read needs one round
     /// trip (TiKV's short values).
+    ///
+    /// ```
+    /// assert_eq!(percolator::TxnOptions::default().short_value_limit(), 1024);
+    /// ```
     pub fn short_value_limit(&self) -> usize {
         self.short_value_limit
     }
 
     /// Values above this are refused with `ValueTooLarge` (the gateway's frame is 2 MB).
+    ///
+    /// ```
+    /// assert_eq!(percolator::TxnOptions::default().max_value_size(), 1 << 20);
+    /// ```
     pub fn max_value_size(&self) -> usize {
         self.max_value_size
     }
 
     /// Whether `commit` waits for the secondary commits.
+    ///
+    /// ```
+    /// assert!(!percolator::TxnOptions::default().sync_secondaries());
+    /// ```
     pub fn sync_secondaries(&self) -> bool {
         self.sync_secondaries
     }
 
+    /// ```
+    /// assert_eq!(percolator::TxnOptions::default().retry().max_attempts, 20);
+    /// ```
     pub fn retry(&self) -> &RetryPolicy {
         &self.retry
     }
 
+    /// ```
+    /// assert!(percolator::TxnOptions::default().clock().now_ms() > 0);
+    /// ```
     pub fn clock(&self) -> &Arc<dyn Clock> {
         &self.clock
     }
 
     /// The crash injector, if one is set.
+    ///
+    /// ```
+    /// assert!(percolator::TxnOptions::default().crash_injector().is_none());
+    /// ```
     #[cfg(feature = "testing")]
     pub fn crash_injector(&self) -> Option<&CrashInjector> {
         self.crash_injector.as_ref()
@@ -208,53 +280,102 @@ impl TxnOptions {
 pub struct TxnOptionsBuilder(TxnOptions);
 
 impl TxnOptionsBuilder {
+    /// ```
+    /// let schema = percolator::txn::Schema { lock_family: b"_l".to_vec(), write_family: b"_w".to_vec() };
+    /// let o = percolator::TxnOptions::builder().schema(schema.clone()).build();
+    /// assert_eq!(o.schema(), &schema);
+    /// ```
     pub fn schema(mut self, schema: Schema) -> Self {
         self.0.schema = schema;
         self
     }
 
+    /// ```
+    /// let live = percolator::txn::LivenessConfig { table: "alive".into(), ttl_secs: 2 };
+    /// let o = percolator::TxnOptions::builder().liveness(live).build();
+    /// assert_eq!(o.liveness().table, "alive");
+    /// ```
     pub fn liveness(mut self, liveness: LivenessConfig) -> Self {
         self.0.liveness = liveness;
         self
     }
 
+    /// ```
+    /// let o = percolator::TxnOptions::builder().lock_ttl(std::time::Duration::from_secs(9)).build();
+    /// assert_eq!(o.lock_ttl().as_secs(), 9);
+    /// ```
     pub fn lock_ttl(mut self, ttl: Duration) -> Self {
         self.0.lock_ttl = ttl;
         self
     }
 
+    /// ```
+    /// let o = percolator::TxnOptions::builder().max_lock_wait(std::time::Duration::from_secs(1)).build();
+    /// assert_eq!(o.max_lock_wait().as_secs(), 1);
+    /// ```
     pub fn max_lock_wait(mut self, wait: Duration) -> Self {
         self.0.max_lock_wait = wait;
         self
     }
 
+    /// ```
+    /// let o = percolator::TxnOptions::builder().short_value_limit(0).build();
+    /// assert_eq!(o.short_value_limit(), 0, "every value then lives in the data column only");
+    /// ```
     pub fn short_value_limit(mut self, bytes: usize) -> Self {
         self.0.short_value_limit = bytes;
         self
     }
 
+    /// ```
+    /// let o = percolator::TxnOptions::builder().max_value_size(4096).build();
+    /// assert_eq!(o.max_value_size(), 4096);
+    /// ```
     pub fn max_value_size(mut self, bytes: usize) -> Self {
         self.0.max_value_size = bytes;
         self
     }
 
+    /// ```
+    /// let o = percolator::TxnOptions::builder().sync_secondaries(true).build();
+    /// assert!(o.sync_secondaries());
+    /// ```
     pub fn sync_secondaries(mut self, wait: bool) -> Self {
         self.0.sync_secondaries = wait;
         self
     }
 
+    /// ```
+    /// use std::time::Duration;
+    /// let policy = percolator::txn::RetryPolicy::new(2, Duration::from_millis(1), Duration::from_millis(2));
+    /// assert_eq!(percolator::TxnOptions::builder().retry(policy).build().retry().max_attempts, 2);
+    /// ```
     pub fn retry(mut self, policy: RetryPolicy) -> Self {
         self.0.retry = policy;
         self
     }
 
     /// The wall clock locks and liveness rows are stamped with (tests move it).
+    ///
+    /// ```
+    /// let o = percolator::TxnOptions::builder()
+    ///     .clock(std::sync::Arc::new(percolator::txn::SystemClock))
+    ///     .build();
+    /// assert!(o.clock().now_ms() > 0);
+    /// ```
     pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.0.clock = clock;
         self
     }
 
     /// Makes the client die at the seams `injector` picks (tests and the demo).
+    ///
+    /// ```
+    /// let o = percolator::TxnOptions::builder()
+    ///     .crash_injector(std::sync::Arc::new(|_| false))
+    ///     .build();
+    /// assert!(o.crash_injector().is_some());
+    /// ```
     #[cfg(feature = "testing")]
     pub fn crash_injector(self, injector: CrashInjector) -> Self {
         self.with_crash_injector(Some(injector))
@@ -266,6 +387,10 @@ impl TxnOptionsBuilder {
         self
     }
 
+    /// ```
+    /// let o = percolator::TxnOptions::builder().build();
+    /// assert_eq!(o.lock_ttl(), percolator::TxnOptions::default().lock_ttl());
+    /// ```
     pub fn build(self) -> TxnOptions {
         self.0
     }

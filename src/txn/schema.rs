@@ -7,9 +7,18 @@ use crate::txn::codec::column_qualifier;
 
 /// HBase's largest VERSIONS setting: percolator families must keep every version, because
 /// versions are transaction timestamps (HBase 2.x defaults to 1).
+///
+/// ```
+/// assert_eq!(percolator::txn::ALL_VERSIONS, i32::MAX);
+/// ```
 pub const ALL_VERSIONS: i32 = i32::MAX;
 
 /// Names of the percolator column families added beside a table's user families.
+///
+/// ```
+/// let s = percolator::txn::Schema::default();
+/// assert_eq!((s.lock_family.as_slice(), s.write_family.as_slice()), (&b"_pl"[..], &b"_pw"[..]));
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Schema {
     /// One cell per user column: its lock state (VERSIONS 1, in memory).
@@ -28,16 +37,33 @@ impl Default for Schema {
 }
 
 impl Schema {
+    /// ```
+    /// let s = percolator::txn::Schema::default();
+    /// assert!(s.is_percolator_family(b"_pw") && !s.is_percolator_family(b"f"));
+    /// ```
     pub fn is_percolator_family(&self, family: &[u8]) -> bool {
         family == self.lock_family.as_slice() || family == self.write_family.as_slice()
     }
 
     /// The qualifier used for `key` in the lock and write families.
+    ///
+    /// ```
+    /// let s = percolator::txn::Schema::default();
+    /// let a = percolator::CellKey::new("t", "r", "f", "q")?;
+    /// let b = percolator::CellKey::new("t", "r", "fq", "")?;
+    /// assert_ne!(s.qualifier(&a), s.qualifier(&b), "family and qualifier never run together");
+    /// # Ok::<(), percolator::Error>(())
+    /// ```
     pub fn qualifier(&self, key: &CellKey) -> Vec<u8> {
         column_qualifier(&key.family, &key.qualifier)
     }
 
     /// The families a transactional table needs, with the settings correctness depends on.
+    ///
+    /// ```
+    /// let [lock, write] = percolator::txn::Schema::default().families();
+    /// assert_eq!((lock.name, write.name), (b"_pl".to_vec(), b"_pw".to_vec()));
+    /// ```
     pub fn families(&self) -> [FamilyDescriptor; 2] {
         [
             FamilyDescriptor::new(self.lock_family.clone())
@@ -48,11 +74,21 @@ impl Schema {
     }
 
     /// A user family as transactions need it: every version kept (each is a start_ts).
+    ///
+    /// ```
+    /// let f = percolator::txn::Schema::user_family("f");
+    /// assert_eq!(f.max_versions, Some(percolator::txn::ALL_VERSIONS));
+    /// ```
     pub fn user_family(name: impl Into<Vec<u8>>) -> FamilyDescriptor {
         FamilyDescriptor::new(name).max_versions(ALL_VERSIONS)
     }
 
     /// A descriptor for a new transactional table with the given user families.
+    ///
+    /// ```
+    /// let d = percolator::txn::Schema::default().table("accounts", &["f"]);
+    /// assert_eq!(d.families.len(), 3);
+    /// ```
     pub fn table(&self, name: &str, user_families: &[&str]) -> TableDescriptor {
         let mut desc = TableDescriptor::new(name);
         for f in user_families {
@@ -65,6 +101,13 @@ impl Schema {
     }
 
     /// Checks a table's descriptor: the percolator families exist and keep enough versions.
+    ///
+    /// ```
+    /// let s = percolator::txn::Schema::default();
+    /// assert!(s.check(&s.table("accounts", &["f"])).is_ok());
+    /// let plain = percolator::hbase::TableDescriptor::new("plain");
+    /// assert!(matches!(s.check(&plain), Err(percolator::Error::NotTransactional { .. })));
+    /// ```
     pub fn check(&self, desc: &TableDescriptor) -> Result<()> {
         let find = |name: &[u8]| desc.families.iter().find(|f| f.name == name);
         let not_ready = |reason: String| Error::NotTransactional {

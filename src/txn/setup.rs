@@ -7,6 +7,15 @@ use crate::txn::schema::Schema;
 
 /// Creates `name` with the given user families plus the percolator families. An existing
 /// table is left as it is if it already passes `Schema::check`.
+///
+/// ```
+/// let emulator = percolator::emulator::start_local()?;
+/// let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
+/// let schema = percolator::txn::Schema::default();
+/// percolator::txn::setup::create_table(&hbase, &schema, "accounts", &["f"])?;
+/// percolator::txn::setup::create_table(&hbase, &schema, "accounts", &["f"])?; // already there: checked
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn create_table(
     hbase: &HBaseClient,
     schema: &Schema,
@@ -22,6 +31,17 @@ pub fn create_table(
 
 /// Adds the percolator families to an existing table and makes its user families keep every
 /// version (each version is a transaction's start_ts).
+///
+/// ```
+/// use percolator::hbase::{FamilyDescriptor, TableDescriptor};
+/// let emulator = percolator::emulator::start_local()?;
+/// let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
+/// hbase.admin().create_table(&TableDescriptor::new("legacy").family(FamilyDescriptor::new("f")))?;
+/// let schema = percolator::txn::Schema::default();
+/// percolator::txn::setup::enable_transactions(&hbase, &schema, "legacy")?;
+/// schema.check(&hbase.admin().table_descriptor("legacy")?)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn enable_transactions(hbase: &HBaseClient, schema: &Schema, name: &str) -> Result<()> {
     let admin = hbase.admin();
     let desc = admin.table_descriptor(name)?;
@@ -49,6 +69,15 @@ pub fn enable_transactions(hbase: &HBaseClient, schema: &Schema, name: &str) -> 
 }
 
 /// Creates the liveness table if it does not exist (its family's TTL makes rows ephemeral).
+///
+/// ```
+/// let emulator = percolator::emulator::start_local()?;
+/// let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
+/// let config = percolator::txn::LivenessConfig::default();
+/// percolator::txn::setup::create_liveness_table(&hbase, &config)?;
+/// assert!(hbase.admin().table_exists(&config.table)?);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn create_liveness_table(hbase: &HBaseClient, config: &LivenessConfig) -> Result<()> {
     let admin = hbase.admin();
     if admin.table_exists(&config.table)? {
