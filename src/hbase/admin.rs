@@ -14,6 +14,16 @@ use crate::thrift::hbase::{
 use crate::Result;
 
 /// Which Thrift gateway answered.
+///
+/// ```
+/// use percolator::hbase::ServerType;
+/// # let emulator = percolator::emulator::start_local()?;
+/// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
+/// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
+/// assert_eq!(hbase.admin().server_type()?, ServerType::Two);
+/// assert_ne!(ServerType::One, ServerType::Other(3));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ServerType {
     /// The old Thrift1 gateway (`hbase thrift start`).
@@ -24,6 +34,18 @@ pub enum ServerType {
 }
 
 /// Where a region lives.
+///
+/// ```
+/// # let emulator = percolator::emulator::start_local()?;
+/// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
+/// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
+/// let region = hbase.admin().region_location("t", b"row", false)?;
+/// assert!(!region.host.is_empty());
+/// assert_eq!(region.table, "t");
+/// assert!(region.start_key.is_empty() && region.end_key.is_empty());
+/// println!("{:?} {:?} {}", region.port, region.start_code, region.region_id);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RegionLocation {
     pub host: String,
@@ -39,6 +61,15 @@ pub struct RegionLocation {
 
 /// Administrative calls, borrowed from an [`HBaseClient`](super::HBaseClient) (shares its
 /// pool and RPC count).
+///
+/// ```
+/// # let emulator = percolator::emulator::start_local()?;
+/// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
+/// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
+/// let admin = hbase.admin();
+/// assert!(admin.table_exists("t")?);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct Admin<'a> {
     client: &'a AsyncHBaseClient,
 }
@@ -52,6 +83,20 @@ fn change<'a>(method: &'static str, table: &'a str) -> CallSpec<'a> {
 }
 
 impl AsyncHBaseClient {
+    /// The table's families and their settings.
+    ///
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # tokio::runtime::Runtime::new()?.block_on(async {
+    /// # let config = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// let hbase = percolator::AsyncHBaseClient::connect(config).await?;
+    /// # hbase.blocking().admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
+    /// let table = hbase.table_descriptor("t").await?;
+    /// assert_eq!(table.families[0].name, b"f");
+    /// # Ok::<(), percolator::Error>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub async fn table_descriptor(&self, table: &str) -> Result<TableDescriptor> {
         let name = convert::table_name(table);
         let spec = read("getTableDescriptor", table);
@@ -77,11 +122,33 @@ impl<'a> Admin<'a> {
         self.call(spec, &[(1, Arg::Struct(&name))])
     }
 
+    /// Creates the table as one region.
+    ///
+    /// ```
+    /// use percolator::hbase::{FamilyDescriptor, TableDescriptor};
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
+    /// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
+    /// hbase.admin().create_table(&TableDescriptor::new("t2").family(FamilyDescriptor::new("f")))?;
+    /// assert!(hbase.admin().table_exists("t2")?);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn create_table(&self, table: &TableDescriptor) -> Result<()> {
         self.create_table_with_splits(table, &[])
     }
 
     /// Creates the table pre-split at `split_keys` (each key starts a region).
+    ///
+    /// ```
+    /// use percolator::hbase::{FamilyDescriptor, TableDescriptor};
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
+    /// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
+    /// let table = TableDescriptor::new("split").family(FamilyDescriptor::new("f"));
+    /// hbase.admin().create_table_with_splits(&table, &[b"m".to_vec()])?;
+    /// assert!(hbase.admin().is_table_available("split")?);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn create_table_with_splits(
         &self,
         table: &TableDescriptor,
@@ -93,62 +160,193 @@ impl<'a> Admin<'a> {
     }
 
     /// The table must be disabled first, as in HBase.
+    ///
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
+    /// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
+    /// hbase.admin().disable_table("t")?;
+    /// hbase.admin().delete_table("t")?;
+    /// assert!(!hbase.admin().table_exists("t")?);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn delete_table(&self, table: &str) -> Result<()> {
         self.on_table(change("deleteTable", table))
     }
 
+    /// Brings a disabled table back online.
+    ///
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
+    /// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
+    /// hbase.admin().disable_table("t")?;
+    /// hbase.admin().enable_table("t")?;
+    /// assert!(hbase.admin().is_table_enabled("t")?);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn enable_table(&self, table: &str) -> Result<()> {
         self.on_table(change("enableTable", table))
     }
 
+    /// Takes the table offline, as deleting or truncating it requires.
+    ///
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
+    /// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
+    /// hbase.admin().disable_table("t")?;
+    /// assert!(hbase.admin().is_table_disabled("t")?);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn disable_table(&self, table: &str) -> Result<()> {
         self.on_table(change("disableTable", table))
     }
 
     /// Removes every row; the table must be disabled first, as in HBase.
+    ///
+    /// ```
+    /// use percolator::hbase::{Get, Put};
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
+    /// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
+    /// hbase.put("t", &Put::new("r").add("f", "q", "v"))?;
+    /// hbase.admin().disable_table("t")?;
+    /// hbase.admin().truncate_table("t", false)?;
+    /// # if !hbase.admin().is_table_enabled("t")? { hbase.admin().enable_table("t")?; }
+    /// assert!(!hbase.exists("t", &Get::new("r"))?);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn truncate_table(&self, table: &str, preserve_splits: bool) -> Result<()> {
         let name = convert::table_name(table);
         let args = [(1, Arg::Struct(&name)), (2, Arg::Bool(preserve_splits))];
         self.call(change("truncateTable", table), &args)
     }
 
+    /// Whether a table of that name exists, enabled or not.
+    ///
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
+    /// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
+    /// assert!(hbase.admin().table_exists("t")?);
+    /// assert!(!hbase.admin().table_exists("missing")?);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn table_exists(&self, table: &str) -> Result<bool> {
         self.on_table(read("tableExists", table))
     }
 
+    /// Whether the table is online.
+    ///
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
+    /// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
+    /// assert!(hbase.admin().is_table_enabled("t")?);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn is_table_enabled(&self, table: &str) -> Result<bool> {
         self.on_table(read("isTableEnabled", table))
     }
 
+    /// Whether the table is offline.
+    ///
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
+    /// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
+    /// assert!(!hbase.admin().is_table_disabled("t")?);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn is_table_disabled(&self, table: &str) -> Result<bool> {
         self.on_table(read("isTableDisabled", table))
     }
 
+    /// Whether every region of the table is assigned and serving.
+    ///
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
+    /// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
+    /// assert!(hbase.admin().is_table_available("t")?);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn is_table_available(&self, table: &str) -> Result<bool> {
         self.on_table(read("isTableAvailable", table))
     }
 
+    /// The table's families and their settings.
+    ///
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
+    /// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
+    /// let table = hbase.admin().table_descriptor("t")?;
+    /// assert_eq!(table.families[0].name, b"f");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn table_descriptor(&self, table: &str) -> Result<TableDescriptor> {
         runtime::wait(self.client.handle(), self.client.table_descriptor(table))
     }
 
     /// User tables in every namespace, as `"ns:name"` (bare names for `default`).
+    ///
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
+    /// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
+    /// assert!(hbase.admin().list_tables()?.contains(&"t".to_string()));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn list_tables(&self) -> Result<Vec<String>> {
         let args = [(1, Arg::Text(".*")), (2, Arg::Bool(false))];
         let names: Vec<TTableName> = self.call(read("getTableNamesByPattern", ""), &args)?;
         Ok(names.iter().map(convert::table_name_string).collect())
     }
 
+    /// The tables of one namespace.
+    ///
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
+    /// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
+    /// let tables = hbase.admin().list_tables_in_namespace("default")?;
+    /// assert!(tables.iter().any(|t| t.ends_with("t")));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn list_tables_in_namespace(&self, namespace: &str) -> Result<Vec<String>> {
         let args = [(1, Arg::Text(namespace))];
         let names: Vec<TTableName> = self.call(read("getTableNamesByNamespace", ""), &args)?;
         Ok(names.iter().map(convert::table_name_string).collect())
     }
 
+    /// Adds a column family to an existing table.
+    ///
+    /// ```
+    /// use percolator::hbase::FamilyDescriptor;
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
+    /// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
+    /// hbase.admin().add_family("t", &FamilyDescriptor::new("g"))?;
+    /// assert_eq!(hbase.admin().table_descriptor("t")?.families.len(), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn add_family(&self, table: &str, family: &FamilyDescriptor) -> Result<()> {
         self.family_change(change("addColumnFamily", table), family)
     }
 
+    /// Replaces the settings of an existing column family.
+    ///
+    /// ```
+    /// use percolator::hbase::FamilyDescriptor;
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
+    /// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
+    /// hbase.admin().modify_family("t", &FamilyDescriptor::new("f").max_versions(5))?;
+    /// assert_eq!(hbase.admin().table_descriptor("t")?.families[0].max_versions, Some(5));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn modify_family(&self, table: &str, family: &FamilyDescriptor) -> Result<()> {
         self.family_change(change("modifyColumnFamily", table), family)
     }
@@ -159,27 +357,74 @@ impl<'a> Admin<'a> {
         self.call(spec, &[(1, Arg::Struct(&name)), (2, Arg::Struct(&column))])
     }
 
+    /// Drops a column family and its data.
+    ///
+    /// ```
+    /// use percolator::hbase::FamilyDescriptor;
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
+    /// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
+    /// hbase.admin().add_family("t", &FamilyDescriptor::new("g"))?;
+    /// hbase.admin().delete_family("t", b"g")?;
+    /// assert_eq!(hbase.admin().table_descriptor("t")?.families.len(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn delete_family(&self, table: &str, family: &[u8]) -> Result<()> {
         let name = convert::table_name(table);
         let args = [(1, Arg::Struct(&name)), (2, Arg::Binary(family))];
         self.call(change("deleteColumnFamily", table), &args)
     }
 
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
+    /// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
+    /// hbase.admin().create_namespace("ns")?;
+    /// assert!(hbase.admin().list_namespaces()?.contains(&"ns".to_string()));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn create_namespace(&self, namespace: &str) -> Result<()> {
         let desc = TNamespaceDescriptor::new(namespace.to_owned(), None);
         self.call(change("createNamespace", ""), &[(1, Arg::Struct(&desc))])
     }
 
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
+    /// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
+    /// assert!(hbase.admin().list_namespaces()?.contains(&"default".to_string()));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn list_namespaces(&self) -> Result<Vec<String>> {
         self.call(read("listNamespaces", ""), &[])
     }
 
     /// The namespace must be empty, as in HBase.
+    ///
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
+    /// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
+    /// hbase.admin().create_namespace("ns")?;
+    /// hbase.admin().delete_namespace("ns")?;
+    /// assert!(!hbase.admin().list_namespaces()?.contains(&"ns".to_string()));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn delete_namespace(&self, namespace: &str) -> Result<()> {
         let args = [(1, Arg::Text(namespace))];
         self.call(change("deleteNamespace", ""), &args)
     }
 
+    /// Which kind of Thrift gateway this client is talking to.
+    ///
+    /// ```
+    /// use percolator::hbase::ServerType;
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
+    /// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
+    /// assert_eq!(hbase.admin().server_type()?, ServerType::Two);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn server_type(&self) -> Result<ServerType> {
         let kind: TThriftServerType = self.call(read("getThriftServerType", ""), &[])?;
         Ok(match kind {
@@ -189,10 +434,28 @@ impl<'a> Admin<'a> {
         })
     }
 
+    /// The HBase cluster's id.
+    ///
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
+    /// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
+    /// assert!(!hbase.admin().cluster_id()?.is_empty());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn cluster_id(&self) -> Result<String> {
         self.call(read("getClusterId", ""), &[])
     }
 
+    /// The region holding `row`; `reload` bypasses the gateway's location cache.
+    ///
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
+    /// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
+    /// assert_eq!(hbase.admin().region_location("t", b"r", true)?.table, "t");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn region_location(&self, table: &str, row: &[u8], reload: bool) -> Result<RegionLocation> {
         let spec = CallSpec::safe("getRegionLocation", table, row);
         let args = [
@@ -204,6 +467,15 @@ impl<'a> Admin<'a> {
         Ok(region_location(location))
     }
 
+    /// Every region of the table, in key order.
+    ///
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
+    /// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
+    /// assert_eq!(hbase.admin().region_locations("t")?.len(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn region_locations(&self, table: &str) -> Result<Vec<RegionLocation>> {
         let args = [(1, Arg::Binary(table.as_bytes()))];
         let locations: Vec<THRegionLocation> =

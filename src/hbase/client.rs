@@ -85,6 +85,21 @@ struct Inner {
 /// The Thrift2 client for async code: pooled, pipelined connections and per-call retry rules.
 /// Cheap to clone; clones share the pool and the RPC counter. Every future it returns is
 /// `Send` and may be polled by any executor.
+///
+/// ```
+/// use percolator::hbase::{Get, Put};
+/// # let emulator = percolator::emulator::start_local()?;
+/// # tokio::runtime::Runtime::new()?.block_on(async {
+/// # let config = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+/// let hbase = percolator::AsyncHBaseClient::connect(config).await?;
+/// # hbase.blocking().admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
+/// hbase.put("t", &Put::new("r").add("f", "q", "v")).await?;
+/// let row = hbase.get("t", &Get::new("r")).await?;
+/// assert_eq!(row.value(b"f", b"q"), Some(&b"v"[..]));
+/// # Ok::<(), percolator::Error>(())
+/// # })?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone)]
 pub struct AsyncHBaseClient {
     inner: Arc<Inner>,
@@ -103,6 +118,17 @@ impl AsyncHBaseClient {
     /// Builds the pool and opens one connection, so an unreachable gateway fails here. The
     /// connections run on the caller's runtime if it is a multi-thread one, else on a shared
     /// I/O runtime (see `runtime`).
+    ///
+    /// ```
+    /// let emulator = percolator::emulator::start_local()?;
+    /// # tokio::runtime::Runtime::new()?.block_on(async {
+    /// let config = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// let hbase = percolator::AsyncHBaseClient::connect(config).await?;
+    /// assert_eq!(hbase.config().pool_size, 16);
+    /// # Ok::<(), percolator::Error>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub async fn connect(config: HBaseConfig) -> Result<AsyncHBaseClient> {
         Self::connect_on(config, runtime::ambient_or_io()?).await
     }
@@ -149,11 +175,39 @@ impl AsyncHBaseClient {
         Ok(client)
     }
 
+    /// The configuration the client was built with.
+    ///
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # tokio::runtime::Runtime::new()?.block_on(async {
+    /// # let config = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// let hbase = percolator::AsyncHBaseClient::connect(config).await?;
+    /// # hbase.blocking().admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
+    /// assert_eq!(hbase.config().addr, emulator.local_addr().to_string());
+    /// # Ok::<(), percolator::Error>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn config(&self) -> &HBaseConfig {
         &self.inner.config
     }
 
     /// Thrift calls made through this client and its clones, including replays.
+    ///
+    /// ```
+    /// use percolator::hbase::Get;
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # tokio::runtime::Runtime::new()?.block_on(async {
+    /// # let config = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// let hbase = percolator::AsyncHBaseClient::connect(config).await?;
+    /// # hbase.blocking().admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
+    /// let before = hbase.rpc_count();
+    /// hbase.get("t", &Get::new("r")).await?;
+    /// assert_eq!(hbase.rpc_count(), before + 1);
+    /// # Ok::<(), percolator::Error>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn rpc_count(&self) -> u64 {
         self.inner.rpc_count.load(Ordering::Relaxed)
     }

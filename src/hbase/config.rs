@@ -3,6 +3,12 @@
 use std::time::Duration;
 
 /// Thrift transport framing. The HBase gateway defaults to unframed (buffered on our side).
+///
+/// ```
+/// use percolator::{hbase::Transport, HBaseConfig};
+/// assert_eq!(Transport::default(), Transport::Buffered);
+/// assert_eq!(HBaseConfig::new("gw:9090").transport(Transport::Framed).transport, Transport::Framed);
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Transport {
     #[default]
@@ -11,6 +17,12 @@ pub enum Transport {
 }
 
 /// Thrift wire protocol. The HBase gateway defaults to binary.
+///
+/// ```
+/// use percolator::{hbase::Protocol, HBaseConfig};
+/// assert_eq!(Protocol::default(), Protocol::Binary);
+/// assert_eq!(HBaseConfig::new("gw:9090").protocol(Protocol::Compact).protocol, Protocol::Compact);
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Protocol {
     #[default]
@@ -19,6 +31,18 @@ pub enum Protocol {
 }
 
 /// How to reach one Thrift2 gateway.
+///
+/// ```
+/// use std::time::Duration;
+/// use percolator::{hbase::{Protocol, Transport}, HBaseConfig};
+/// let config = HBaseConfig::new("gw:9090");
+/// assert_eq!(config.addr, "gw:9090");
+/// assert_eq!((config.transport, config.protocol), (Transport::Buffered, Protocol::Binary));
+/// assert_eq!(config.connect_timeout, Duration::from_secs(5));
+/// assert_eq!(config.read_timeout, Duration::from_secs(30));
+/// assert_eq!((config.pool_size, config.pipeline_per_connection), (16, 1));
+/// assert!(config.max_idle < Duration::from_secs(60));
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HBaseConfig {
     /// `host:port` of the gateway.
@@ -45,6 +69,13 @@ pub struct HBaseConfig {
 }
 
 impl HBaseConfig {
+    /// The defaults for the gateway at `addr` (`host:port`): buffered binary Thrift, 16
+    /// connections.
+    ///
+    /// ```
+    /// use percolator::HBaseConfig;
+    /// assert_eq!(HBaseConfig::new("localhost:9090").addr, "localhost:9090");
+    /// ```
     pub fn new(addr: impl Into<String>) -> Self {
         HBaseConfig {
             addr: addr.into(),
@@ -58,36 +89,84 @@ impl HBaseConfig {
         }
     }
 
+    /// Sets the Thrift framing; it must match the gateway's.
+    ///
+    /// ```
+    /// use percolator::{hbase::Transport, HBaseConfig};
+    /// assert_eq!(HBaseConfig::new("gw:1").transport(Transport::Framed).transport, Transport::Framed);
+    /// ```
     pub fn transport(mut self, transport: Transport) -> Self {
         self.transport = transport;
         self
     }
 
+    /// Sets the Thrift protocol; it must match the gateway's.
+    ///
+    /// ```
+    /// use percolator::{hbase::Protocol, HBaseConfig};
+    /// assert_eq!(HBaseConfig::new("gw:1").protocol(Protocol::Compact).protocol, Protocol::Compact);
+    /// ```
     pub fn protocol(mut self, protocol: Protocol) -> Self {
         self.protocol = protocol;
         self
     }
 
+    /// How long opening a connection may take.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use percolator::HBaseConfig;
+    /// let config = HBaseConfig::new("gw:1").connect_timeout(Duration::from_secs(1));
+    /// assert_eq!(config.connect_timeout, Duration::from_secs(1));
+    /// ```
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = timeout;
         self
     }
 
+    /// Sets [`HBaseConfig::read_timeout`](HBaseConfig#structfield.read_timeout).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use percolator::HBaseConfig;
+    /// let config = HBaseConfig::new("gw:1").read_timeout(Duration::from_secs(2));
+    /// assert_eq!(config.read_timeout, Duration::from_secs(2));
+    /// ```
     pub fn read_timeout(mut self, timeout: Duration) -> Self {
         self.read_timeout = timeout;
         self
     }
 
+    /// Sets the most connections open at once; must be at least 1.
+    ///
+    /// ```
+    /// use percolator::HBaseConfig;
+    /// assert_eq!(HBaseConfig::new("gw:1").pool_size(4).pool_size, 4);
+    /// ```
     pub fn pool_size(mut self, size: u32) -> Self {
         self.pool_size = size;
         self
     }
 
+    /// Sets how long a pooled connection may sit idle and still be reused.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use percolator::HBaseConfig;
+    /// let config = HBaseConfig::new("gw:1").max_idle(Duration::from_secs(10));
+    /// assert_eq!(config.max_idle, Duration::from_secs(10));
+    /// ```
     pub fn max_idle(mut self, max_idle: Duration) -> Self {
         self.max_idle = max_idle;
         self
     }
 
+    /// Sets how many checkAndMutates of one batch may share a connection.
+    ///
+    /// ```
+    /// use percolator::HBaseConfig;
+    /// assert_eq!(HBaseConfig::new("gw:1").pipeline_per_connection(4).pipeline_per_connection, 4);
+    /// ```
     pub fn pipeline_per_connection(mut self, requests: usize) -> Self {
         self.pipeline_per_connection = requests;
         self

@@ -22,6 +22,22 @@ fn first_row<T>(items: &[T], row: impl Fn(&T) -> &Vec<u8>) -> &[u8] {
 }
 
 impl AsyncHBaseClient {
+    /// Reads one row; a missing row is an empty result.
+    ///
+    /// ```
+    /// use percolator::hbase::{Get, Put};
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # tokio::runtime::Runtime::new()?.block_on(async {
+    /// # let config = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// let hbase = percolator::AsyncHBaseClient::connect(config).await?;
+    /// # hbase.blocking().admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
+    /// hbase.put("t", &Put::new("r").add("f", "q", "v")).await?;
+    /// assert_eq!(hbase.get("t", &Get::new("r")).await?.value(b"f", b"q"), Some(&b"v"[..]));
+    /// assert!(hbase.get("t", &Get::new("missing")).await?.is_empty());
+    /// # Ok::<(), percolator::Error>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub async fn get(&self, table: &str, get: &Get) -> Result<RowResult> {
         let spec = CallSpec::safe("get", table, &get.row);
         let tget = convert::get(get);
@@ -31,6 +47,21 @@ impl AsyncHBaseClient {
     }
 
     /// Results come back in request order; missing rows are empty results.
+    ///
+    /// ```
+    /// use percolator::hbase::{Get, Put};
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # tokio::runtime::Runtime::new()?.block_on(async {
+    /// # let config = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// let hbase = percolator::AsyncHBaseClient::connect(config).await?;
+    /// # hbase.blocking().admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
+    /// hbase.put("t", &Put::new("a").add("f", "q", "1")).await?;
+    /// let rows = hbase.get_many("t", &[Get::new("a"), Get::new("b")]).await?;
+    /// assert_eq!((rows[0].row.as_slice(), rows[1].is_empty()), (&b"a"[..], true));
+    /// # Ok::<(), percolator::Error>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub async fn get_many(&self, table: &str, gets: &[Get]) -> Result<Vec<RowResult>> {
         let spec = CallSpec::safe("getMultiple", table, first_row(gets, |g| &g.row));
         let tgets: Vec<_> = gets.iter().map(convert::get).collect();
@@ -42,6 +73,22 @@ impl AsyncHBaseClient {
         convert::row_results(self.send(&spec, &request).await?)
     }
 
+    /// Whether the get would return any cell, without transferring them.
+    ///
+    /// ```
+    /// use percolator::hbase::{Get, Put};
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # tokio::runtime::Runtime::new()?.block_on(async {
+    /// # let config = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// let hbase = percolator::AsyncHBaseClient::connect(config).await?;
+    /// # hbase.blocking().admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
+    /// hbase.put("t", &Put::new("r").add("f", "q", "v")).await?;
+    /// assert!(hbase.exists("t", &Get::new("r")).await?);
+    /// assert!(!hbase.exists("t", &Get::new("other")).await?);
+    /// # Ok::<(), percolator::Error>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub async fn exists(&self, table: &str, get: &Get) -> Result<bool> {
         let spec = CallSpec::safe("exists", table, &get.row);
         let tget = convert::get(get);
@@ -50,6 +97,21 @@ impl AsyncHBaseClient {
         self.send(&spec, &request).await
     }
 
+    /// Writes the put's cells.
+    ///
+    /// ```
+    /// use percolator::hbase::{Get, Put};
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # tokio::runtime::Runtime::new()?.block_on(async {
+    /// # let config = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// let hbase = percolator::AsyncHBaseClient::connect(config).await?;
+    /// # hbase.blocking().admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
+    /// hbase.put("t", &Put::new("r").add("f", "q", "v")).await?;
+    /// assert!(hbase.exists("t", &Get::new("r")).await?);
+    /// # Ok::<(), percolator::Error>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub async fn put(&self, table: &str, put: &Put) -> Result<()> {
         let spec = CallSpec::safe("put", table, &put.row);
         let tput = convert::put(put);
@@ -58,6 +120,21 @@ impl AsyncHBaseClient {
         self.send(&spec, &request).await
     }
 
+    /// Writes several puts in one call (each row atomically, not the batch).
+    ///
+    /// ```
+    /// use percolator::hbase::{Get, Put};
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # tokio::runtime::Runtime::new()?.block_on(async {
+    /// # let config = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// let hbase = percolator::AsyncHBaseClient::connect(config).await?;
+    /// # hbase.blocking().admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
+    /// hbase.put_many("t", &[Put::new("a").add("f", "q", "1"), Put::new("b").add("f", "q", "2")]).await?;
+    /// assert!(hbase.exists("t", &Get::new("b")).await?);
+    /// # Ok::<(), percolator::Error>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub async fn put_many(&self, table: &str, puts: &[Put]) -> Result<()> {
         let spec = CallSpec::safe("putMultiple", table, first_row(puts, |p| &p.row));
         let tputs: Vec<_> = puts.iter().map(convert::put).collect();
@@ -69,6 +146,22 @@ impl AsyncHBaseClient {
         self.send(&spec, &request).await
     }
 
+    /// Applies one delete.
+    ///
+    /// ```
+    /// use percolator::hbase::{Delete, Get, Put};
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # tokio::runtime::Runtime::new()?.block_on(async {
+    /// # let config = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// let hbase = percolator::AsyncHBaseClient::connect(config).await?;
+    /// # hbase.blocking().admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
+    /// hbase.put("t", &Put::new("r").add("f", "q", "v")).await?;
+    /// hbase.delete("t", &Delete::new("r")).await?;
+    /// assert!(!hbase.exists("t", &Get::new("r")).await?);
+    /// # Ok::<(), percolator::Error>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub async fn delete(&self, table: &str, delete: &Delete) -> Result<()> {
         let spec = CallSpec::safe("deleteSingle", table, &delete.row);
         let tdelete = convert::delete(delete);
@@ -80,6 +173,22 @@ impl AsyncHBaseClient {
         self.send(&spec, &request).await
     }
 
+    /// Applies several deletes in one call.
+    ///
+    /// ```
+    /// use percolator::hbase::{Delete, Get, Put};
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # tokio::runtime::Runtime::new()?.block_on(async {
+    /// # let config = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// let hbase = percolator::AsyncHBaseClient::connect(config).await?;
+    /// # hbase.blocking().admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
+    /// hbase.put("t", &Put::new("a").add("f", "q", "1")).await?;
+    /// hbase.delete_many("t", &[Delete::new("a"), Delete::new("b")]).await?;
+    /// assert!(!hbase.exists("t", &Get::new("a")).await?);
+    /// # Ok::<(), percolator::Error>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub async fn delete_many(&self, table: &str, deletes: &[Delete]) -> Result<()> {
         let spec = CallSpec::safe("deleteMultiple", table, first_row(deletes, |d| &d.row));
         let tdeletes: Vec<_> = deletes.iter().map(convert::delete).collect();
@@ -105,6 +214,21 @@ impl AsyncHBaseClient {
     }
 
     /// Applies `cam.mutations` iff `cam.value OP cell` (HBase's reversed direction).
+    ///
+    /// ```
+    /// use percolator::hbase::{CheckAndMutate, CompareOp, Put};
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # tokio::runtime::Runtime::new()?.block_on(async {
+    /// # let config = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// let hbase = percolator::AsyncHBaseClient::connect(config).await?;
+    /// # hbase.blocking().admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
+    /// let cam = CheckAndMutate::new("r", "f", "q", CompareOp::Equal, "").put(Put::new("r").add("f", "q", "v"));
+    /// assert!(hbase.check_and_mutate("t", &cam).await?);
+    /// assert!(!hbase.check_and_mutate("t", &cam).await?);
+    /// # Ok::<(), percolator::Error>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub async fn check_and_mutate(&self, table: &str, cam: &CheckAndMutate) -> Result<bool> {
         let spec = CallSpec::once("checkAndMutate", table, &cam.row);
         let mutations = convert::row_mutations(&cam.mutations);
@@ -115,6 +239,22 @@ impl AsyncHBaseClient {
     /// The checkAndMutates overlapped: every request goes out (pipelined where connections are
     /// shared, see `pool`) before any reply is awaited. Each call follows the usual rules (a
     /// lost reply is `OutcomeUnknown`); results in order.
+    ///
+    /// ```
+    /// use percolator::hbase::{CheckAndMutate, CompareOp, Put};
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # tokio::runtime::Runtime::new()?.block_on(async {
+    /// # let config = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// let hbase = percolator::AsyncHBaseClient::connect(config).await?;
+    /// # hbase.blocking().admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
+    /// let cam = |row: &str| CheckAndMutate::new(row, "f", "q", CompareOp::Equal, "").put(Put::new(row).add("f", "q", "v"));
+    /// let (a, b) = (cam("a"), cam("b"));
+    /// let results = hbase.check_and_mutate_all(&[("t", &a), ("t", &b)]).await;
+    /// assert!(results.into_iter().all(|r| r.unwrap()));
+    /// # Ok::<(), percolator::Error>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub async fn check_and_mutate_all(
         &self,
         calls: &[(&str, &CheckAndMutate)],
@@ -130,6 +270,21 @@ impl AsyncHBaseClient {
     /// Puts iff the cell equals `value`. `None` means "no such cell"; it is sent as the empty
     /// value (the generated client always sends the argument), which HBase also matches
     /// against a cell whose value is empty.
+    ///
+    /// ```
+    /// use percolator::hbase::Put;
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # tokio::runtime::Runtime::new()?.block_on(async {
+    /// # let config = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// let hbase = percolator::AsyncHBaseClient::connect(config).await?;
+    /// # hbase.blocking().admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
+    /// let put = Put::new("r").add("f", "q", "v");
+    /// assert!(hbase.check_and_put("t", b"r", b"f", b"q", None, &put).await?);
+    /// assert!(!hbase.check_and_put("t", b"r", b"f", b"q", None, &put).await?);
+    /// # Ok::<(), percolator::Error>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub async fn check_and_put(
         &self,
         table: &str,
@@ -152,6 +307,22 @@ impl AsyncHBaseClient {
     }
 
     /// Deletes iff the cell equals `value`; `None` as in [`AsyncHBaseClient::check_and_put`].
+    ///
+    /// ```
+    /// use percolator::hbase::{Delete, Put};
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # tokio::runtime::Runtime::new()?.block_on(async {
+    /// # let config = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// let hbase = percolator::AsyncHBaseClient::connect(config).await?;
+    /// # hbase.blocking().admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
+    /// hbase.put("t", &Put::new("r").add("f", "q", "v")).await?;
+    /// let delete = Delete::new("r");
+    /// assert!(!hbase.check_and_delete("t", b"r", b"f", b"q", Some(b"x"), &delete).await?);
+    /// assert!(hbase.check_and_delete("t", b"r", b"f", b"q", Some(b"v"), &delete).await?);
+    /// # Ok::<(), percolator::Error>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub async fn check_and_delete(
         &self,
         table: &str,
@@ -191,6 +362,24 @@ impl AsyncHBaseClient {
         self.send(&spec, &request).await
     }
 
+    /// Applies the puts and deletes of one row atomically.
+    ///
+    /// ```
+    /// use percolator::hbase::{Delete, Get, Put, RowMutations};
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # tokio::runtime::Runtime::new()?.block_on(async {
+    /// # let config = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// let hbase = percolator::AsyncHBaseClient::connect(config).await?;
+    /// # hbase.blocking().admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
+    /// hbase.put("t", &Put::new("r").add("f", "old", "1")).await?;
+    /// let m = RowMutations::new("r").put(Put::new("r").add("f", "new", "2")).delete(Delete::new("r").column("f", "old"));
+    /// hbase.mutate_row("t", &m).await?;
+    /// let row = hbase.get("t", &Get::new("r")).await?;
+    /// assert_eq!((row.value(b"f", b"new"), row.value(b"f", b"old")), (Some(&b"2"[..]), None));
+    /// # Ok::<(), percolator::Error>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub async fn mutate_row(&self, table: &str, mutations: &RowMutations) -> Result<()> {
         let spec = CallSpec::safe("mutateRow", table, &mutations.row);
         let tmutations = convert::row_mutations(mutations);
@@ -202,6 +391,21 @@ impl AsyncHBaseClient {
         self.send(&spec, &request).await
     }
 
+    /// Adds to counters atomically and returns their new values.
+    ///
+    /// ```
+    /// use percolator::hbase::Increment;
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # tokio::runtime::Runtime::new()?.block_on(async {
+    /// # let config = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// let hbase = percolator::AsyncHBaseClient::connect(config).await?;
+    /// # hbase.blocking().admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
+    /// let row = hbase.increment("t", &Increment::new("r").add("f", "n", 3)).await?;
+    /// assert_eq!(row.value(b"f", b"n"), Some(&3i64.to_be_bytes()[..]));
+    /// # Ok::<(), percolator::Error>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub async fn increment(&self, table: &str, inc: &Increment) -> Result<RowResult> {
         let spec = CallSpec::once("increment", table, &inc.row);
         let tinc = convert::increment(inc);
@@ -210,6 +414,22 @@ impl AsyncHBaseClient {
         convert::row_result(self.send(&spec, &request).await?)
     }
 
+    /// Appends to values atomically and returns the new values.
+    ///
+    /// ```
+    /// use percolator::hbase::Append;
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # tokio::runtime::Runtime::new()?.block_on(async {
+    /// # let config = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// let hbase = percolator::AsyncHBaseClient::connect(config).await?;
+    /// # hbase.blocking().admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
+    /// hbase.append("t", &Append::new("r").add("f", "q", "ab")).await?;
+    /// let row = hbase.append("t", &Append::new("r").add("f", "q", "c")).await?;
+    /// assert_eq!(row.value(b"f", b"q"), Some(&b"abc"[..]));
+    /// # Ok::<(), percolator::Error>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub async fn append(&self, table: &str, app: &Append) -> Result<RowResult> {
         let spec = CallSpec::once("append", table, &app.row);
         let tapp = convert::append(app);
@@ -219,6 +439,21 @@ impl AsyncHBaseClient {
     }
 
     /// One page of a scan in one call: opens, reads up to `num_rows` rows and closes.
+    ///
+    /// ```
+    /// use percolator::hbase::{Put, Scan};
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # tokio::runtime::Runtime::new()?.block_on(async {
+    /// # let config = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// let hbase = percolator::AsyncHBaseClient::connect(config).await?;
+    /// # hbase.blocking().admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
+    /// hbase.put_many("t", &[Put::new("a").add("f", "q", "1"), Put::new("b").add("f", "q", "2")]).await?;
+    /// let rows = hbase.scan_results("t", &Scan::new(), 1).await?;
+    /// assert_eq!((rows.len(), rows[0].row.as_slice()), (1, &b"a"[..]));
+    /// # Ok::<(), percolator::Error>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub async fn scan_results(
         &self,
         table: &str,
@@ -237,6 +472,23 @@ impl AsyncHBaseClient {
     }
 
     /// The raw `openScanner`.
+    ///
+    /// Prefer [`AsyncHBaseClient::scan_all`] or [`AsyncHBaseClient::scan_results`], which close
+    /// what they open.
+    ///
+    /// ```
+    /// use percolator::hbase::Scan;
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # tokio::runtime::Runtime::new()?.block_on(async {
+    /// # let config = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// let hbase = percolator::AsyncHBaseClient::connect(config).await?;
+    /// # hbase.blocking().admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
+    /// let id = hbase.open_scanner("t", &Scan::new()).await?;
+    /// hbase.close_scanner(id).await?;
+    /// # Ok::<(), percolator::Error>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub async fn open_scanner(&self, table: &str, scan: &Scan) -> Result<i32> {
         let spec = CallSpec::safe("openScanner", table, &scan.start_row);
         let tscan = convert::scan(scan);
@@ -265,6 +517,21 @@ impl AsyncHBaseClient {
     }
 
     /// The raw `closeScanner`.
+    ///
+    /// ```
+    /// use percolator::hbase::Scan;
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # tokio::runtime::Runtime::new()?.block_on(async {
+    /// # let config = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// let hbase = percolator::AsyncHBaseClient::connect(config).await?;
+    /// # hbase.blocking().admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
+    /// let id = hbase.open_scanner("t", &Scan::new()).await?;
+    /// hbase.close_scanner(id).await?;
+    /// assert!(hbase.blocking().scanner_rows(id, 1).is_err());
+    /// # Ok::<(), percolator::Error>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub async fn close_scanner(&self, scanner_id: i32) -> Result<()> {
         let args = [(1, Arg::I32(scanner_id))];
         self.call(CallSpec::safe("closeScanner", "", &[]), &args)

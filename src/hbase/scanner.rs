@@ -47,6 +47,21 @@ impl Paging {
 
 impl AsyncHBaseClient {
     /// Every row of the scan, paged as [`Scanner`] pages; the scanner is closed at the end.
+    ///
+    /// ```
+    /// use percolator::hbase::{Put, Scan};
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # tokio::runtime::Runtime::new()?.block_on(async {
+    /// # let config = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// let hbase = percolator::AsyncHBaseClient::connect(config).await?;
+    /// # hbase.blocking().admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
+    /// hbase.put_many("t", &[Put::new("a").add("f", "q", "1"), Put::new("b").add("f", "q", "2")]).await?;
+    /// let rows = hbase.scan_all("t", &Scan::new().caching(1)).await?;
+    /// assert_eq!(rows.len(), 2);
+    /// # Ok::<(), percolator::Error>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub async fn scan_all(&self, table: &str, scan: &Scan) -> Result<Vec<RowResult>> {
         let id = self.open_scanner(table, scan).await?;
         let mut paging = Paging::new(scan);
@@ -75,6 +90,18 @@ impl AsyncHBaseClient {
 ///
 /// The server-side scanner is closed when the scan is exhausted, when it reaches its `limit`,
 /// after an error (the scanner's position is then unknown, so iteration ends), and on drop.
+///
+/// ```
+/// use percolator::hbase::{Put, Scan};
+/// # let emulator = percolator::emulator::start_local()?;
+/// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
+/// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
+/// hbase.put_many("t", &[Put::new("a").add("f", "q", "1"), Put::new("b").add("f", "q", "2")])?;
+/// let mut scanner = hbase.scan("t", &Scan::new().caching(1))?;
+/// assert_eq!(scanner.next().transpose()?.map(|r| r.row), Some(b"a".to_vec()));
+/// assert_eq!(scanner.count(), 1);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct Scanner {
     client: AsyncHBaseClient,
     table: String,
@@ -96,11 +123,33 @@ impl Scanner {
     }
 
     /// The gateway's scanner id, while the scanner is open.
+    ///
+    /// ```
+    /// use percolator::hbase::Scan;
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
+    /// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
+    /// let mut scanner = hbase.scan("t", &Scan::new())?;
+    /// assert!(scanner.id().is_some());
+    /// assert!(scanner.next().is_none());
+    /// assert_eq!(scanner.id(), None);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn id(&self) -> Option<i32> {
         self.id
     }
 
     /// Closes the server-side scanner now and reports whether the gateway accepted it.
+    ///
+    /// ```
+    /// use percolator::hbase::Scan;
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
+    /// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
+    /// let scanner = hbase.scan("t", &Scan::new())?;
+    /// scanner.close()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn close(mut self) -> Result<()> {
         match self.id.take() {
             Some(id) => runtime::wait(self.client.handle(), self.client.close_scanner(id)),
