@@ -100,8 +100,7 @@ impl AsyncHBaseClient {
     pub async fn table_descriptor(&self, table: &str) -> Result<TableDescriptor> {
         let name = convert::table_name(table);
         let spec = read("getTableDescriptor", table);
-        let request = self.request(spec.method, &[(1, Arg::Struct(&name))])?;
-        let desc: TTableDescriptor = self.send(&spec, &request).await?;
+        let desc: TTableDescriptor = self.call(spec, &[(1, Arg::Struct(&name))]).await?;
         Ok(convert::table_from_thrift(desc))
     }
 }

@@ -217,41 +217,30 @@ impl AsyncHBaseClient {
         self.inner.pool.handle()
     }
 
-    /// Encodes a call of `method` with its arguments (field id, value) under a fresh sequence id.
-    pub(crate) fn request(&self, method: &'static str, args: &[(i16, Arg<'_>)]) -> Result<Request> {
-        let seq = self.inner.next_seq.fetch_add(1, Ordering::Relaxed);
-        wire::encode(self.inner.pool.settings().codec, method, seq, args).map_err(|e| {
-            Error::Protocol {
-                peer: Peer::HBase,
-                message: format!("encoding {method}: {e}"),
-            }
-        })
-    }
-
-    /// Encodes and runs one call under the retry rules in the module docs.
+    /// Encodes a call (its arguments as field id and value, under a fresh sequence id) and
+    /// runs it under the retry rules in the module docs.
     pub(crate) async fn call<T: Success>(
         &self,
         spec: CallSpec<'_>,
         args: &[(i16, Arg<'_>)],
     ) -> Result<T> {
-        let request = self.request(spec.method, args)?;
-        self.send(&spec, &request).await
-    }
-
-    /// Runs an encoded call under the retry rules.
-    pub(crate) async fn send<T: Success>(
-        &self,
-        spec: &CallSpec<'_>,
-        request: &Request,
-    ) -> Result<T> {
+        let seq = self.inner.next_seq.fetch_add(1, Ordering::Relaxed);
+        let method = spec.method;
+        let request =
+            wire::encode(self.inner.pool.settings().codec, method, seq, args).map_err(|e| {
+                Error::Protocol {
+                    peer: Peer::HBase,
+                    message: format!("encoding {method}: {e}"),
+                }
+            })?;
         let lease = self.inner.pool.lease().await;
-        let first = match self.attempt(spec, request, lease).await {
+        let first = match self.attempt(&spec, &request, lease).await {
             Attempt::Done(result) => return result,
             Attempt::Replay(error) => error,
         };
-        tracing::debug!(method = spec.method, table = spec.table, error = %first, "replaying once on a fresh connection");
+        tracing::debug!(method, table = spec.table, error = %first, "replaying once on a fresh connection");
         let fresh = self.inner.pool.fresh().await;
-        match self.attempt(spec, request, fresh).await {
+        match self.attempt(&spec, &request, fresh).await {
             Attempt::Done(result) => result,
             Attempt::Replay(error) => Err(error),
         }

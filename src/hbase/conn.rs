@@ -139,6 +139,11 @@ struct Shared {
 }
 
 impl Shared {
+    /// Whether the request ending at `end` in the byte stream had fully left.
+    fn sent(&self, end: u64) -> bool {
+        end <= self.written.load(Ordering::Acquire)
+    }
+
     /// Breaks the connection (once): every queued waiter fails with `cause`.
     fn fail(&self, cause: Cause) {
         let (pending, unsent) = {
@@ -154,9 +159,8 @@ impl Shared {
                 std::mem::take(&mut state.unsent),
             )
         };
-        let written = self.written.load(Ordering::Acquire);
         for waiter in pending {
-            let sent = waiter.end() <= written;
+            let sent = self.sent(waiter.end());
             waiter.fail(cause.clone(), sent);
         }
         for waiter in unsent {
@@ -270,11 +274,11 @@ impl Connection {
                 // The task stopped without settling the waiter (its runtime shut down).
                 Err(_) => (
                     Cause::Io(io::ErrorKind::ConnectionAborted, "connection task stopped".into()),
-                    self.shared.written.load(Ordering::Acquire) >= end,
+                    self.shared.sent(end),
                 ),
             },
             () = &mut deadline => {
-                let sent = self.shared.written.load(Ordering::Acquire) >= end;
+                let sent = self.shared.sent(end);
                 (self.timed_out(), sent)
             }
         };
@@ -368,7 +372,7 @@ async fn drive(shared: Arc<Shared>) {
             Err(cause) => {
                 if let Some(waiter) = current.take() {
                     // Next in line for a reply, but its request may still have been going out.
-                    let sent = waiter.end() <= shared.written.load(Ordering::Acquire);
+                    let sent = shared.sent(waiter.end());
                     waiter.fail(cause, sent);
                 }
                 return;
@@ -386,7 +390,7 @@ async fn drive(shared: Arc<Shared>) {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
                 Err(e) => shared.fail(Cause::io(&e)),
             }
-            if out_at < out.len() || shared.state.lock().broken.is_some() {
+            if out_at < out.len() || shared.is_broken.load(Ordering::Acquire) {
                 // The socket is full: read replies while waiting for room, so a gateway
                 // blocked on writing them does not block us in turn.
                 wait(shared, current.is_some(), true, &mut buf).await;

@@ -42,8 +42,7 @@ impl AsyncHBaseClient {
         let spec = CallSpec::safe("get", table, &get.row);
         let tget = convert::get(get);
         let args = [(1, Arg::Binary(table.as_bytes())), (2, Arg::Struct(&tget))];
-        let request = self.request(spec.method, &args)?;
-        convert::row_result(self.send::<TResult>(&spec, &request).await?)
+        convert::row_result(self.call::<TResult>(spec, &args).await?)
     }
 
     /// Results come back in request order; missing rows are empty results.
@@ -69,8 +68,7 @@ impl AsyncHBaseClient {
             (1, Arg::Binary(table.as_bytes())),
             (2, Arg::Structs(&tgets)),
         ];
-        let request = self.request(spec.method, &args)?;
-        convert::row_results(self.send(&spec, &request).await?)
+        convert::row_results(self.call(spec, &args).await?)
     }
 
     /// Whether the get would return any cell, without transferring them.
@@ -93,8 +91,7 @@ impl AsyncHBaseClient {
         let spec = CallSpec::safe("exists", table, &get.row);
         let tget = convert::get(get);
         let args = [(1, Arg::Binary(table.as_bytes())), (2, Arg::Struct(&tget))];
-        let request = self.request(spec.method, &args)?;
-        self.send(&spec, &request).await
+        self.call(spec, &args).await
     }
 
     /// Writes the put's cells.
@@ -116,8 +113,7 @@ impl AsyncHBaseClient {
         let spec = CallSpec::safe("put", table, &put.row);
         let tput = convert::put(put);
         let args = [(1, Arg::Binary(table.as_bytes())), (2, Arg::Struct(&tput))];
-        let request = self.request(spec.method, &args)?;
-        self.send(&spec, &request).await
+        self.call(spec, &args).await
     }
 
     /// Writes several puts in one call (each row atomically, not the batch).
@@ -142,8 +138,7 @@ impl AsyncHBaseClient {
             (1, Arg::Binary(table.as_bytes())),
             (2, Arg::Structs(&tputs)),
         ];
-        let request = self.request(spec.method, &args)?;
-        self.send(&spec, &request).await
+        self.call(spec, &args).await
     }
 
     /// Applies one delete.
@@ -169,8 +164,7 @@ impl AsyncHBaseClient {
             (1, Arg::Binary(table.as_bytes())),
             (2, Arg::Struct(&tdelete)),
         ];
-        let request = self.request(spec.method, &args)?;
-        self.send(&spec, &request).await
+        self.call(spec, &args).await
     }
 
     /// Applies several deletes in one call.
@@ -196,8 +190,7 @@ impl AsyncHBaseClient {
             (1, Arg::Binary(table.as_bytes())),
             (2, Arg::Structs(&tdeletes)),
         ];
-        let request = self.request(spec.method, &args)?;
-        let failed: Vec<TDelete> = self.send(&spec, &request).await?;
+        let failed: Vec<TDelete> = self.call(spec, &args).await?;
         // HBase 2.x always answers with an empty list; older gateways list the deletes that
         // were not applied.
         if failed.is_empty() {
@@ -232,8 +225,7 @@ impl AsyncHBaseClient {
     pub async fn check_and_mutate(&self, table: &str, cam: &CheckAndMutate) -> Result<bool> {
         let spec = CallSpec::once("checkAndMutate", table, &cam.row);
         let mutations = convert::row_mutations(&cam.mutations);
-        let request = self.request(spec.method, &cam_args(table, cam, &mutations))?;
-        self.send(&spec, &request).await
+        self.call(spec, &cam_args(table, cam, &mutations)).await
     }
 
     /// The checkAndMutates overlapped: every request goes out (pipelined where connections are
@@ -358,8 +350,7 @@ impl AsyncHBaseClient {
             (5, Arg::Binary(check.value.unwrap_or_default())),
             (6, Arg::Struct(mutation)),
         ];
-        let request = self.request(spec.method, &args)?;
-        self.send(&spec, &request).await
+        self.call(spec, &args).await
     }
 
     /// Applies the puts and deletes of one row atomically.
@@ -387,8 +378,7 @@ impl AsyncHBaseClient {
             (1, Arg::Binary(table.as_bytes())),
             (2, Arg::Struct(&tmutations)),
         ];
-        let request = self.request(spec.method, &args)?;
-        self.send(&spec, &request).await
+        self.call(spec, &args).await
     }
 
     /// Adds to counters atomically and returns their new values.
@@ -410,8 +400,7 @@ impl AsyncHBaseClient {
         let spec = CallSpec::once("increment", table, &inc.row);
         let tinc = convert::increment(inc);
         let args = [(1, Arg::Binary(table.as_bytes())), (2, Arg::Struct(&tinc))];
-        let request = self.request(spec.method, &args)?;
-        convert::row_result(self.send(&spec, &request).await?)
+        convert::row_result(self.call(spec, &args).await?)
     }
 
     /// Appends to values atomically and returns the new values.
@@ -434,8 +423,7 @@ impl AsyncHBaseClient {
         let spec = CallSpec::once("append", table, &app.row);
         let tapp = convert::append(app);
         let args = [(1, Arg::Binary(table.as_bytes())), (2, Arg::Struct(&tapp))];
-        let request = self.request(spec.method, &args)?;
-        convert::row_result(self.send(&spec, &request).await?)
+        convert::row_result(self.call(spec, &args).await?)
     }
 
     /// One page of a scan in one call: opens, reads up to `num_rows` rows and closes.
@@ -467,8 +455,7 @@ impl AsyncHBaseClient {
             (2, Arg::Struct(&tscan)),
             (3, Arg::I32(num_rows)),
         ];
-        let request = self.request(spec.method, &args)?;
-        convert::row_results(self.send(&spec, &request).await?)
+        convert::row_results(self.call(spec, &args).await?)
     }
 
     /// The raw `openScanner`.
@@ -493,8 +480,7 @@ impl AsyncHBaseClient {
         let spec = CallSpec::safe("openScanner", table, &scan.start_row);
         let tscan = convert::scan(scan);
         let args = [(1, Arg::Binary(table.as_bytes())), (2, Arg::Struct(&tscan))];
-        let request = self.request(spec.method, &args)?;
-        self.send(&spec, &request).await
+        self.call(spec, &args).await
     }
 
     /// `getScannerRows` for a scanner opened on `table` (empty if unknown). The gateway opens

@@ -84,7 +84,7 @@ impl Client {
         let hbase = HBaseClient::connect(hbase)?;
         crate::txn::setup::create_liveness_table(&hbase, &options.liveness)?;
         let tso = OracleClient::connect(oracle_addrs, OracleConfig::default())?;
-        Client::new(Arc::new(hbase), Arc::new(tso), options)
+        Client::new(Arc::new(hbase.asynchronous()), Arc::new(tso), options)
     }
 
     /// The async client this one wraps (same connections, heartbeat and liveness row).

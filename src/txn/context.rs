@@ -123,21 +123,21 @@ impl Context {
 
     /// [`Context::check_table`] for every key's table, and `FamilyNotFound` if a key names a
     /// family its table does not have: a read would otherwise find no write record and answer
-    /// "absent". A family missing from the cached descriptor is looked up once more, since it
-    /// may have been added since.
+    /// "absent". A family missing from a cached descriptor is looked up once more, since it
+    /// may have been added since (a descriptor just fetched is not fetched again).
     pub async fn check_families<'k>(
         &self,
         keys: impl IntoIterator<Item = &'k CellKey>,
     ) -> Result<()> {
         for key in keys {
-            if self
-                .table_families(&key.table, false)
-                .await?
-                .contains(&key.family)
-                || self
-                    .table_families(&key.table, true)
-                    .await?
-                    .contains(&key.family)
+            let (families, cached) = self.table_families(&key.table, false).await?;
+            if families.contains(&key.family)
+                || (cached
+                    && self
+                        .table_families(&key.table, true)
+                        .await?
+                        .0
+                        .contains(&key.family))
             {
                 continue;
             }
@@ -150,10 +150,16 @@ impl Context {
         Ok(())
     }
 
-    async fn table_families(&self, table: &str, refresh: bool) -> Result<Arc<HashSet<Vec<u8>>>> {
+    /// The table's families, and whether they came from the cache (else they were just
+    /// fetched, checked and cached).
+    async fn table_families(
+        &self,
+        table: &str,
+        refresh: bool,
+    ) -> Result<(Arc<HashSet<Vec<u8>>>, bool)> {
         if !refresh {
             if let Some(families) = self.tables.read().get(table) {
-                return Ok(families.clone());
+                return Ok((families.clone(), true));
             }
         }
         Stats::bump(&self.stats.hbase_rpcs);
@@ -164,7 +170,7 @@ impl Context {
         self.tables
             .write()
             .insert(table.to_string(), families.clone());
-        Ok(families)
+        Ok((families, false))
     }
 }
 
