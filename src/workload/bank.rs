@@ -247,6 +247,10 @@ fn transfer_loop(
                 failures += 1;
                 std::thread::sleep(config.options.retry.backoff(failures.min(6)));
             }
+            // The previous transfer's background secondary commit died at its seam after the
+            // check at the top: nothing of this transfer was sent, and the client is replaced
+            // there.
+            Err(Error::Shutdown) if client.is_dead() => {}
             Err(e) => return Err(e),
         }
     }
