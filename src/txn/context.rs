@@ -15,6 +15,7 @@ use crate::oracle::TimestampSource;
 use crate::txn::background::Background;
 use crate::txn::fusion::ReadFusion;
 use crate::txn::liveness::Liveness;
+use crate::txn::meta::{meta_row, MetaCache};
 use crate::txn::options::{Seam, TxnOptions};
 use crate::txn::primaries::Primaries;
 use crate::txn::schema::Schema;
@@ -34,6 +35,7 @@ pub(crate) struct Context {
     dead: AtomicBool,
     background: Background,
     reads: ReadFusion,
+    meta: MetaCache,
 }
 
 impl Context {
@@ -55,6 +57,7 @@ impl Context {
             dead: AtomicBool::new(false),
             background: Background::new(runtime),
             reads: ReadFusion::default(),
+            meta: MetaCache::default(),
         }
     }
 
@@ -108,6 +111,18 @@ impl Context {
     /// True when the client must die at `seam` (failpoint or injector).
     pub fn crash_at(&self, seam: Seam) -> bool {
         failpoint_fires(seam) || self.opts.crash_injector.as_ref().is_some_and(|f| f(seam))
+    }
+
+    /// `table`'s row of the meta table, cached for at most `META_REFRESH`.
+    pub async fn table_meta(&self, table: &str) -> Result<Arc<RowResult>> {
+        self.meta_row(&meta_row(table)).await
+    }
+
+    /// A row of the meta table, cached for at most `META_REFRESH`.
+    pub async fn meta_row(&self, row: &[u8]) -> Result<Arc<RowResult>> {
+        self.meta
+            .row(self.store(), &self.opts.schema.meta_table, row)
+            .await
     }
 
     pub async fn timestamp(&self) -> Result<u64> {

@@ -22,6 +22,7 @@ mod context;
 mod fusion;
 mod heartbeat;
 mod liveness;
+mod meta;
 mod mutation;
 mod options;
 mod primaries;
@@ -50,6 +51,7 @@ pub use crate::key::{CellKey, InvalidKey};
 pub use blocking::{Client, RowIter, Transaction};
 pub use client::AsyncClient;
 pub use liveness::LivenessConfig;
+pub use meta::{meta_row, meta_table_descriptor};
 #[cfg(not(feature = "testing"))]
 pub(crate) use options::Seam;
 #[cfg(feature = "testing")]

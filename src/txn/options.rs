@@ -281,7 +281,7 @@ pub struct TxnOptionsBuilder(TxnOptions);
 
 impl TxnOptionsBuilder {
     /// ```
-    /// let schema = percolator::txn::Schema { lock_family: b"_l".to_vec(), write_family: b"_w".to_vec() };
+    /// let schema = percolator::txn::Schema { lock_family: b"_l".to_vec(), ..Default::default() };
     /// let o = percolator::TxnOptions::builder().schema(schema.clone()).build();
     /// assert_eq!(o.schema(), &schema);
     /// ```

@@ -25,6 +25,9 @@ pub struct Schema {
     pub lock_family: Vec<u8>,
     /// Write records: version commit_ts -> {kind, start_ts, short value}.
     pub write_family: Vec<u8>,
+    /// The system table of transactional state every client shares (migration markers,
+    /// observed columns, the GC safe point), one row per user table.
+    pub meta_table: String,
 }
 
 impl Default for Schema {
@@ -32,6 +35,7 @@ impl Default for Schema {
         Schema {
             lock_family: b"_pl".to_vec(),
             write_family: b"_pw".to_vec(),
+            meta_table: "percolator_meta".into(),
         }
     }
 }

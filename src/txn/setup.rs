@@ -1,8 +1,9 @@
 //! Schema helpers: create transactional tables, and the liveness table.
 
 use crate::error::{Error, Result};
-use crate::hbase::HBaseClient;
+use crate::hbase::{HBaseClient, TableDescriptor};
 use crate::txn::liveness::LivenessConfig;
+use crate::txn::meta::meta_table_descriptor;
 use crate::txn::schema::Schema;
 
 /// Creates `name` with the given user families plus the percolator families. An existing
@@ -22,6 +23,7 @@ pub fn create_table(
     name: &str,
     user_families: &[&str],
 ) -> Result<()> {
+    create_meta_table(hbase, schema)?;
     let admin = hbase.admin();
     if admin.table_exists(name)? {
         return schema.check(&admin.table_descriptor(name)?);
@@ -43,6 +45,7 @@ pub fn create_table(
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn enable_transactions(hbase: &HBaseClient, schema: &Schema, name: &str) -> Result<()> {
+    create_meta_table(hbase, schema)?;
     let admin = hbase.admin();
     let desc = admin.table_descriptor(name)?;
     for family in schema.families() {
@@ -79,11 +82,30 @@ pub fn enable_transactions(hbase: &HBaseClient, schema: &Schema, name: &str) -> 
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn create_liveness_table(hbase: &HBaseClient, config: &LivenessConfig) -> Result<()> {
+    create_system_table(hbase, &config.table_descriptor())
+}
+
+/// Creates the meta table (`schema.meta_table`) if it does not exist: the transactional state
+/// every client shares. `create_table` and `enable_transactions` call it.
+///
+/// ```
+/// let emulator = percolator::emulator::start_local()?;
+/// let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
+/// let schema = percolator::txn::Schema::default();
+/// percolator::txn::setup::create_meta_table(&hbase, &schema)?;
+/// assert!(hbase.admin().table_exists(&schema.meta_table)?);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn create_meta_table(hbase: &HBaseClient, schema: &Schema) -> Result<()> {
+    create_system_table(hbase, &meta_table_descriptor(&schema.meta_table))
+}
+
+fn create_system_table(hbase: &HBaseClient, desc: &TableDescriptor) -> Result<()> {
     let admin = hbase.admin();
-    if admin.table_exists(&config.table)? {
+    if admin.table_exists(&desc.name)? {
         return Ok(());
     }
-    match admin.create_table(&config.table_descriptor()) {
+    match admin.create_table(desc) {
         Ok(()) => Ok(()),
         // Another client created it first.
         Err(Error::ServerIo { message, .. }) if message.contains("TableExistsException") => Ok(()),

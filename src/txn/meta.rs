@@ -1,0 +1,99 @@
+//! The meta table: transactional state that must live in HBase, so every client and tool
+//! sees the same (a table's migration marker, its observed columns, the GC safe point).
+//!
+//! One row per user table (`table/<name>`) and one global row (`global`), in family `m`,
+//! one version per cell. Each feature owns a qualifier prefix (`mig:`, `obs:`, `gc:`); this
+//! module only stores and caches rows, it does not interpret them.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::RwLock;
+
+use crate::error::{Error, Result};
+use crate::hbase::{FamilyDescriptor, Get, RowResult, TableDescriptor};
+use crate::txn::store::HBaseAccess;
+
+/// The meta table's one family.
+pub(crate) const META_FAMILY: &[u8] = b"m";
+/// The row of state that belongs to no one table.
+pub(crate) const GLOBAL_ROW: &[u8] = b"global";
+/// How long a client trusts a cached meta row before it reads it again. Whoever changes meta
+/// state that clients act on (a migration marker, the observed columns) waits this long
+/// before relying on every client having seen it.
+pub(crate) const META_REFRESH: Duration = Duration::from_secs(5);
+
+/// The meta row of user table `table`.
+///
+/// ```
+/// assert_eq!(percolator::txn::meta_row("accounts"), b"table/accounts".to_vec());
+/// ```
+pub fn meta_row(table: &str) -> Vec<u8> {
+    let mut row = b"table/".to_vec();
+    row.extend_from_slice(table.as_bytes());
+    row
+}
+
+/// The meta table's descriptor: one family, one version, kept forever.
+///
+/// ```
+/// let d = percolator::txn::meta_table_descriptor("percolator_meta");
+/// assert_eq!(d.families[0].max_versions, Some(1));
+/// ```
+pub fn meta_table_descriptor(name: &str) -> TableDescriptor {
+    TableDescriptor::new(name).family(FamilyDescriptor::new(META_FAMILY).max_versions(1))
+}
+
+/// Meta rows read by this client, each with when it was read.
+#[derive(Default)]
+pub(crate) struct MetaCache {
+    rows: RwLock<HashMap<Vec<u8>, (Arc<RowResult>, Instant)>>,
+}
+
+impl MetaCache {
+    /// `row` of the meta table `meta_table`, from the cache unless older than [`META_REFRESH`].
+    /// A missing meta table reads as empty rows: tables made transactional before it existed
+    /// have no meta state.
+    pub async fn row(
+        &self,
+        store: &dyn HBaseAccess,
+        meta_table: &str,
+        row: &[u8],
+    ) -> Result<Arc<RowResult>> {
+        if let Some((cached, at)) = self.rows.read().get(row) {
+            if at.elapsed() < META_REFRESH {
+                return Ok(cached.clone());
+            }
+        }
+        self.refresh(store, meta_table, row).await
+    }
+
+    /// Reads `row` now, whatever the cache holds.
+    pub async fn refresh(
+        &self,
+        store: &dyn HBaseAccess,
+        meta_table: &str,
+        row: &[u8],
+    ) -> Result<Arc<RowResult>> {
+        let fresh = Arc::new(read_row(store, meta_table, row).await?);
+        self.rows
+            .write()
+            .insert(row.to_vec(), (fresh.clone(), Instant::now()));
+        Ok(fresh)
+    }
+}
+
+/// One meta row, uncached (tools that change meta state read it this way).
+pub(crate) async fn read_row(
+    store: &dyn HBaseAccess,
+    meta_table: &str,
+    row: &[u8],
+) -> Result<RowResult> {
+    let get = Get::new(row.to_vec()).family(META_FAMILY);
+    match store.get_many(meta_table, std::slice::from_ref(&get)).await {
+        Ok(mut rows) => Ok(rows.pop().unwrap_or_default()),
+        Err(Error::TableNotFound { .. }) => Ok(RowResult::default()),
+        Err(e) => Err(e),
+    }
+}
