@@ -19,7 +19,7 @@ use thrift::protocol::{TBinaryOutputProtocol, TCompactOutputProtocol, TOutputPro
 
 use crate::emulator::dispatch::{self, After};
 use crate::emulator::handler::Handler;
-use crate::emulator::wire::{GuardedInput, Source, Wire};
+use crate::emulator::wire::{request_input, Source, Wire};
 
 const READ_BUFFER: usize = 64 * 1024;
 const FRAME_HEADER: usize = 4;
@@ -159,7 +159,7 @@ fn serve_one<R: Read>(
     budget: usize,
     out: &mut Vec<u8>,
 ) -> thrift::Result<After> {
-    let mut input = GuardedInput::new(wire, Source::new(reader, budget));
+    let mut input = request_input(wire, Source::new(reader, budget));
     let mut output: Box<dyn TOutputProtocol + '_> = match wire {
         Wire::Binary => Box::new(TBinaryOutputProtocol::new(out, true)),
         Wire::Compact => Box::new(TCompactOutputProtocol::new(out)),

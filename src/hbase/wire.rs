@@ -17,7 +17,7 @@ use thrift::protocol::{
 use thrift::{ApplicationError, ApplicationErrorKind, ProtocolError, ProtocolErrorKind};
 
 use super::config::{Protocol, Transport};
-use super::input::{Input, Tape, MAX_REPLY};
+use super::input::{input, Tape, MAX_REPLY};
 use crate::thrift::hbase::{
     TDelete, THRegionLocation, TIOError, TIllegalArgument, TNamespaceDescriptor, TResult,
     TTableDescriptor, TTableName, TThriftServerType,
@@ -301,7 +301,7 @@ fn decode_message<T: Success>(
     seq: i32,
 ) -> Decoded<T> {
     let tape = Tape::new(buf);
-    let result = read_reply(&mut Input::new(protocol, &tape), method, seq);
+    let result = read_reply(&mut input(protocol, &tape), method, seq);
     if result.is_err() && tape.ran_short() {
         Decoded::Incomplete
     } else {
