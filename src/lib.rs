@@ -19,6 +19,10 @@
 //!   committer over HBase) and the transaction API: [`AsyncClient`] and [`AsyncTransaction`],
 //!   and the blocking [`Client`] and [`Transaction`] over them.
 //! - [`emulator`]: an in-memory server speaking Thrift2 with HBase 2.x semantics.
+//! - [`migrate`]: `percolator migrate`, which makes existing tables transactional and adopts
+//!   their data, and returns them to plain use (`docs/migration.md`).
+//! - [`tools`]: the operator commands over the transaction API (`get`, `put`, `delete`,
+//!   `scan`, `locks`) and the command-line faces of these and of `migrate`.
 //! - `workload` (private): the bank demo and the benchmark behind the `percolator` binary.
 //!
 //! # Example
@@ -45,13 +49,15 @@ pub mod emulator;
 mod error;
 pub mod hbase;
 mod key;
+pub mod migrate;
 pub mod oracle;
 mod runtime;
 mod thrift;
+pub mod tools;
 pub mod txn;
 mod workload;
 
-pub use error::{Error, Peer, Result, RetryClass};
+pub use error::{Error, MigrationIssue, Peer, Result, RetryClass};
 pub use hbase::{AsyncHBaseClient, HBaseClient, HBaseConfig};
 pub use oracle::{LocalTimestamps, OracleClient, OracleHandle, OracleServer, TimestampSource};
 pub use txn::{AsyncClient, AsyncTransaction, CellKey, Client, Transaction, TxnOptions};
@@ -59,6 +65,7 @@ pub use txn::{AsyncClient, AsyncTransaction, CellKey, Client, Transaction, TxnOp
 /// Entry points of the `percolator` binary (the demo and the bench), not a supported API.
 #[doc(hidden)]
 pub mod cli {
+    pub use crate::workload::bank;
     pub use crate::workload::bench::{self, BenchConfig, BenchReport, WORKLOADS};
     pub use crate::workload::demo::{self, DemoConfig};
     pub use crate::workload::stack::Stack;

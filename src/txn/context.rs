@@ -15,7 +15,7 @@ use crate::oracle::TimestampSource;
 use crate::txn::background::Background;
 use crate::txn::fusion::ReadFusion;
 use crate::txn::liveness::Liveness;
-use crate::txn::meta::{meta_row, MetaCache};
+use crate::txn::meta::{meta_row, MetaCache, META_FAMILY, MIG_BUSY_STATES, MIG_STATE};
 use crate::txn::options::{Seam, TxnOptions};
 use crate::txn::primaries::Primaries;
 use crate::txn::schema::Schema;
@@ -172,6 +172,7 @@ impl Context {
         table: &str,
         refresh: bool,
     ) -> Result<(Arc<HashSet<Vec<u8>>>, bool)> {
+        self.check_not_migrating(table).await?;
         if !refresh {
             if let Some(families) = self.tables.read().get(table) {
                 return Ok((families.clone(), true));
@@ -186,6 +187,26 @@ impl Context {
             .write()
             .insert(table.to_string(), families.clone());
         Ok((families, false))
+    }
+}
+
+impl Context {
+    /// Fails with `NotTransactional` while `percolator migrate` adopts the table's data or
+    /// returns it to plain use (docs/design.md invariant 11): a read then would miss values
+    /// not yet adopted. The migration writes its marker before it adds the families and
+    /// waits out `META_REFRESH`, so a client that sees the families sees the marker.
+    async fn check_not_migrating(&self, table: &str) -> Result<()> {
+        let meta = self.table_meta(table).await?;
+        match meta.value(META_FAMILY, MIG_STATE) {
+            Some(state) if MIG_BUSY_STATES.contains(&state) => Err(Error::NotTransactional {
+                table: table.to_string(),
+                reason: format!(
+                    "migration in progress ({}; see `percolator migrate status`)",
+                    String::from_utf8_lossy(state)
+                ),
+            }),
+            _ => Ok(()),
+        }
     }
 }
 

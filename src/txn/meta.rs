@@ -17,6 +17,11 @@ use crate::txn::store::HBaseAccess;
 
 /// The meta table's one family.
 pub(crate) const META_FAMILY: &[u8] = b"m";
+/// The migration marker of a table's meta row (`percolator migrate`): `applying` while its
+/// data is being adopted, `adopted` once done, `disabling` while it is returned to plain use.
+pub(crate) const MIG_STATE: &[u8] = b"mig:state";
+/// The marker states during which transaction clients refuse the table.
+pub(crate) const MIG_BUSY_STATES: [&[u8]; 2] = [b"applying", b"disabling"];
 /// The row of state that belongs to no one table.
 pub(crate) const GLOBAL_ROW: &[u8] = b"global";
 /// How long a client trusts a cached meta row before it reads it again. Whoever changes meta

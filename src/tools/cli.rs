@@ -1,0 +1,600 @@
+//! The command-line faces of `percolator migrate ...` and of the data commands (`get`, `put`,
+//! `delete`, `scan`, `locks`): argument structs for clap, and functions that run one command,
+//! print its result (text, or JSON with `--json`) and say whether it succeeded. Errors are
+//! returned for the binary to print; `Ok(false)` means "ran, found problems" (exit 1).
+
+use std::time::{Duration, Instant};
+
+use crate::error::Result;
+use crate::hbase::{FamilyDescriptor, HBaseClient, HBaseConfig, Put, TableDescriptor};
+use crate::key::CellKey;
+use crate::migrate::{self, ApplyOptions, ProgressMode};
+use crate::oracle::{ClientConfig, OracleClient};
+use crate::tools::{check_owners, list_locks, render_value, resolve_locks, scan_range, value_json};
+use crate::txn::{Client, Schema, TxnOptions};
+
+/// `percolator migrate ...`.
+#[derive(clap::Subcommand, Debug)]
+pub enum MigrateCommand {
+    /// Lists what `apply` would do to each table (families, settings, rows, blockers); changes nothing.
+    Plan(MigrateArgs),
+    /// Makes each table transactional and adopts its data; resumes an interrupted run.
+    Apply(ApplyArgs),
+    /// Checks migrated tables; exits 1 and lists the problems if any.
+    Verify(MigrateArgs),
+    /// Shows each table's migration state.
+    Status(MigrateArgs),
+    /// Returns each table to plain use (refuses while locks are present unless --force).
+    Disable(DisableArgs),
+    /// Times `apply` on the embedded emulator for a table of N cells (the README's figure).
+    #[command(hide = true)]
+    Bench(BenchArgs),
+}
+
+/// What every `migrate` command takes.
+#[derive(clap::Args, Debug)]
+pub struct MigrateArgs {
+    /// The HBase Thrift2 gateway, HOST:PORT.
+    #[arg(long)]
+    pub hbase: String,
+    /// Print JSON (one value for all tables) instead of text; no progress bar.
+    #[arg(long)]
+    pub json: bool,
+    #[arg(required = true)]
+    pub tables: Vec<String>,
+}
+
+/// `migrate apply`.
+#[derive(clap::Args, Debug)]
+pub struct ApplyArgs {
+    #[command(flatten)]
+    pub common: MigrateArgs,
+    /// A timestamp oracle, HOST:PORT, to check that its timestamps are above wall-clock ms.
+    #[arg(long)]
+    pub oracle: Option<String>,
+    /// Rows between checkpoints.
+    #[arg(long, default_value_t = 1000)]
+    pub checkpoint_rows: usize,
+}
+
+/// `migrate disable`.
+#[derive(clap::Args, Debug)]
+pub struct DisableArgs {
+    #[command(flatten)]
+    pub common: MigrateArgs,
+    /// Resolve abandoned locks (through the normal protocol, needs --oracle) instead of refusing.
+    #[arg(long)]
+    pub force: bool,
+    #[arg(long)]
+    pub oracle: Option<String>,
+}
+
+/// `migrate bench`.
+#[derive(clap::Args, Debug)]
+pub struct BenchArgs {
+    #[arg(long, default_value_t = 1_000_000)]
+    pub cells: usize,
+    /// Columns per row.
+    #[arg(long, default_value_t = 10)]
+    pub columns: usize,
+    #[arg(long, default_value_t = 3)]
+    pub runs: usize,
+}
+
+/// The connection options of the data commands.
+#[derive(clap::Args, Debug)]
+pub struct DataArgs {
+    /// The HBase Thrift2 gateway, HOST:PORT.
+    #[arg(long)]
+    pub hbase: String,
+    /// The timestamp oracle, HOST:PORT.
+    #[arg(long)]
+    pub oracle: String,
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The data commands: each runs one transaction.
+#[derive(clap::Subcommand, Debug)]
+pub enum DataCommand {
+    /// Reads one cell.
+    Get {
+        #[command(flatten)]
+        conn: DataArgs,
+        table: String,
+        row: String,
+        /// FAMILY:QUALIFIER
+        column: String,
+    },
+    /// Writes one cell.
+    Put {
+        #[command(flatten)]
+        conn: DataArgs,
+        table: String,
+        row: String,
+        column: String,
+        value: String,
+    },
+    /// Deletes one cell.
+    Delete {
+        #[command(flatten)]
+        conn: DataArgs,
+        table: String,
+        row: String,
+        column: String,
+    },
+    /// Reads the rows of a range or with a prefix.
+    Scan {
+        #[command(flatten)]
+        conn: DataArgs,
+        table: String,
+        #[arg(long, conflicts_with_all = ["start", "stop"])]
+        prefix: Option<String>,
+        #[arg(long)]
+        start: Option<String>,
+        /// Exclusive.
+        #[arg(long)]
+        stop: Option<String>,
+        #[arg(long, default_value_t = 100)]
+        limit: usize,
+    },
+    /// Lists the locks in a table; with --resolve, resolves abandoned ones (needs --oracle).
+    Locks {
+        #[arg(long)]
+        hbase: String,
+        #[arg(long)]
+        oracle: Option<String>,
+        #[arg(long)]
+        resolve: bool,
+        #[arg(long)]
+        json: bool,
+        table: String,
+    },
+}
+
+fn hbase(addr: &str) -> Result<HBaseClient> {
+    let client =
+        HBaseClient::connect(HBaseConfig::new(addr).read_timeout(Duration::from_secs(60)))?;
+    // Fails here, once and clearly, when the gateway cannot be reached.
+    client.admin().list_tables()?;
+    Ok(client)
+}
+
+fn oracle_ts(addr: &str) -> Result<u64> {
+    OracleClient::connect(&[addr.to_string()], ClientConfig::default())?.get_timestamp()
+}
+
+fn client(hbase: &str, oracle: &str) -> Result<Client> {
+    let options = TxnOptions::builder()
+        .max_lock_wait(Duration::from_secs(2))
+        .build();
+    Client::connect(HBaseConfig::new(hbase), &[oracle.to_string()], options)
+}
+
+fn print_json(value: &impl serde::Serialize) {
+    println!(
+        "{}",
+        serde_json::to_string_pretty(value).unwrap_or_default()
+    );
+}
+
+fn progress(json: bool) -> ProgressMode {
+    if json {
+        ProgressMode::Off
+    } else {
+        ProgressMode::Auto
+    }
+}
+
+/// Runs one `migrate` command.
+pub fn migrate(command: &MigrateCommand) -> Result<bool> {
+    let schema = Schema::default();
+    match command {
+        MigrateCommand::Plan(a) => {
+            let hb = hbase(&a.hbase)?;
+            let plans = a
+                .tables
+                .iter()
+                .map(|t| migrate::plan(&hb, &schema, t, None, progress(a.json)))
+                .collect::<Result<Vec<_>>>()?;
+            if a.json {
+                print_json(&plans);
+            } else {
+                plans.iter().for_each(print_plan);
+            }
+            Ok(true)
+        }
+        MigrateCommand::Apply(a) => {
+            let hb = hbase(&a.common.hbase)?;
+            let ts = a.oracle.as_deref().map(oracle_ts).transpose()?;
+            let opts = ApplyOptions {
+                progress: progress(a.common.json),
+                checkpoint_rows: a.checkpoint_rows.max(1),
+                oracle_ts: ts,
+                ..ApplyOptions::default()
+            };
+            // Every table is checked before any is changed.
+            if a.common.tables.len() > 1 {
+                for t in &a.common.tables {
+                    let status = migrate::status(&hb, &schema, t)?;
+                    if status.state != "applying" {
+                        migrate::plan(&hb, &schema, t, ts, opts.progress)?.refusal()?;
+                    }
+                }
+            }
+            let mut reports = Vec::new();
+            for t in &a.common.tables {
+                let r = migrate::apply(&hb, &schema, t, &opts)?;
+                if !a.common.json {
+                    println!(
+                        "{t}: adopted ({} rows scanned, {} write records, {} passes{}, {:.1}s){}",
+                        r.rows_scanned,
+                        r.records_written,
+                        r.passes,
+                        if r.resumed { ", resumed" } else { "" },
+                        r.seconds,
+                        if r.implausible > 0 {
+                            format!("; {} cells not adopted (see verify)", r.implausible)
+                        } else {
+                            String::new()
+                        }
+                    );
+                }
+                reports.push(r);
+            }
+            if a.common.json {
+                print_json(&reports);
+            }
+            Ok(true)
+        }
+        MigrateCommand::Verify(a) => {
+            let hb = hbase(&a.hbase)?;
+            let results = a
+                .tables
+                .iter()
+                .map(|t| migrate::verify(&hb, &schema, t, progress(a.json)))
+                .collect::<Result<Vec<_>>>()?;
+            if a.json {
+                print_json(&results);
+            } else {
+                for v in &results {
+                    if v.ok() {
+                        println!("{}: ok ({} cells checked)", v.table, v.cells_checked);
+                    } else {
+                        println!("{}: {} problems", v.table, v.problem_count);
+                        v.problems.iter().for_each(|p| println!("  - {p}"));
+                    }
+                }
+            }
+            Ok(results.iter().all(migrate::Verification::ok))
+        }
+        MigrateCommand::Status(a) => {
+            let hb = hbase(&a.hbase)?;
+            let all = a
+                .tables
+                .iter()
+                .map(|t| migrate::status(&hb, &schema, t))
+                .collect::<Result<Vec<_>>>()?;
+            if a.json {
+                print_json(&all);
+            } else {
+                for s in &all {
+                    let pass = s
+                        .pass
+                        .as_ref()
+                        .map_or(String::new(), |p| format!(" (pass {p})"));
+                    println!("{}: {}{pass}", s.table, s.state);
+                }
+            }
+            Ok(true)
+        }
+        MigrateCommand::Disable(a) => {
+            let hb = hbase(&a.common.hbase)?;
+            let resolver = match (&a.oracle, a.force) {
+                (Some(o), true) => Some(client(&a.common.hbase, o)?),
+                _ => None,
+            };
+            let mut reports = Vec::new();
+            for t in &a.common.tables {
+                let r = migrate::disable(
+                    &hb,
+                    &schema,
+                    t,
+                    a.force,
+                    resolver.as_ref(),
+                    crate::txn::meta::META_REFRESH,
+                    progress(a.common.json),
+                );
+                reports.push(r?);
+            }
+            if let Some(c) = resolver {
+                c.shutdown();
+            }
+            if a.common.json {
+                print_json(&reports);
+            } else {
+                for r in &reports {
+                    println!(
+                        "{}: plain again ({} values rewritten, {} deletes, families {} dropped)",
+                        r.table,
+                        r.values_rewritten,
+                        r.deletes_written,
+                        r.families_dropped.join(", ")
+                    );
+                    r.remains.iter().for_each(|s| println!("  remains: {s}"));
+                }
+            }
+            Ok(true)
+        }
+        MigrateCommand::Bench(a) => bench(a),
+    }
+}
+
+fn print_plan(p: &migrate::Plan) {
+    println!("{} ({})", p.table, p.state);
+    if p.nothing_to_do {
+        println!("  nothing to do");
+        return;
+    }
+    println!(
+        "  add families: {}",
+        if p.families_to_add.is_empty() {
+            "none".into()
+        } else {
+            p.families_to_add.join(", ")
+        }
+    );
+    for c in &p.family_changes {
+        println!(
+            "  family {}: {} {} -> {} ({})",
+            c.family, c.setting, c.from, c.to, c.why
+        );
+    }
+    println!("  rows to process: {}, cells: {}", p.rows, p.cells);
+    for c in &p.clashes {
+        println!("  CLASH: user family {c} has a project family's name");
+    }
+    for b in &p.blockers {
+        println!("  BLOCKER: {b}");
+    }
+}
+
+/// `migrate bench`: fills a table of `cells` cells into a fresh embedded emulator per run and
+/// times `apply` (plan scan, full pass and catch-up pass).
+fn bench(a: &BenchArgs) -> Result<bool> {
+    let columns = a.columns.max(1);
+    let rows = a.cells.div_ceil(columns);
+    println!(
+        "{:<4} {:>9} {:>9} {:>8} {:>10} {:>11}",
+        "run", "rows", "cells", "seconds", "rows/s", "cells/s"
+    );
+    for run in 0..a.runs.max(1) {
+        let emulator = crate::emulator::start_local()
+            .map_err(|e| crate::Error::io("starting the emulator", e))?;
+        let hb = HBaseClient::connect(HBaseConfig::new(emulator.local_addr().to_string()))?;
+        let table = "bench";
+        hb.admin()
+            .create_table(&TableDescriptor::new(table).family(FamilyDescriptor::new("f")))?;
+        let mut batch = Vec::new();
+        for r in 0..rows {
+            let mut put = Put::new(format!("row{r:09}"));
+            for c in 0..columns {
+                put = put.add("f", format!("c{c}"), format!("value-{r}-{c}"));
+            }
+            batch.push(put);
+            if batch.len() == 1000 || r + 1 == rows {
+                hb.put_many(table, &batch)?;
+                batch.clear();
+            }
+        }
+        let opts = ApplyOptions {
+            progress: ProgressMode::Off,
+            settle: Duration::ZERO,
+            ..ApplyOptions::default()
+        };
+        let started = Instant::now();
+        let report = migrate::apply(&hb, &Schema::default(), table, &opts)?;
+        let secs = started.elapsed().as_secs_f64();
+        let cells = rows * columns;
+        println!(
+            "{:<4} {rows:>9} {cells:>9} {secs:>8.2} {:>10.0} {:>11.0}",
+            run + 1,
+            rows as f64 / secs,
+            cells as f64 / secs
+        );
+        if report.records_written != cells as u64 {
+            return Err(crate::Error::IllegalArgument {
+                message: format!("adopted {} of {cells} cells", report.records_written),
+            });
+        }
+        emulator.shutdown();
+    }
+    Ok(true)
+}
+
+/// Runs one data command.
+pub fn data(command: &DataCommand) -> Result<bool> {
+    match command {
+        DataCommand::Get {
+            conn,
+            table,
+            row,
+            column,
+        } => {
+            let c = client(&conn.hbase, &conn.oracle)?;
+            let key = key(table, row, column)?;
+            let value = c
+                .begin()?
+                .get_many(std::slice::from_ref(&key))
+                .map(|mut v| v.pop().flatten());
+            c.shutdown();
+            let value = value?;
+            if conn.json {
+                println!(
+                    "{}",
+                    serde_json::json!({ "value": value.as_deref().map(value_json) })
+                );
+            } else {
+                println!(
+                    "{}",
+                    value.as_deref().map_or("(absent)".into(), render_value)
+                );
+            }
+            Ok(true)
+        }
+        DataCommand::Put {
+            conn,
+            table,
+            row,
+            column,
+            value,
+        } => write(
+            conn,
+            key(table, row, column)?,
+            Some(value.as_bytes().to_vec()),
+        ),
+        DataCommand::Delete {
+            conn,
+            table,
+            row,
+            column,
+        } => write(conn, key(table, row, column)?, None),
+        DataCommand::Scan {
+            conn,
+            table,
+            prefix,
+            start,
+            stop,
+            limit,
+        } => {
+            let c = client(&conn.hbase, &conn.oracle)?;
+            let (start, stop) = scan_range(prefix.as_deref(), start.as_deref(), stop.as_deref());
+            let rows = c
+                .begin()
+                .and_then(|txn| txn.scan(table, &start, &stop, *limit));
+            c.shutdown();
+            let mut cells = Vec::new();
+            for r in rows? {
+                for (family, qualifier, value) in r.columns {
+                    if conn.json {
+                        cells.push(serde_json::json!({
+                            "row": value_json(&r.row),
+                            "family": value_json(&family),
+                            "qualifier": value_json(&qualifier),
+                            "value": value_json(&value),
+                        }));
+                    } else {
+                        println!(
+                            "{} {}:{} {}",
+                            render_value(&r.row),
+                            render_value(&family),
+                            render_value(&qualifier),
+                            render_value(&value)
+                        );
+                    }
+                }
+            }
+            if conn.json {
+                print_json(&cells);
+            }
+            Ok(true)
+        }
+        DataCommand::Locks {
+            hbase: addr,
+            oracle,
+            resolve,
+            json,
+            table,
+        } => {
+            let hb = hbase(addr)?;
+            let schema = Schema::default();
+            let mut locks = list_locks(&hb, &schema, table)?;
+            let options = TxnOptions::default();
+            check_owners(&hb, &options.liveness, &mut locks)?;
+            let resolutions = match (resolve, oracle) {
+                (false, _) => Vec::new(),
+                (true, None) => {
+                    return Err(crate::Error::IllegalArgument {
+                        message: "--resolve needs --oracle".into(),
+                    })
+                }
+                (true, Some(o)) => {
+                    let c = client(addr, o)?;
+                    let r = resolve_locks(&c, &locks);
+                    c.shutdown();
+                    r
+                }
+            };
+            if *json {
+                let list: Vec<_> = locks
+                    .iter()
+                    .zip(resolutions.iter().map(Some).chain(std::iter::repeat(None)))
+                    .map(|(l, r)| {
+                        let mut v = l.to_json();
+                        if let Some(r) = r {
+                            v["resolved"] = serde_json::json!(r.resolved);
+                        }
+                        v
+                    })
+                    .collect();
+                print_json(&list);
+            } else {
+                println!("{} locks in {table}", locks.len());
+                for (i, l) in locks.iter().enumerate() {
+                    let outcome = resolutions.get(i).map_or(String::new(), |r| {
+                        if r.resolved {
+                            " -> resolved".into()
+                        } else {
+                            format!(" -> kept: {}", r.reason.clone().unwrap_or_default())
+                        }
+                    });
+                    println!(
+                        "{} start_ts={} primary={} owner={} age={}ms alive={}{outcome}",
+                        CellKey::to_string(&l.key),
+                        l.start_ts,
+                        l.primary,
+                        l.owner,
+                        l.age_ms,
+                        l.alive.map_or("?".into(), |a| a.to_string())
+                    );
+                }
+            }
+            Ok(resolutions.iter().all(|r| r.resolved))
+        }
+    }
+}
+
+fn key(table: &str, row: &str, column: &str) -> Result<CellKey> {
+    let (family, qualifier) = crate::tools::parse_column(column)?;
+    CellKey::new(table, row.as_bytes().to_vec(), family, qualifier).map_err(Into::into)
+}
+
+fn write(conn: &DataArgs, key: CellKey, value: Option<Vec<u8>>) -> Result<bool> {
+    let c = client(&conn.hbase, &conn.oracle)?;
+    let result = c.begin().and_then(|mut txn| {
+        match value {
+            Some(v) => txn.set(
+                &key.table,
+                key.row.clone(),
+                key.family.clone(),
+                key.qualifier.clone(),
+                v,
+            )?,
+            None => txn.delete(
+                &key.table,
+                key.row.clone(),
+                key.family.clone(),
+                key.qualifier.clone(),
+            )?,
+        }
+        txn.commit()
+    });
+    c.shutdown();
+    let commit_ts = result?;
+    if conn.json {
+        println!("{}", serde_json::json!({ "commit_ts": commit_ts }));
+    } else {
+        println!("committed at {commit_ts}");
+    }
+    Ok(true)
+}
