@@ -18,7 +18,11 @@ use percolator::txn::CellKey;
 use percolator::{Error, HBaseClient, MigrationIssue};
 use txn_support::Env;
 
-type Cells = BTreeMap<(String, String, String), Vec<u8>>;
+/// (row, family, qualifier).
+type Key = (String, String, String);
+type Cells = BTreeMap<Key, Vec<u8>>;
+/// A stored cell: (row, qualifier, version, value).
+type Stored = (Vec<u8>, Vec<u8>, i64, Vec<u8>);
 
 fn now_ms() -> i64 {
     SystemTime::now()
@@ -36,9 +40,15 @@ fn quiet() -> ApplyOptions {
     }
 }
 
-/// A legacy table: families `f` (3 versions), `g` (1 version) and `t` (TTL 60 s), filled by
+/// A legacy table: families `f` (3 versions), `g` (1 version) and `t` (TTL 600 s), filled by
 /// plain puts and deletes at wall-clock timestamps.
 fn legacy_table(env: &Env, prefix: &str) -> String {
+    legacy_table_at(env, prefix, now_ms())
+}
+
+/// [`legacy_table`] with its versions relative to `now`: tables filled with the same `now`
+/// hold the same cells.
+fn legacy_table_at(env: &Env, prefix: &str, now: i64) -> String {
     let name = txn_support::unique(prefix);
     env.hbase
         .admin()
@@ -46,11 +56,10 @@ fn legacy_table(env: &Env, prefix: &str) -> String {
             &TableDescriptor::new(name.clone())
                 .family(FamilyDescriptor::new("f").max_versions(3))
                 .family(FamilyDescriptor::new("g"))
-                .family(FamilyDescriptor::new("t").ttl_secs(60)),
+                .family(FamilyDescriptor::new("t").ttl_secs(600)),
         )
         .unwrap();
     env.created(&name);
-    let now = now_ms();
     let mut puts = Vec::new();
     for r in 0..40 {
         let row = format!("r{r:03}");
@@ -62,8 +71,8 @@ fn legacy_table(env: &Env, prefix: &str) -> String {
         if r % 5 == 0 {
             put = put.add_at("f", "big", now - 1500, vec![b'x' + (r % 3) as u8; 5000]);
         }
-        // Expired under the 60 s TTL (older than a minute), and alive.
-        put = put.add_at("t", "old", now - 120_000, "expired");
+        // Expired under the 600 s TTL, and alive.
+        put = put.add_at("t", "old", now - 1_200_000, "expired");
         put = put.add_at("t", "new", now - 1000, format!("fresh{r}"));
         puts.push(put);
     }
@@ -155,7 +164,7 @@ fn legacy_data_is_adopted_while_a_plain_writer_keeps_writing() {
     );
 
     // A plain writer overwrites, deletes and adds cells until the first pass is done.
-    let log: Arc<Mutex<BTreeMap<(String, String, String), Option<Vec<u8>>>>> = Default::default();
+    let log: Arc<Mutex<BTreeMap<Key, Option<Vec<u8>>>>> = Default::default();
     let stop = Arc::new(AtomicBool::new(false));
     let writer = {
         let (hbase, table, log, stop) =
@@ -269,7 +278,7 @@ fn transactions_refuse_a_table_until_its_data_is_adopted() {
 }
 
 /// Every cell of the write family with its version, and the marker's state.
-fn stored_state(env: &Env, table: &str) -> (Vec<(Vec<u8>, Vec<u8>, i64, Vec<u8>)>, String) {
+fn stored_state(env: &Env, table: &str) -> (Vec<Stored>, String) {
     let scan = Scan::new()
         .family(env.schema.write_family.clone())
         .max_versions(i32::MAX)
@@ -292,7 +301,8 @@ fn stored_state(env: &Env, table: &str) -> (Vec<(Vec<u8>, Vec<u8>, i64, Vec<u8>)
 #[test]
 fn apply_killed_at_every_step_then_rerun_ends_as_an_uninterrupted_run() {
     let env = Env::start();
-    let reference = legacy_table(&env, "mig_ref");
+    let base = now_ms();
+    let reference = legacy_table_at(&env, "mig_ref", base);
     let calls = Arc::new(AtomicUsize::new(0));
     let counter = calls.clone();
     let counting = ApplyOptions {
@@ -313,7 +323,7 @@ fn apply_killed_at_every_step_then_rerun_ends_as_an_uninterrupted_run() {
     // The same data at the same timestamps, killed at the k-th step, then run again.
     let stride = if env.is_real() { 3 } else { 1 };
     for k in (1..=steps).step_by(stride) {
-        let table = legacy_table(&env, "mig_crash");
+        let table = legacy_table_at(&env, "mig_crash", base);
         let fired = Arc::new(AtomicUsize::new(0));
         let f = fired.clone();
         let opts = ApplyOptions {
@@ -342,26 +352,13 @@ fn apply_killed_at_every_step_then_rerun_ends_as_an_uninterrupted_run() {
         }
         let (got, state) = stored_state(&env, &table);
         assert_eq!(state, "adopted", "after a crash at step {k}");
-        assert_eq!(
-            normalize(&got),
-            normalize(&want),
-            "write records after a crash at step {k}"
-        );
+        assert_eq!(got, want, "write records after a crash at step {k}");
         assert!(
             migrate::verify(&env.hbase, &env.schema, &table, ProgressMode::Off)
                 .unwrap()
                 .ok()
         );
     }
-}
-
-/// Write records compared across tables: the legacy timestamps differ by when each table was
-/// filled, so versions are made relative to the row's first.
-fn normalize(cells: &[(Vec<u8>, Vec<u8>, i64, Vec<u8>)]) -> Vec<(Vec<u8>, Vec<u8>, usize)> {
-    cells
-        .iter()
-        .map(|(r, q, _, v)| (r.clone(), q.clone(), v.len()))
-        .collect()
 }
 
 #[test]

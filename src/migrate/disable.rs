@@ -237,6 +237,9 @@ fn rewrite_rows(
     Ok(())
 }
 
+/// (timestamp, value) of one column, newest first.
+type Versions<'a> = Vec<(i64, &'a [u8])>;
+
 /// One row's transactional versions (the scan asked for those only) made plain.
 fn row_mutations(
     schema: &Schema,
@@ -245,8 +248,8 @@ fn row_mutations(
     now: i64,
     report: &mut DisableReport,
 ) -> Result<Option<RowMutations>> {
-    let mut data: BTreeMap<(&[u8], &[u8]), Vec<(i64, &[u8])>> = BTreeMap::new();
-    let mut writes: BTreeMap<&[u8], Vec<(i64, &[u8])>> = BTreeMap::new();
+    let mut data: BTreeMap<(&[u8], &[u8]), Versions> = BTreeMap::new();
+    let mut writes: BTreeMap<&[u8], Versions> = BTreeMap::new();
     for c in &row.cells {
         if c.family == schema.write_family {
             writes

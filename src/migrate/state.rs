@@ -36,7 +36,7 @@ pub(crate) const TTL_FOREVER: i32 = i32::MAX;
 /// assert!(!plausible_ms(-1, now as u64));
 /// ```
 pub fn plausible_ms(ts: i64, now_ms: u64) -> bool {
-    ts >= 0 && ts < LEGACY_TS_LIMIT && ts <= now_ms as i64 + FUTURE_SLACK_MS
+    (0..LEGACY_TS_LIMIT).contains(&ts) && ts <= now_ms as i64 + FUTURE_SLACK_MS
 }
 
 pub(crate) const APPLYING: &[u8] = b"applying";
