@@ -42,6 +42,11 @@ pub enum Step {
 }
 
 /// A hook deciding whether `apply` stops at a step.
+///
+/// ```
+/// let stop_after_marker: percolator::migrate::CrashHook = std::sync::Arc::new(|s| s == percolator::migrate::Step::Marked);
+/// assert!(stop_after_marker(percolator::migrate::Step::Marked));
+/// ```
 pub type CrashHook = Arc<dyn Fn(Step) -> bool + Send + Sync>;
 
 /// How `apply` runs.

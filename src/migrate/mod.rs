@@ -18,7 +18,7 @@ mod plan;
 mod progress;
 mod state;
 
-pub use apply::{apply, ApplyOptions, ApplyReport, Step};
+pub use apply::{apply, ApplyOptions, ApplyReport, CrashHook, Step};
 pub use check::{status, verify, TableStatus, Verification};
 pub use disable::{disable, DisableReport};
 pub use plan::{plan, Plan, SettingChange};

@@ -14,6 +14,12 @@ use crate::tools::{check_owners, list_locks, render_value, resolve_locks, scan_r
 use crate::txn::{Client, Schema, TxnOptions};
 
 /// `percolator migrate ...`.
+///
+/// ```
+/// use percolator::tools::cli::{MigrateArgs, MigrateCommand};
+/// let c = MigrateCommand::Status(MigrateArgs { hbase: "h:1".into(), json: true, tables: vec!["t".into()] });
+/// assert!(matches!(c, MigrateCommand::Status(_)));
+/// ```
 #[derive(clap::Subcommand, Debug)]
 pub enum MigrateCommand {
     /// Lists what `apply` would do to each table (families, settings, rows, blockers); changes nothing.
@@ -32,6 +38,11 @@ pub enum MigrateCommand {
 }
 
 /// What every `migrate` command takes.
+///
+/// ```
+/// let a = percolator::tools::cli::MigrateArgs { hbase: "h:1".into(), json: false, tables: vec!["t".into()] };
+/// assert_eq!(a.tables, ["t"]);
+/// ```
 #[derive(clap::Args, Debug)]
 pub struct MigrateArgs {
     /// The HBase Thrift2 gateway, HOST:PORT.
@@ -45,6 +56,13 @@ pub struct MigrateArgs {
 }
 
 /// `migrate apply`.
+///
+/// ```
+/// use percolator::tools::cli::{ApplyArgs, MigrateArgs};
+/// let common = MigrateArgs { hbase: "h:1".into(), json: false, tables: vec!["t".into()] };
+/// let a = ApplyArgs { common, oracle: None, checkpoint_rows: 1000 };
+/// assert_eq!(a.checkpoint_rows, 1000);
+/// ```
 #[derive(clap::Args, Debug)]
 pub struct ApplyArgs {
     #[command(flatten)]
@@ -58,6 +76,12 @@ pub struct ApplyArgs {
 }
 
 /// `migrate disable`.
+///
+/// ```
+/// use percolator::tools::cli::{DisableArgs, MigrateArgs};
+/// let common = MigrateArgs { hbase: "h:1".into(), json: false, tables: vec!["t".into()] };
+/// assert!(!DisableArgs { common, force: false, oracle: None }.force);
+/// ```
 #[derive(clap::Args, Debug)]
 pub struct DisableArgs {
     #[command(flatten)]
@@ -70,6 +94,11 @@ pub struct DisableArgs {
 }
 
 /// `migrate bench`.
+///
+/// ```
+/// let a = percolator::tools::cli::BenchArgs { cells: 10, columns: 2, runs: 1 };
+/// assert_eq!(a.cells / a.columns, 5);
+/// ```
 #[derive(clap::Args, Debug)]
 pub struct BenchArgs {
     #[arg(long, default_value_t = 1_000_000)]
@@ -82,6 +111,11 @@ pub struct BenchArgs {
 }
 
 /// The connection options of the data commands.
+///
+/// ```
+/// let a = percolator::tools::cli::DataArgs { hbase: "h:1".into(), oracle: "o:2".into(), json: true };
+/// assert!(a.json);
+/// ```
 #[derive(clap::Args, Debug)]
 pub struct DataArgs {
     /// The HBase Thrift2 gateway, HOST:PORT.
@@ -95,6 +129,13 @@ pub struct DataArgs {
 }
 
 /// The data commands: each runs one transaction.
+///
+/// ```
+/// use percolator::tools::cli::{DataArgs, DataCommand};
+/// let conn = DataArgs { hbase: "h:1".into(), oracle: "o:2".into(), json: true };
+/// let c = DataCommand::Get { conn, table: "t".into(), row: "r".into(), column: "f:q".into() };
+/// assert!(matches!(c, DataCommand::Get { .. }));
+/// ```
 #[derive(clap::Subcommand, Debug)]
 pub enum DataCommand {
     /// Reads one cell.
@@ -187,6 +228,14 @@ fn progress(json: bool) -> ProgressMode {
 }
 
 /// Runs one `migrate` command.
+///
+/// ```
+/// use percolator::tools::cli::{migrate, MigrateArgs, MigrateCommand};
+/// let emulator = percolator::emulator::start_local()?;
+/// let args = MigrateArgs { hbase: emulator.local_addr().to_string(), json: true, tables: vec!["nope".into()] };
+/// assert!(migrate(&MigrateCommand::Status(args))?);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn migrate(command: &MigrateCommand) -> Result<bool> {
     let schema = Schema::default();
     match command {
@@ -413,6 +462,17 @@ fn bench(a: &BenchArgs) -> Result<bool> {
 }
 
 /// Runs one data command.
+///
+/// ```
+/// use percolator::tools::cli::{data, DataCommand};
+/// let emulator = percolator::emulator::start_local()?;
+/// let schema = Default::default();
+/// let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
+/// percolator::txn::setup::create_table(&hbase, &schema, "t", &["f"])?;
+/// let c = DataCommand::Locks { hbase: emulator.local_addr().to_string(), oracle: None, resolve: false, json: true, table: "t".into() };
+/// assert!(data(&c)?);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn data(command: &DataCommand) -> Result<bool> {
     match command {
         DataCommand::Get {
