@@ -24,6 +24,14 @@ type Cells = BTreeMap<Key, Vec<u8>>;
 /// A stored cell: (row, qualifier, version, value).
 type Stored = (Vec<u8>, Vec<u8>, i64, Vec<u8>);
 
+/// Asserts that `err` is a migration refusal of kind `kind`.
+fn assert_issue(err: &Error, kind: MigrationIssue) {
+    assert!(
+        matches!(err, Error::Migration { kind: k, .. } if *k == kind),
+        "expected {kind:?}: {err}"
+    );
+}
+
 fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -243,16 +251,7 @@ fn transactions_refuse_a_table_until_its_data_is_adopted() {
         ..quiet()
     };
     let err = migrate::apply(&env.hbase, &env.schema, &table, &opts).unwrap_err();
-    assert!(
-        matches!(
-            err,
-            Error::Migration {
-                kind: MigrationIssue::Interrupted,
-                ..
-            }
-        ),
-        "{err}"
-    );
+    assert_issue(&err, MigrationIssue::Interrupted);
     let client = env.client();
     let err = client
         .begin()
@@ -331,16 +330,7 @@ fn apply_killed_at_every_step_then_rerun_ends_as_an_uninterrupted_run() {
             ..quiet()
         };
         let err = migrate::apply(&env.hbase, &env.schema, &table, &opts).unwrap_err();
-        assert!(
-            matches!(
-                err,
-                Error::Migration {
-                    kind: MigrationIssue::Interrupted,
-                    ..
-                }
-            ),
-            "step {k}: {err}"
-        );
+        assert_issue(&err, MigrationIssue::Interrupted);
         match migrate::apply(&env.hbase, &env.schema, &table, &quiet()) {
             Ok(_) => {}
             // Killed after the marker said adopted: nothing is left to do.
@@ -382,16 +372,7 @@ fn bad_input_is_refused_without_change() {
         .unwrap();
     let before = env.hbase.admin().table_descriptor(&clash).unwrap();
     let err = migrate::apply(&env.hbase, s, &clash, &quiet()).unwrap_err();
-    assert!(
-        matches!(
-            err,
-            Error::Migration {
-                kind: MigrationIssue::FamilyClash,
-                ..
-            }
-        ),
-        "{err}"
-    );
+    assert_issue(&err, MigrationIssue::FamilyClash);
     assert_eq!(env.hbase.admin().table_descriptor(&clash).unwrap(), before);
     assert_eq!(
         migrate::status(&env.hbase, s, &clash).unwrap().state,
@@ -409,47 +390,20 @@ fn bad_input_is_refused_without_change() {
         .unwrap();
     let before = env.hbase.admin().table_descriptor(&own_ts).unwrap();
     let err = migrate::apply(&env.hbase, s, &own_ts, &quiet()).unwrap_err();
-    assert!(
-        matches!(
-            err,
-            Error::Migration {
-                kind: MigrationIssue::Blocked,
-                ..
-            }
-        ),
-        "{err}"
-    );
+    assert_issue(&err, MigrationIssue::Blocked);
     assert_eq!(env.hbase.admin().table_descriptor(&own_ts).unwrap(), before);
     let plan = migrate::plan(&env.hbase, s, &own_ts, None, ProgressMode::Off).unwrap();
     assert_eq!(plan.blockers.len(), 1);
 
     let created = env.table("mig_created");
     let err = migrate::apply(&env.hbase, s, &created, &quiet()).unwrap_err();
-    assert!(
-        matches!(
-            err,
-            Error::Migration {
-                kind: MigrationIssue::NothingToDo,
-                ..
-            }
-        ),
-        "{err}"
-    );
+    assert_issue(&err, MigrationIssue::NothingToDo);
 
     let done = legacy_table(&env, "mig_done");
     migrate::apply(&env.hbase, s, &done, &quiet()).unwrap();
     let (records, _) = stored_state(&env, &done);
     let err = migrate::apply(&env.hbase, s, &done, &quiet()).unwrap_err();
-    assert!(
-        matches!(
-            err,
-            Error::Migration {
-                kind: MigrationIssue::NothingToDo,
-                ..
-            }
-        ),
-        "{err}"
-    );
+    assert_issue(&err, MigrationIssue::NothingToDo);
     assert_eq!(stored_state(&env, &done).0, records);
 
     let client = env.client();
@@ -519,16 +473,7 @@ fn disable_writes_committed_values_back_as_plain_versions() {
         ProgressMode::Off,
     )
     .unwrap_err();
-    assert!(
-        matches!(
-            err,
-            Error::Migration {
-                kind: MigrationIssue::LocksPresent,
-                ..
-            }
-        ),
-        "{err}"
-    );
+    assert_issue(&err, MigrationIssue::LocksPresent);
     std::thread::sleep(Duration::from_secs(3)); // the dead client's liveness row expires
     let resolver = env.client();
     let report = migrate::disable(

@@ -256,15 +256,7 @@ fn prepare_families(
         let now = SystemClock.now_ms().to_string().into_bytes();
         write_marker(hbase, schema, table, &[(state::TTL_CUT, now)])?;
     }
-    for family in schema.families() {
-        match desc.families.iter().find(|f| f.name == family.name) {
-            None => admin.add_family(table, &family)?,
-            Some(existing) if existing.max_versions != family.max_versions => {
-                admin.modify_family(table, &family)?
-            }
-            Some(_) => {}
-        }
-    }
+    crate::txn::setup::add_percolator_families(hbase, schema, &desc)?;
     for f in state::user_families(schema, &desc) {
         let (needed, changes) = state::required(f);
         if !changes.is_empty() {
@@ -299,13 +291,10 @@ fn run_pass(
         .after
         .as_ref()
         .map_or(Vec::new(), |r| [r.as_slice(), &[0]].concat());
-    let mut scan = Scan::range(start, Vec::new())
+    let scan = Scan::range(start, Vec::new())
         .max_versions(1)
-        .caching(opts.checkpoint_rows.clamp(1, 10_000) as i32)
-        .family(schema.write_family.clone());
-    for f in state::user_families(schema, &desc) {
-        scan = scan.family(f.name.clone());
-    }
+        .caching(opts.checkpoint_rows.clamp(1, 10_000) as i32);
+    let scan = state::with_columns(scan, schema, &desc);
     let label = if pass.pass == 0 {
         format!("adopt {table}")
     } else {

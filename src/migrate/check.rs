@@ -103,13 +103,7 @@ pub fn verify(
     }
     let original = marker.original_by_name();
     let ttl_cut = marker.number(state::TTL_CUT).unwrap_or(0) as i64;
-    let mut scan = Scan::new()
-        .max_versions(1)
-        .caching(1000)
-        .family(schema.write_family.clone());
-    for f in state::user_families(schema, &desc) {
-        scan = scan.family(f.name.clone());
-    }
+    let scan = state::with_columns(Scan::new().max_versions(1).caching(1000), schema, &desc);
     let mut bar = Progress::new(progress, format!("verify {table}"), None);
     for row in hbase.scan(table, &scan)? {
         let row = row?;

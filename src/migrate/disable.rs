@@ -216,14 +216,11 @@ fn rewrite_rows(
     report: &mut DisableReport,
 ) -> Result<()> {
     let desc = hbase.admin().table_descriptor(table)?;
-    let mut scan = Scan::new()
+    let scan = Scan::new()
         .max_versions(ALL_VERSIONS)
         .time_range(TimeRange::new(LEGACY_TS_LIMIT, i64::MAX))
-        .caching(500)
-        .family(schema.write_family.clone());
-    for f in state::user_families(schema, &desc) {
-        scan = scan.family(f.name.clone());
-    }
+        .caching(500);
+    let scan = state::with_columns(scan, schema, &desc);
     let mut bar = Progress::new(progress, format!("disable {table}"), None);
     for row in hbase.scan(table, &scan)? {
         let row = row?;

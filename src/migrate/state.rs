@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, MigrationIssue, Result};
-use crate::hbase::{Delete, FamilyDescriptor, HBaseClient, Put, RowResult, TableDescriptor};
+use crate::hbase::{Delete, FamilyDescriptor, HBaseClient, Put, RowResult, Scan, TableDescriptor};
 use crate::txn::codec::{column_qualifier, decode_write, WriteKind, WriteRecord};
 use crate::txn::meta::{META_FAMILY, MIG_STATE};
 use crate::txn::{meta_row, Schema, ALL_VERSIONS};
@@ -160,6 +160,15 @@ pub(crate) fn user_families<'d>(
     desc.families
         .iter()
         .filter(move |f| !ours.contains(&f.name))
+}
+
+/// `scan` reading what adoption compares: the user families and the write family.
+pub(crate) fn with_columns(scan: Scan, schema: &Schema, desc: &TableDescriptor) -> Scan {
+    let mut scan = scan.family(schema.write_family.clone());
+    for f in user_families(schema, desc) {
+        scan = scan.family(f.name.clone());
+    }
+    scan
 }
 
 /// The table's meta row, uncached, with typed accessors for the `mig:` qualifiers.

@@ -130,9 +130,10 @@ impl Context {
         self.tso.timestamp().await
     }
 
-    /// Fails with `NotTransactional` unless the table has the percolator families. Checked once
-    /// per table per client.
+    /// Fails with `NotTransactional` unless the table has the percolator families (checked once
+    /// per table per client) and is not being migrated (the meta row, cached 5 s).
     pub async fn check_table(&self, table: &str) -> Result<()> {
+        self.check_not_migrating(table).await?;
         self.table_families(table, false).await.map(|_| ())
     }
 
@@ -144,7 +145,13 @@ impl Context {
         &self,
         keys: impl IntoIterator<Item = &'k CellKey>,
     ) -> Result<()> {
+        let mut checked: Option<&str> = None;
         for key in keys {
+            // Keys come grouped by table: the marker is looked up once per run of a table.
+            if checked != Some(key.table.as_str()) {
+                self.check_not_migrating(&key.table).await?;
+                checked = Some(key.table.as_str());
+            }
             let (families, cached) = self.table_families(&key.table, false).await?;
             if families.contains(&key.family)
                 || (cached
@@ -172,7 +179,6 @@ impl Context {
         table: &str,
         refresh: bool,
     ) -> Result<(Arc<HashSet<Vec<u8>>>, bool)> {
-        self.check_not_migrating(table).await?;
         if !refresh {
             if let Some(families) = self.tables.read().get(table) {
                 return Ok((families.clone(), true));
