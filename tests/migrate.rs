@@ -663,6 +663,48 @@ fn the_command_line_migrates_and_reads_and_writes_transactionally() {
     let (code, out, _) = percolator(&["locks", "--hbase", hb, "--json", &table]);
     assert_eq!((code, json(&out)), (0, serde_json::json!([])));
 
+    // A client dies holding a lock: listed with its owner, then resolved through the protocol.
+    let crashing = env.client_with(
+        percolator::TxnOptions::builder()
+            .liveness(env.liveness.clone())
+            .crash_injector(Arc::new(|s| {
+                s == percolator::txn::Seam::BeforePrimaryCommit
+            }))
+            .build(),
+    );
+    let mut txn = crashing.begin().unwrap();
+    txn.set(&table, "r010", "g", "b", b"never".to_vec())
+        .unwrap();
+    assert!(txn.commit().is_err());
+    let (code, out, _) = percolator(&["locks", "--hbase", hb, "--json", &table]);
+    let locks = json(&out);
+    assert_eq!((code, locks.as_array().unwrap().len()), (0, 1), "{locks}");
+    assert_eq!(locks[0]["row"], "r010");
+    assert_eq!(locks[0]["owner"], crashing.owner_id());
+    let (code, out, err) = percolator(&[
+        "locks",
+        "--hbase",
+        hb,
+        "--oracle",
+        &or,
+        "--resolve",
+        "--json",
+        &table,
+    ]);
+    assert_eq!(code, 0, "{out} {err}");
+    assert_eq!(json(&out)[0]["resolved"], true);
+    assert_eq!(
+        percolator(&["locks", "--hbase", hb, "--json", &table])
+            .1
+            .trim(),
+        "[]"
+    );
+    assert_eq!(
+        get("r010", "g:b"),
+        serde_json::json!({"value": "b10"}),
+        "rolled back"
+    );
+
     let (code, _, err) = percolator(&[
         "get",
         "--hbase",

@@ -22,6 +22,10 @@ pub enum ProgressMode {
     Off,
 }
 
+/// The bar when the total is known, and the spinner when it is not (a resumed pass).
+const BAR: &str = "{msg} [{bar:30}] {pos}/{len} rows {per_sec} ETA {eta}";
+const SPINNER: &str = "{msg} {spinner} {pos} rows {per_sec}";
+
 /// Seconds between plain lines.
 const LINE_EVERY: Duration = Duration::from_secs(5);
 
@@ -43,11 +47,7 @@ impl Progress {
                 Some(n) => ProgressBar::new(n),
                 None => ProgressBar::new_spinner(),
             };
-            let template = if total.is_some() {
-                "{msg} [{bar:30}] {pos}/{len} rows {per_sec} ETA {eta}"
-            } else {
-                "{msg} {spinner} {pos} rows {per_sec}"
-            };
+            let template = if total.is_some() { BAR } else { SPINNER };
             if let Ok(style) = ProgressStyle::with_template(template) {
                 bar.set_style(style.progress_chars("=> "));
             }
@@ -98,5 +98,25 @@ impl Progress {
         if self.lines {
             eprintln!("{} (done)", self.line());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_bar_templates_parse() {
+        assert!(ProgressStyle::with_template(BAR).is_ok());
+        assert!(ProgressStyle::with_template(SPINNER).is_ok());
+    }
+
+    #[test]
+    fn plain_lines_give_rows_rate_and_eta() {
+        let mut p = Progress::new(ProgressMode::Lines, "adopt t".into(), Some(100));
+        p.inc(40);
+        let line = p.line();
+        assert!(line.starts_with("adopt t: 40/100 rows, "), "{line}");
+        assert!(line.contains("rows/s, ETA "), "{line}");
     }
 }
