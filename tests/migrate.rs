@@ -420,10 +420,10 @@ fn bad_input_is_refused_without_change() {
     assert!(unreachable.is_err());
 }
 
-#[test]
-fn disable_writes_committed_values_back_as_plain_versions() {
-    let env = Env::start();
-    let table = legacy_table(&env, "mig_disable");
+/// A migrated legacy table that transactions then wrote (a small and a large value, a delete,
+/// a new row), and what plain reads must return once it is disabled.
+fn migrated_and_written(env: &Env, prefix: &str) -> (String, Cells) {
+    let table = legacy_table(env, prefix);
     migrate::apply(&env.hbase, &env.schema, &table, &quiet()).unwrap();
     let client = env.client();
     client
@@ -434,15 +434,36 @@ fn disable_writes_committed_values_back_as_plain_versions() {
             t.set(&table, "new", "f", "a", b"fresh".to_vec())
         })
         .unwrap();
-    let expected: Cells = {
-        let plain = plain_cells(&env.hbase, &table);
-        let keys = all_keys(&plain, &plain);
-        let mut e = txn_cells(&env, &table, keys.into_iter());
-        e.insert(("new".into(), "f".into(), "a".into()), b"fresh".to_vec());
-        e.remove(&("r002".into(), "f".into(), "a".into()));
-        e.retain(|(_, f, q), _| !(f == "t" && q == "old"));
-        e
-    };
+    client.shutdown();
+    let plain = plain_cells(&env.hbase, &table);
+    let keys = all_keys(&plain, &plain);
+    let mut expected = txn_cells(env, &table, keys.into_iter());
+    expected.insert(("new".into(), "f".into(), "a".into()), b"fresh".to_vec());
+    assert!(!expected.contains_key(&("r002".into(), "f".into(), "a".into())));
+    (table, expected)
+}
+
+/// Plain reads of a disabled table, without the cells that had expired under the TTL (lifting
+/// it made them visible again until a compaction, as HBase does).
+fn plain_after_disable(env: &Env, table: &str) -> Cells {
+    let mut plain = plain_cells(&env.hbase, table);
+    plain.retain(|(_, f, q), _| !(f == "t" && q == "old"));
+    plain
+}
+
+fn disable_quietly(force: bool) -> migrate::DisableOptions {
+    migrate::DisableOptions {
+        force,
+        settle: Duration::ZERO,
+        progress: ProgressMode::Off,
+        crash_at: None,
+    }
+}
+
+#[test]
+fn disable_writes_committed_values_back_as_plain_versions() {
+    let env = Env::start();
+    let (table, expected) = migrated_and_written(&env, "mig_disable");
     // A lock left by a dead client refuses disable; --force resolves it first.
     let crashing = env.client_with(
         percolator::TxnOptions::builder()
@@ -467,10 +488,8 @@ fn disable_writes_committed_values_back_as_plain_versions() {
         &env.hbase,
         &env.schema,
         &table,
-        false,
         None,
-        Duration::ZERO,
-        ProgressMode::Off,
+        &disable_quietly(false),
     )
     .unwrap_err();
     assert_issue(&err, MigrationIssue::LocksPresent);
@@ -480,21 +499,16 @@ fn disable_writes_committed_values_back_as_plain_versions() {
         &env.hbase,
         &env.schema,
         &table,
-        true,
         Some(&resolver),
-        Duration::ZERO,
-        ProgressMode::Off,
+        &disable_quietly(true),
     )
     .unwrap();
     resolver.shutdown();
-    client.shutdown();
     assert!(
         report.values_rewritten >= 3 && report.deletes_written >= 1,
         "{report:?}"
     );
-    let mut plain = plain_cells(&env.hbase, &table);
-    plain.retain(|(_, f, q), _| !(f == "t" && q == "old"));
-    assert_eq!(plain, expected);
+    assert_eq!(plain_after_disable(&env, &table), expected);
     let desc = env.hbase.admin().table_descriptor(&table).unwrap();
     assert!(desc
         .families
@@ -720,4 +734,63 @@ fn the_command_line_migrates_and_reads_and_writes_transactionally() {
     assert_eq!(code, 2, "{err}");
     let (code, _, err) = percolator(&["migrate", "status", "--hbase", "127.0.0.1:1", &table]);
     assert!(code == 2 && err.lines().count() == 1, "{err}");
+}
+
+#[test]
+fn disable_killed_at_every_step_then_rerun_ends_as_an_uninterrupted_run() {
+    let env = Env::start();
+    let (reference, expected) = migrated_and_written(&env, "mig_dis_ref");
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counter = calls.clone();
+    let counting = migrate::DisableOptions {
+        crash_at: Some(Arc::new(move |_| {
+            counter.fetch_add(1, Ordering::SeqCst);
+            false
+        })),
+        ..disable_quietly(false)
+    };
+    migrate::disable(&env.hbase, &env.schema, &reference, None, &counting).unwrap();
+    assert_eq!(plain_after_disable(&env, &reference), expected);
+    let steps = calls.load(Ordering::SeqCst);
+    assert!(steps >= 4, "disabling, rows, families dropped: {steps}");
+    for k in 1..=steps {
+        let (table, expected) = migrated_and_written(&env, "mig_dis_crash");
+        let fired = Arc::new(AtomicUsize::new(0));
+        let f = fired.clone();
+        let opts = migrate::DisableOptions {
+            crash_at: Some(Arc::new(move |_| f.fetch_add(1, Ordering::SeqCst) + 1 == k)),
+            ..disable_quietly(false)
+        };
+        let err = migrate::disable(&env.hbase, &env.schema, &table, None, &opts).unwrap_err();
+        assert_issue(&err, MigrationIssue::Interrupted);
+        let client = env.client();
+        let refused = client.begin().unwrap().get(&table, "r001", "g", "b");
+        assert!(
+            matches!(
+                refused,
+                Err(Error::NotTransactional { .. }) | Err(Error::FamilyNotFound { .. })
+            ),
+            "transactions stay off a table being disabled (step {k}): {refused:?}"
+        );
+        drop(client);
+        migrate::disable(
+            &env.hbase,
+            &env.schema,
+            &table,
+            None,
+            &disable_quietly(false),
+        )
+        .unwrap();
+        assert_eq!(
+            plain_after_disable(&env, &table),
+            expected,
+            "after a crash at step {k}"
+        );
+        assert_eq!(
+            migrate::status(&env.hbase, &env.schema, &table)
+                .unwrap()
+                .state,
+            "plain"
+        );
+    }
 }

@@ -7,7 +7,6 @@
 //! 4. catch-up passes for what plain writers changed meanwhile, until one finds nothing;
 //! 5. marker `adopted`.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -17,37 +16,12 @@ use crate::error::{MigrationIssue, Result};
 use crate::hbase::{HBaseClient, Put, Scan};
 use crate::migrate::plan::plan;
 use crate::migrate::progress::{Progress, ProgressMode};
-use crate::migrate::state::{self, adopt, issue, write_marker, Adopt, FamilySettings, Marker};
+use crate::migrate::state::{
+    self, adopt, issue, write_marker, Adopt, CrashHook, FamilySettings, Marker, Step,
+};
 use crate::txn::codec::{column_qualifier, encode_write, WriteKind, WriteRecord};
 use crate::txn::meta::{META_REFRESH, MIG_STATE};
 use crate::txn::{Schema, TxnOptions};
-
-/// The points between `apply`'s steps where a test can stop it, as a kill would.
-///
-/// ```
-/// assert_ne!(percolator::migrate::Step::Marked, percolator::migrate::Step::Adopted);
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Step {
-    /// The marker is written; nothing else changed.
-    Marked,
-    /// The families are added and the user families' settings changed.
-    FamiliesReady,
-    /// A checkpoint of a pass was written.
-    Checkpoint,
-    /// A pass finished (its last records written, the next pass not begun).
-    PassDone,
-    /// The marker says `adopted` (the end).
-    Adopted,
-}
-
-/// A hook deciding whether `apply` stops at a step.
-///
-/// ```
-/// let stop_after_marker: percolator::migrate::CrashHook = std::sync::Arc::new(|s| s == percolator::migrate::Step::Marked);
-/// assert!(stop_after_marker(percolator::migrate::Step::Marked));
-/// ```
-pub type CrashHook = Arc<dyn Fn(Step) -> bool + Send + Sync>;
 
 /// How `apply` runs.
 ///
@@ -170,13 +144,13 @@ pub fn apply(
             let original = serde_json::to_vec(&original).unwrap_or_default();
             let now = SystemClock.now_ms().to_string().into_bytes();
             write_marker(hbase, schema, table, &[(MIG_STATE, state::APPLYING.to_vec()), (state::ORIGINAL, original), (state::SINCE, now)])?;
-            crash(opts, table, Step::Marked)?;
+            state::crash(&opts.crash_at, table, Step::Marked)?;
         }
     }
     let marker = Marker::read(hbase, schema, table)?;
-    settle(&marker, opts.settle);
+    state::settle(&marker, opts.settle);
     prepare_families(hbase, schema, table, &marker)?;
-    crash(opts, table, Step::FamiliesReady)?;
+    state::crash(&opts.crash_at, table, Step::FamiliesReady)?;
     let marker = Marker::read(hbase, schema, table)?;
     let mut pass: PassState = marker
         .get(state::PASS)
@@ -195,7 +169,7 @@ pub fn apply(
             &mut report,
         )?;
         report.passes += 1;
-        crash(opts, table, Step::PassDone)?;
+        state::crash(&opts.crash_at, table, Step::PassDone)?;
         if pass.changed == 0 || pass.pass >= opts.max_catch_up_passes {
             break;
         }
@@ -216,30 +190,9 @@ pub fn apply(
         ],
     )?;
     state::clear_marker(hbase, schema, table, &state::IN_PROGRESS)?;
-    crash(opts, table, Step::Adopted)?;
+    state::crash(&opts.crash_at, table, Step::Adopted)?;
     report.seconds = started.elapsed().as_secs_f64();
     Ok(report)
-}
-
-fn crash(opts: &ApplyOptions, table: &str, step: Step) -> Result<()> {
-    match &opts.crash_at {
-        Some(hook) if hook(step) => Err(issue(
-            table,
-            MigrationIssue::Interrupted,
-            format!("stopped at {step:?} (test hook); run apply again to resume"),
-        )),
-        _ => Ok(()),
-    }
-}
-
-/// Waits until `settle` has passed since the marker was written.
-fn settle(marker: &Marker, settle: Duration) {
-    let since = marker.number(state::SINCE).unwrap_or(0);
-    let ready = since.saturating_add(settle.as_millis() as u64);
-    let now = SystemClock.now_ms();
-    if ready > now {
-        std::thread::sleep(Duration::from_millis(ready - now));
-    }
 }
 
 /// Step 2: the project's families, and the user families' settings (docs/migration.md says
@@ -363,7 +316,7 @@ fn run_pass(
             save(hbase, schema, table, pass)?;
             progress.inc(rows as u64);
             rows = 0;
-            crash(opts, table, Step::Checkpoint)?;
+            state::crash(&opts.crash_at, table, Step::Checkpoint)?;
         }
     }
     flush(hbase, table, &puts)?;

@@ -15,7 +15,7 @@ use crate::hbase::{
     Delete, DeleteType, HBaseClient, Put, RowMutations, RowResult, Scan, TimeRange,
 };
 use crate::migrate::progress::{Progress, ProgressMode};
-use crate::migrate::state::{self, issue, write_marker, Marker, LEGACY_TS_LIMIT};
+use crate::migrate::state::{self, issue, write_marker, CrashHook, Marker, Step, LEGACY_TS_LIMIT};
 use crate::tools::locks::{list_locks, resolve_locks};
 use crate::txn::codec::{decode_write, split_column_qualifier, WriteKind};
 use crate::txn::meta::{META_REFRESH, MIG_STATE};
@@ -42,20 +42,50 @@ pub struct DisableReport {
     pub remains: Vec<String>,
 }
 
-/// Returns `table` to plain use (see the module doc). Refuses while locks are present unless
-/// `force`, in which case `resolver` (a transaction client) resolves them through the normal
-/// protocol first; locks of live transactions still refuse.
+/// How `disable` runs.
+///
+/// ```
+/// let o = percolator::migrate::DisableOptions::default();
+/// assert!(!o.force);
+/// ```
+#[derive(Clone)]
+pub struct DisableOptions {
+    /// Resolve abandoned locks (needs a resolver client) instead of refusing them.
+    pub force: bool,
+    /// How long after writing the `disabling` marker to wait before the rewrite: no client
+    /// may still trust a meta row cached before it.
+    pub settle: Duration,
+    pub progress: ProgressMode,
+    /// Stops the run at a step (tests of resumption).
+    pub crash_at: Option<CrashHook>,
+}
+
+impl Default for DisableOptions {
+    fn default() -> Self {
+        DisableOptions {
+            force: false,
+            settle: META_REFRESH,
+            progress: ProgressMode::Auto,
+            crash_at: None,
+        }
+    }
+}
+
+/// Returns `table` to plain use (see the module doc); resumes an interrupted run. Refuses while
+/// locks are present unless `opts.force`, in which case `resolver` (a transaction client)
+/// resolves them through the normal protocol first; locks of live transactions still refuse.
 ///
 /// ```
 /// use percolator::hbase::{FamilyDescriptor, Put, TableDescriptor};
-/// use percolator::migrate::{apply, disable, ApplyOptions, ProgressMode};
+/// use percolator::migrate::{apply, disable, ApplyOptions, DisableOptions, ProgressMode};
 /// let emulator = percolator::emulator::start_local()?;
 /// let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
 /// hbase.admin().create_table(&TableDescriptor::new("legacy").family(FamilyDescriptor::new("f")))?;
 /// let schema = Default::default();
 /// let opts = ApplyOptions { progress: ProgressMode::Off, settle: std::time::Duration::ZERO, ..Default::default() };
 /// apply(&hbase, &schema, "legacy", &opts)?;
-/// let report = disable(&hbase, &schema, "legacy", false, None, std::time::Duration::ZERO, ProgressMode::Off)?;
+/// let opts = DisableOptions { progress: ProgressMode::Off, settle: std::time::Duration::ZERO, ..Default::default() };
+/// let report = disable(&hbase, &schema, "legacy", None, &opts)?;
 /// assert_eq!(report.families_dropped, ["_pl", "_pw"]);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -63,10 +93,8 @@ pub fn disable(
     hbase: &HBaseClient,
     schema: &Schema,
     table: &str,
-    force: bool,
     resolver: Option<&Client>,
-    settle: Duration,
-    progress: ProgressMode,
+    opts: &DisableOptions,
 ) -> Result<DisableReport> {
     let desc = hbase.admin().table_descriptor(table)?;
     let marker = Marker::read(hbase, schema, table)?;
@@ -93,7 +121,7 @@ pub fn disable(
         ..DisableReport::default()
     };
     if marker.state() != Some(state::DISABLING) && has_families {
-        refuse_locks(hbase, schema, table, force, resolver)?;
+        refuse_locks(hbase, schema, table, opts.force, resolver)?;
         let previous = marker.state().map(<[u8]>::to_vec);
         let now = SystemClock.now_ms().to_string().into_bytes();
         write_marker(
@@ -103,7 +131,7 @@ pub fn disable(
             &[(MIG_STATE, state::DISABLING.to_vec()), (state::SINCE, now)],
         )?;
         // Transactions that saw the table usable before the marker finish within the refresh.
-        std::thread::sleep(settle.min(META_REFRESH));
+        state::settle(&Marker::read(hbase, schema, table)?, opts.settle);
         if let Some(lock) = list_locks(hbase, schema, table)?.first() {
             match previous {
                 Some(p) => write_marker(hbase, schema, table, &[(MIG_STATE, p)])?,
@@ -116,8 +144,10 @@ pub fn disable(
             ));
         }
     }
+    state::settle(&Marker::read(hbase, schema, table)?, opts.settle);
+    state::crash(&opts.crash_at, table, Step::Disabling)?;
     if has_families {
-        rewrite_rows(hbase, schema, table, progress, &mut report)?;
+        rewrite_rows(hbase, schema, table, opts, &mut report)?;
     }
     let admin = hbase.admin();
     for f in schema.families() {
@@ -128,6 +158,7 @@ pub fn disable(
                 .push(String::from_utf8_lossy(&f.name).into_owned());
         }
     }
+    state::crash(&opts.crash_at, table, Step::FamiliesDropped)?;
     let original = marker.original_by_name();
     for f in admin.table_descriptor(table)?.families {
         if let Some(o) = original.get(&f.name) {
@@ -212,7 +243,7 @@ fn rewrite_rows(
     hbase: &HBaseClient,
     schema: &Schema,
     table: &str,
-    progress: ProgressMode,
+    opts: &DisableOptions,
     report: &mut DisableReport,
 ) -> Result<()> {
     let desc = hbase.admin().table_descriptor(table)?;
@@ -221,12 +252,13 @@ fn rewrite_rows(
         .time_range(TimeRange::new(LEGACY_TS_LIMIT, i64::MAX))
         .caching(500);
     let scan = state::with_columns(scan, schema, &desc);
-    let mut bar = Progress::new(progress, format!("disable {table}"), None);
+    let mut bar = Progress::new(opts.progress, format!("disable {table}"), None);
     for row in hbase.scan(table, &scan)? {
         let row = row?;
         report.rows_scanned += 1;
         if let Some(m) = row_mutations(schema, table, &row, SystemClock.now_ms() as i64, report)? {
             hbase.mutate_row(table, &m)?;
+            state::crash(&opts.crash_at, table, Step::RowMadePlain)?;
         }
         bar.inc(1);
     }

@@ -18,9 +18,9 @@ mod plan;
 mod progress;
 mod state;
 
-pub use apply::{apply, ApplyOptions, ApplyReport, CrashHook, Step};
+pub use apply::{apply, ApplyOptions, ApplyReport};
 pub use check::{status, verify, TableStatus, Verification};
-pub use disable::{disable, DisableReport};
+pub use disable::{disable, DisableOptions, DisableReport};
 pub use plan::{plan, Plan, SettingChange};
 pub use progress::ProgressMode;
-pub use state::{plausible_ms, LEGACY_TS_LIMIT};
+pub use state::{plausible_ms, CrashHook, Step, LEGACY_TS_LIMIT};

@@ -2,9 +2,12 @@
 //! transactions need, and the classification of a column's stored state during adoption.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::clock::{Clock, SystemClock};
 use crate::error::{Error, MigrationIssue, Result};
 use crate::hbase::{Delete, FamilyDescriptor, HBaseClient, Put, RowResult, Scan, TableDescriptor};
 use crate::txn::codec::{column_qualifier, decode_write, WriteKind, WriteRecord};
@@ -245,6 +248,63 @@ pub(crate) fn clear_marker(
         delete = delete.column(META_FAMILY, q.to_vec());
     }
     hbase.delete(&schema.meta_table, &delete)
+}
+
+/// The points between the steps of `apply` and `disable` where a test can stop them, as a
+/// kill would.
+///
+/// ```
+/// assert_ne!(percolator::migrate::Step::Marked, percolator::migrate::Step::Adopted);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// The marker is written; nothing else changed.
+    Marked,
+    /// The families are added and the user families' settings changed.
+    FamiliesReady,
+    /// A checkpoint of a pass was written.
+    Checkpoint,
+    /// A pass finished (its last records written, the next pass not begun).
+    PassDone,
+    /// The marker says `adopted` (the end of `apply`).
+    Adopted,
+    /// `disable`: the marker says `disabling` and the clients' cache has run out.
+    Disabling,
+    /// `disable`: one row's transactional versions were made plain.
+    RowMadePlain,
+    /// `disable`: the project's families were dropped.
+    FamiliesDropped,
+}
+
+/// A hook deciding whether `apply` stops at a step.
+///
+/// ```
+/// let stop_after_marker: percolator::migrate::CrashHook = std::sync::Arc::new(|s| s == percolator::migrate::Step::Marked);
+/// assert!(stop_after_marker(percolator::migrate::Step::Marked));
+/// ```
+pub type CrashHook = Arc<dyn Fn(Step) -> bool + Send + Sync>;
+
+/// Stops a run at `step` when the hook says so, as a kill there would.
+pub(crate) fn crash(hook: &Option<CrashHook>, table: &str, step: Step) -> Result<()> {
+    match hook {
+        Some(hook) if hook(step) => Err(issue(
+            table,
+            MigrationIssue::Interrupted,
+            format!("stopped at {step:?} (test hook); run the command again to resume"),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Waits until `settle` has passed since the marker was written (`mig:since`): clients may
+/// trust a meta row they cached before it for that long.
+pub(crate) fn settle(marker: &Marker, settle: Duration) {
+    let since = marker.number(SINCE).unwrap_or(0);
+    let ready = since.saturating_add(settle.as_millis() as u64);
+    let now = SystemClock.now_ms();
+    if ready > now {
+        std::thread::sleep(Duration::from_millis(ready - now));
+    }
 }
 
 pub(crate) fn issue(table: &str, kind: MigrationIssue, reason: impl Into<String>) -> Error {

@@ -345,15 +345,12 @@ pub fn migrate(command: &MigrateCommand) -> Result<bool> {
             };
             let mut reports = Vec::new();
             for t in &a.common.tables {
-                let r = migrate::disable(
-                    &hb,
-                    &schema,
-                    t,
-                    a.force,
-                    resolver.as_ref(),
-                    crate::txn::meta::META_REFRESH,
-                    progress(a.common.json),
-                );
+                let opts = migrate::DisableOptions {
+                    force: a.force,
+                    progress: progress(a.common.json),
+                    ..Default::default()
+                };
+                let r = migrate::disable(&hb, &schema, t, resolver.as_ref(), &opts);
                 reports.push(r?);
             }
             if let Some(c) = resolver {
