@@ -19,10 +19,12 @@
 //!   committer over HBase) and the transaction API: [`AsyncClient`] and [`AsyncTransaction`],
 //!   and the blocking [`Client`] and [`Transaction`] over them.
 //! - [`emulator`]: an in-memory server speaking Thrift2 with HBase 2.x semantics.
+//! - [`tools`]: operator helpers over the transaction API: lock listing and resolution, and
+//!   how the data commands show values.
 //! - [`migrate`]: `percolator migrate`, which makes existing tables transactional and adopts
 //!   their data, and returns them to plain use (`docs/migration.md`).
-//! - [`tools`]: the operator commands over the transaction API (`get`, `put`, `delete`,
-//!   `scan`, `locks`) and the command-line faces of these and of `migrate`.
+//! - [`commands`]: the command-line faces of `migrate` and of the data commands (`get`,
+//!   `put`, `delete`, `scan`, `locks`), driven by the `percolator` binary.
 //! - `workload` (private): the bank demo and the benchmark behind the `percolator` binary.
 //!
 //! # Example
@@ -45,6 +47,7 @@
 //! ```
 
 mod clock;
+pub mod commands;
 pub mod emulator;
 mod error;
 pub mod hbase;

@@ -74,10 +74,10 @@ enum Command {
     /// Makes existing tables transactional with their data (plan, apply, verify, status, disable).
     Migrate {
         #[command(subcommand)]
-        command: percolator::tools::cli::MigrateCommand,
+        command: percolator::commands::MigrateCommand,
     },
     #[command(flatten)]
-    Data(percolator::tools::cli::DataCommand),
+    Data(percolator::commands::DataCommand),
     /// The emulator for `bench --profile cluster`, in a process of its own: prints its address
     /// on the first line, serves until its standard input closes (its parent exited).
     #[command(hide = true)]
@@ -174,8 +174,8 @@ fn main() -> ExitCode {
             )
         }
         Command::ServeEmulator { latency_us } => serve_emulator(latency_us),
-        Command::Migrate { command } => percolator::tools::cli::migrate(&command),
-        Command::Data(command) => percolator::tools::cli::data(&command),
+        Command::Migrate { command } => percolator::commands::migrate(&command),
+        Command::Data(command) => percolator::commands::data(&command),
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,

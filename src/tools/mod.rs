@@ -1,8 +1,7 @@
-//! Operator tools over the transaction API: one-transaction data commands (`get`, `put`,
-//! `delete`, `scan`), lock inspection and resolution (`locks`), and the command-line faces of
-//! these and of [`crate::migrate`] (`cli`, driven by the `percolator` binary).
+//! Operator tools over the transaction API: how the data commands (`get`, `put`, `delete`,
+//! `scan`) name columns and show values, and lock inspection and resolution (`locks`).
+//! [`crate::commands`] runs them from the command line.
 
-pub mod cli;
 mod data;
 pub(crate) mod locks;
 

@@ -1,22 +1,18 @@
-//! The command-line faces of `percolator migrate ...` and of the data commands (`get`, `put`,
-//! `delete`, `scan`, `locks`): argument structs for clap, and functions that run one command,
-//! print its result (text, or JSON with `--json`) and say whether it succeeded. Errors are
-//! returned for the binary to print; `Ok(false)` means "ran, found problems" (exit 1).
+//! `percolator migrate ...`: plan, apply, verify, status, disable, and the hidden bench.
 
 use std::time::{Duration, Instant};
 
+use super::{client, hbase, print_json, progress};
 use crate::error::Result;
 use crate::hbase::{FamilyDescriptor, HBaseClient, HBaseConfig, Put, TableDescriptor};
-use crate::key::CellKey;
 use crate::migrate::{self, ApplyOptions, ProgressMode};
 use crate::oracle::{ClientConfig, OracleClient};
-use crate::tools::{check_owners, list_locks, render_value, resolve_locks, scan_range, value_json};
-use crate::txn::{Client, Schema, TxnOptions};
+use crate::txn::Schema;
 
 /// `percolator migrate ...`.
 ///
 /// ```
-/// use percolator::tools::cli::{MigrateArgs, MigrateCommand};
+/// use percolator::commands::{MigrateArgs, MigrateCommand};
 /// let c = MigrateCommand::Status(MigrateArgs { hbase: "h:1".into(), json: true, tables: vec!["t".into()] });
 /// assert!(matches!(c, MigrateCommand::Status(_)));
 /// ```
@@ -40,7 +36,7 @@ pub enum MigrateCommand {
 /// What every `migrate` command takes.
 ///
 /// ```
-/// let a = percolator::tools::cli::MigrateArgs { hbase: "h:1".into(), json: false, tables: vec!["t".into()] };
+/// let a = percolator::commands::MigrateArgs { hbase: "h:1".into(), json: false, tables: vec!["t".into()] };
 /// assert_eq!(a.tables, ["t"]);
 /// ```
 #[derive(clap::Args, Debug)]
@@ -58,7 +54,7 @@ pub struct MigrateArgs {
 /// `migrate apply`.
 ///
 /// ```
-/// use percolator::tools::cli::{ApplyArgs, MigrateArgs};
+/// use percolator::commands::{ApplyArgs, MigrateArgs};
 /// let common = MigrateArgs { hbase: "h:1".into(), json: false, tables: vec!["t".into()] };
 /// let a = ApplyArgs { common, oracle: None, checkpoint_rows: 1000 };
 /// assert_eq!(a.checkpoint_rows, 1000);
@@ -78,7 +74,7 @@ pub struct ApplyArgs {
 /// `migrate disable`.
 ///
 /// ```
-/// use percolator::tools::cli::{DisableArgs, MigrateArgs};
+/// use percolator::commands::{DisableArgs, MigrateArgs};
 /// let common = MigrateArgs { hbase: "h:1".into(), json: false, tables: vec!["t".into()] };
 /// assert!(!DisableArgs { common, force: false, oracle: None }.force);
 /// ```
@@ -96,7 +92,7 @@ pub struct DisableArgs {
 /// `migrate bench`.
 ///
 /// ```
-/// let a = percolator::tools::cli::BenchArgs { cells: 10, columns: 2, runs: 1 };
+/// let a = percolator::commands::BenchArgs { cells: 10, columns: 2, runs: 1 };
 /// assert_eq!(a.cells / a.columns, 5);
 /// ```
 #[derive(clap::Args, Debug)]
@@ -110,127 +106,14 @@ pub struct BenchArgs {
     pub runs: usize,
 }
 
-/// The connection options of the data commands.
-///
-/// ```
-/// let a = percolator::tools::cli::DataArgs { hbase: "h:1".into(), oracle: "o:2".into(), json: true };
-/// assert!(a.json);
-/// ```
-#[derive(clap::Args, Debug)]
-pub struct DataArgs {
-    /// The HBase Thrift2 gateway, HOST:PORT.
-    #[arg(long)]
-    pub hbase: String,
-    /// The timestamp oracle, HOST:PORT.
-    #[arg(long)]
-    pub oracle: String,
-    #[arg(long)]
-    pub json: bool,
-}
-
-/// The data commands: each runs one transaction.
-///
-/// ```
-/// use percolator::tools::cli::{DataArgs, DataCommand};
-/// let conn = DataArgs { hbase: "h:1".into(), oracle: "o:2".into(), json: true };
-/// let c = DataCommand::Get { conn, table: "t".into(), row: "r".into(), column: "f:q".into() };
-/// assert!(matches!(c, DataCommand::Get { .. }));
-/// ```
-#[derive(clap::Subcommand, Debug)]
-pub enum DataCommand {
-    /// Reads one cell.
-    Get {
-        #[command(flatten)]
-        conn: DataArgs,
-        table: String,
-        row: String,
-        /// FAMILY:QUALIFIER
-        column: String,
-    },
-    /// Writes one cell.
-    Put {
-        #[command(flatten)]
-        conn: DataArgs,
-        table: String,
-        row: String,
-        column: String,
-        value: String,
-    },
-    /// Deletes one cell.
-    Delete {
-        #[command(flatten)]
-        conn: DataArgs,
-        table: String,
-        row: String,
-        column: String,
-    },
-    /// Reads the rows of a range or with a prefix.
-    Scan {
-        #[command(flatten)]
-        conn: DataArgs,
-        table: String,
-        #[arg(long, conflicts_with_all = ["start", "stop"])]
-        prefix: Option<String>,
-        #[arg(long)]
-        start: Option<String>,
-        /// Exclusive.
-        #[arg(long)]
-        stop: Option<String>,
-        #[arg(long, default_value_t = 100)]
-        limit: usize,
-    },
-    /// Lists the locks in a table; with --resolve, resolves abandoned ones (needs --oracle).
-    Locks {
-        #[arg(long)]
-        hbase: String,
-        #[arg(long)]
-        oracle: Option<String>,
-        #[arg(long)]
-        resolve: bool,
-        #[arg(long)]
-        json: bool,
-        table: String,
-    },
-}
-
-fn hbase(addr: &str) -> Result<HBaseClient> {
-    let client =
-        HBaseClient::connect(HBaseConfig::new(addr).read_timeout(Duration::from_secs(60)))?;
-    // Fails here, once and clearly, when the gateway cannot be reached.
-    client.admin().list_tables()?;
-    Ok(client)
-}
-
 fn oracle_ts(addr: &str) -> Result<u64> {
     OracleClient::connect(&[addr.to_string()], ClientConfig::default())?.get_timestamp()
-}
-
-fn client(hbase: &str, oracle: &str) -> Result<Client> {
-    let options = TxnOptions::builder()
-        .max_lock_wait(Duration::from_secs(2))
-        .build();
-    Client::connect(HBaseConfig::new(hbase), &[oracle.to_string()], options)
-}
-
-fn print_json(value: &impl serde::Serialize) {
-    println!(
-        "{}",
-        serde_json::to_string_pretty(value).unwrap_or_default()
-    );
-}
-
-fn progress(json: bool) -> ProgressMode {
-    if json {
-        ProgressMode::Off
-    } else {
-        ProgressMode::Auto
-    }
 }
 
 /// Runs one `migrate` command.
 ///
 /// ```
-/// use percolator::tools::cli::{migrate, MigrateArgs, MigrateCommand};
+/// use percolator::commands::{migrate, MigrateArgs, MigrateCommand};
 /// let emulator = percolator::emulator::start_local()?;
 /// let args = MigrateArgs { hbase: emulator.local_addr().to_string(), json: true, tables: vec!["nope".into()] };
 /// assert!(migrate(&MigrateCommand::Status(args))?);
@@ -454,204 +337,6 @@ fn bench(a: &BenchArgs) -> Result<bool> {
             });
         }
         emulator.shutdown();
-    }
-    Ok(true)
-}
-
-/// Runs one data command.
-///
-/// ```
-/// use percolator::tools::cli::{data, DataCommand};
-/// let emulator = percolator::emulator::start_local()?;
-/// let schema = Default::default();
-/// let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
-/// percolator::txn::setup::create_table(&hbase, &schema, "t", &["f"])?;
-/// let c = DataCommand::Locks { hbase: emulator.local_addr().to_string(), oracle: None, resolve: false, json: true, table: "t".into() };
-/// assert!(data(&c)?);
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-pub fn data(command: &DataCommand) -> Result<bool> {
-    match command {
-        DataCommand::Get {
-            conn,
-            table,
-            row,
-            column,
-        } => {
-            let c = client(&conn.hbase, &conn.oracle)?;
-            let key = key(table, row, column)?;
-            let value = c
-                .begin()?
-                .get_many(std::slice::from_ref(&key))
-                .map(|mut v| v.pop().flatten());
-            c.shutdown();
-            let value = value?;
-            if conn.json {
-                println!(
-                    "{}",
-                    serde_json::json!({ "value": value.as_deref().map(value_json) })
-                );
-            } else {
-                println!(
-                    "{}",
-                    value.as_deref().map_or("(absent)".into(), render_value)
-                );
-            }
-            Ok(true)
-        }
-        DataCommand::Put {
-            conn,
-            table,
-            row,
-            column,
-            value,
-        } => write(
-            conn,
-            key(table, row, column)?,
-            Some(value.as_bytes().to_vec()),
-        ),
-        DataCommand::Delete {
-            conn,
-            table,
-            row,
-            column,
-        } => write(conn, key(table, row, column)?, None),
-        DataCommand::Scan {
-            conn,
-            table,
-            prefix,
-            start,
-            stop,
-            limit,
-        } => {
-            let c = client(&conn.hbase, &conn.oracle)?;
-            let (start, stop) = scan_range(prefix.as_deref(), start.as_deref(), stop.as_deref());
-            let rows = c
-                .begin()
-                .and_then(|txn| txn.scan(table, &start, &stop, *limit));
-            c.shutdown();
-            let mut cells = Vec::new();
-            for r in rows? {
-                for (family, qualifier, value) in r.columns {
-                    if conn.json {
-                        cells.push(serde_json::json!({
-                            "row": value_json(&r.row),
-                            "family": value_json(&family),
-                            "qualifier": value_json(&qualifier),
-                            "value": value_json(&value),
-                        }));
-                    } else {
-                        println!(
-                            "{} {}:{} {}",
-                            render_value(&r.row),
-                            render_value(&family),
-                            render_value(&qualifier),
-                            render_value(&value)
-                        );
-                    }
-                }
-            }
-            if conn.json {
-                print_json(&cells);
-            }
-            Ok(true)
-        }
-        DataCommand::Locks {
-            hbase: addr,
-            oracle,
-            resolve,
-            json,
-            table,
-        } => {
-            let hb = hbase(addr)?;
-            let schema = Schema::default();
-            let mut locks = list_locks(&hb, &schema, table)?;
-            let options = TxnOptions::default();
-            check_owners(&hb, &options.liveness, &mut locks)?;
-            let resolutions = match (resolve, oracle) {
-                (false, _) => Vec::new(),
-                (true, None) => {
-                    return Err(crate::Error::IllegalArgument {
-                        message: "--resolve needs --oracle".into(),
-                    })
-                }
-                (true, Some(o)) => {
-                    let c = client(addr, o)?;
-                    let r = resolve_locks(&c, &locks);
-                    c.shutdown();
-                    r
-                }
-            };
-            if *json {
-                let list: Vec<_> = locks
-                    .iter()
-                    .zip(resolutions.iter().map(Some).chain(std::iter::repeat(None)))
-                    .map(|(l, r)| {
-                        let mut v = l.to_json();
-                        if let Some(r) = r {
-                            v["resolved"] = serde_json::json!(r.resolved);
-                        }
-                        v
-                    })
-                    .collect();
-                print_json(&list);
-            } else {
-                println!("{} locks in {table}", locks.len());
-                for (i, l) in locks.iter().enumerate() {
-                    let outcome = resolutions.get(i).map_or(String::new(), |r| {
-                        if r.resolved {
-                            " -> resolved".into()
-                        } else {
-                            format!(" -> kept: {}", r.reason.clone().unwrap_or_default())
-                        }
-                    });
-                    println!(
-                        "{} start_ts={} primary={} owner={} age={}ms alive={}{outcome}",
-                        CellKey::to_string(&l.key),
-                        l.start_ts,
-                        l.primary,
-                        l.owner,
-                        l.age_ms,
-                        l.alive.map_or("?".into(), |a| a.to_string())
-                    );
-                }
-            }
-            Ok(resolutions.iter().all(|r| r.resolved))
-        }
-    }
-}
-
-fn key(table: &str, row: &str, column: &str) -> Result<CellKey> {
-    let (family, qualifier) = crate::tools::parse_column(column)?;
-    CellKey::new(table, row.as_bytes().to_vec(), family, qualifier).map_err(Into::into)
-}
-
-fn write(conn: &DataArgs, key: CellKey, value: Option<Vec<u8>>) -> Result<bool> {
-    let c = client(&conn.hbase, &conn.oracle)?;
-    let result = c.begin().and_then(|mut txn| {
-        match value {
-            Some(v) => txn.set(
-                &key.table,
-                key.row.clone(),
-                key.family.clone(),
-                key.qualifier.clone(),
-                v,
-            )?,
-            None => txn.delete(
-                &key.table,
-                key.row.clone(),
-                key.family.clone(),
-                key.qualifier.clone(),
-            )?,
-        }
-        txn.commit()
-    });
-    c.shutdown();
-    let commit_ts = result?;
-    if conn.json {
-        println!("{}", serde_json::json!({ "commit_ts": commit_ts }));
-    } else {
-        println!("committed at {commit_ts}");
     }
     Ok(true)
 }
