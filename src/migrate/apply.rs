@@ -271,7 +271,7 @@ fn run_pass(
                     report.implausible += 1;
                     continue;
                 }
-                Adopt::Put { at } => {
+                Adopt::Put { at, start } => {
                     let value = c
                         .plain
                         .as_ref()
@@ -281,7 +281,7 @@ fn run_pass(
                         at,
                         WriteRecord {
                             kind: WriteKind::Put,
-                            start_ts: at as u64,
+                            start_ts: start as u64,
                             short_value: value.cloned(),
                         },
                     )

@@ -119,7 +119,7 @@ pub fn verify(
             );
             match adopt(&c, expiry, ttl_cut, now) {
                 Adopt::Nothing => {}
-                Adopt::Put { at: ts } => v.problem(format!("{at}: plain write at {ts} is not seen by transactions (written after adoption?)")),
+                Adopt::Put { start: ts, .. } => v.problem(format!("{at}: plain write at {ts} is not seen by transactions (written after adoption?)")),
                 Adopt::Delete { .. } => v.problem(format!("{at}: plain delete is not seen by transactions (done after adoption?)")),
                 Adopt::Implausible { at: ts } => v.problem(format!("{at}: version {ts} is not wall-clock ms and was not adopted")),
             }

@@ -374,8 +374,9 @@ fn corrupted(table: &str, row: &RowResult, column: &[u8], reason: String) -> Err
 pub(crate) enum Adopt {
     /// Up to date (or owned by transactions).
     Nothing,
-    /// A `Put` record at the plain version's timestamp.
-    Put { at: i64 },
+    /// A `Put` record at version `at` for the plain version at `start` (`at == start` unless
+    /// a newer record must be superseded).
+    Put { at: i64, start: i64 },
     /// The plain value is gone: a `Delete` record above the adopted `Put`.
     Delete { at: i64 },
     /// A version that is not plausibly wall-clock ms: not adoptable.
@@ -400,19 +401,23 @@ pub(crate) fn adopt(c: &Column, expiry_ms: Option<i64>, ttl_cut: i64, now_ms: u6
             if !plausible_ms(*t, now_ms) {
                 return Adopt::Implausible { at: *t };
             }
-            let stale = match rec {
-                None => true,
-                Some((version, r)) => {
-                    // A large value's record reads the data version at `t`, which holds `v`.
-                    *version < *t
-                        || r.kind != WriteKind::Put
-                        || r.short_value.as_ref().is_some_and(|s| s != v)
+            // The newest record must be a Put of this very version (a large value's record
+            // reads the data version at `t`, which holds `v`).
+            match rec {
+                None => Adopt::Put { at: *t, start: *t },
+                Some((_, r))
+                    if r.kind == WriteKind::Put
+                        && r.start_ts == *t as u64
+                        && r.short_value.as_ref().is_none_or(|s| s == v) =>
+                {
+                    Adopt::Nothing
                 }
-            };
-            if stale {
-                Adopt::Put { at: *t }
-            } else {
-                Adopt::Nothing
+                // Above the record it replaces: an older version shows again once a plain
+                // client deleted the newer one.
+                Some((version, _)) => Adopt::Put {
+                    at: (*t).max(version + 1),
+                    start: *t,
+                },
             }
         }
         (None, Some((version, r))) if r.kind == WriteKind::Put => Adopt::Delete {
@@ -451,7 +456,7 @@ mod tests {
         let t = NOW as i64 - 10;
         assert_eq!(
             adopt(&col(Some(t), None), None, 0, NOW),
-            Adopt::Put { at: t }
+            Adopt::Put { at: t, start: t }
         );
         assert_eq!(
             adopt(&col(Some(t), Some((t, WriteKind::Put))), None, 0, NOW),
@@ -460,7 +465,7 @@ mod tests {
         );
         assert_eq!(
             adopt(&col(Some(t), Some((t - 5, WriteKind::Put))), None, 0, NOW),
-            Adopt::Put { at: t },
+            Adopt::Put { at: t, start: t },
             "a newer plain write is caught up"
         );
     }
@@ -484,6 +489,21 @@ mod tests {
     }
 
     #[test]
+    fn an_older_version_showing_again_is_adopted_above_the_record_it_replaces() {
+        let (old, new) = (NOW as i64 - 100, NOW as i64 - 10);
+        assert_eq!(
+            adopt(&col(Some(old), Some((new, WriteKind::Put))), None, 0, NOW),
+            Adopt::Put {
+                at: new + 1,
+                start: old
+            }
+        );
+        let mut adopted = col(Some(old), Some((new + 1, WriteKind::Put)));
+        adopted.record.as_mut().unwrap().1.start_ts = old as u64;
+        assert_eq!(adopt(&adopted, None, 0, NOW), Adopt::Nothing, "idempotent");
+    }
+
+    #[test]
     fn expired_and_implausible_versions_are_not_adopted() {
         let t = NOW as i64 - 10_000;
         assert_eq!(
@@ -492,7 +512,7 @@ mod tests {
         );
         assert_eq!(
             adopt(&col(Some(t), None), Some(50_000), NOW as i64, NOW),
-            Adopt::Put { at: t }
+            Adopt::Put { at: t, start: t }
         );
         assert_eq!(
             adopt(&col(Some(1 << 50), None), None, 0, NOW),
