@@ -52,6 +52,29 @@ impl std::fmt::Display for Peer {
     }
 }
 
+/// Why `percolator migrate` refused a table or stopped (see [`Error::Migration`]).
+///
+/// ```
+/// use percolator::{Error, MigrationIssue};
+/// let e = Error::Migration { table: "t".into(), kind: MigrationIssue::NothingToDo, reason: "already migrated".into() };
+/// assert_eq!(e.to_string(), "table t: already migrated");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MigrationIssue {
+    /// The table is already migrated (or was created transactional): nothing to do.
+    NothingToDo,
+    /// A user family has the name of one of the project's families.
+    FamilyClash,
+    /// Something in the table or its settings prevents adopting its data.
+    Blocked,
+    /// The command needs a migrated table and this one is not.
+    NotMigrated,
+    /// Locks are present (disable refuses them unless forced).
+    LocksPresent,
+    /// The run stopped at an injected crash point (tests); running again resumes it.
+    Interrupted,
+}
+
 /// Everything that can go wrong, with the facts needed to act on it; see
 /// [`retry_class`](Error::retry_class).
 ///
@@ -316,6 +339,18 @@ pub enum Error {
     #[error("client is shut down")]
     Shutdown,
 
+    /// `percolator migrate` refused a table, or stopped: `kind` says why. Nothing was changed
+    /// unless `kind` is [`MigrationIssue::Interrupted`] (the run can be resumed).
+    #[error("table {table}: {reason}")]
+    Migration {
+        /// The table concerned.
+        table: String,
+        /// What kind of problem, for callers that branch on it.
+        kind: MigrationIssue,
+        /// What to do about it, for the operator.
+        reason: String,
+    },
+
     /// Local I/O failed (binding, files, threads); `context` says what was being done.
     #[error("{context}: {source}")]
     Io {
@@ -368,6 +403,7 @@ impl Error {
             | Error::TransactionClosed { .. }
             | Error::ValueTooLarge { .. }
             | Error::Shutdown
+            | Error::Migration { .. }
             | Error::Io { .. } => RetryClass::Fatal,
         }
     }

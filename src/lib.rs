@@ -19,6 +19,12 @@
 //!   committer over HBase) and the transaction API: [`AsyncClient`] and [`AsyncTransaction`],
 //!   and the blocking [`Client`] and [`Transaction`] over them.
 //! - [`emulator`]: an in-memory server speaking Thrift2 with HBase 2.x semantics.
+//! - [`tools`]: operator helpers over the transaction API: lock listing and resolution, and
+//!   how the data commands show values.
+//! - [`migrate`]: `percolator migrate`, which makes existing tables transactional and adopts
+//!   their data, and returns them to plain use (`docs/migration.md`).
+//! - [`commands`]: the command-line faces of `migrate` and of the data commands (`get`,
+//!   `put`, `delete`, `scan`, `locks`), driven by the `percolator` binary.
 //! - `workload` (private): the bank demo and the benchmark behind the `percolator` binary.
 //!
 //! # Example
@@ -41,17 +47,20 @@
 //! ```
 
 mod clock;
+pub mod commands;
 pub mod emulator;
 mod error;
 pub mod hbase;
 mod key;
+pub mod migrate;
 pub mod oracle;
 mod runtime;
 mod thrift;
+pub mod tools;
 pub mod txn;
 mod workload;
 
-pub use error::{Error, Peer, Result, RetryClass};
+pub use error::{Error, MigrationIssue, Peer, Result, RetryClass};
 pub use hbase::{AsyncHBaseClient, HBaseClient, HBaseConfig};
 pub use oracle::{LocalTimestamps, OracleClient, OracleHandle, OracleServer, TimestampSource};
 pub use txn::{AsyncClient, AsyncTransaction, CellKey, Client, Transaction, TxnOptions};
@@ -59,6 +68,7 @@ pub use txn::{AsyncClient, AsyncTransaction, CellKey, Client, Transaction, TxnOp
 /// Entry points of the `percolator` binary (the demo and the bench), not a supported API.
 #[doc(hidden)]
 pub mod cli {
+    pub use crate::workload::bank;
     pub use crate::workload::bench::{self, BenchConfig, BenchReport, WORKLOADS};
     pub use crate::workload::demo::{self, DemoConfig};
     pub use crate::workload::stack::Stack;

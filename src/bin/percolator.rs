@@ -1,4 +1,4 @@
-//! `percolator`: the demo (main job) and the benchmark.
+//! `percolator`: the demo (main job), the benchmark, `migrate`, and the data commands.
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -71,6 +71,13 @@ enum Command {
         #[arg(long, value_enum, default_value_t = bench::Api::Async)]
         api: bench::Api,
     },
+    /// Makes existing tables transactional with their data (plan, apply, verify, status, disable).
+    Migrate {
+        #[command(subcommand)]
+        command: percolator::commands::MigrateCommand,
+    },
+    #[command(flatten)]
+    Data(percolator::commands::DataCommand),
     /// The emulator for `bench --profile cluster`, in a process of its own: prints its address
     /// on the first line, serves until its standard input closes (its parent exited).
     #[command(hide = true)]
@@ -167,6 +174,8 @@ fn main() -> ExitCode {
             )
         }
         Command::ServeEmulator { latency_us } => serve_emulator(latency_us),
+        Command::Migrate { command } => percolator::commands::migrate(&command),
+        Command::Data(command) => percolator::commands::data(&command),
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,

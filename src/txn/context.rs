@@ -15,7 +15,7 @@ use crate::oracle::TimestampSource;
 use crate::txn::background::Background;
 use crate::txn::fusion::ReadFusion;
 use crate::txn::liveness::Liveness;
-use crate::txn::meta::{meta_row, MetaCache};
+use crate::txn::meta::{meta_row, MetaCache, META_FAMILY, MIG_BUSY_STATES, MIG_STATE};
 use crate::txn::options::{Seam, TxnOptions};
 use crate::txn::primaries::Primaries;
 use crate::txn::schema::Schema;
@@ -130,9 +130,10 @@ impl Context {
         self.tso.timestamp().await
     }
 
-    /// Fails with `NotTransactional` unless the table has the percolator families. Checked once
-    /// per table per client.
+    /// Fails with `NotTransactional` unless the table has the percolator families (checked once
+    /// per table per client) and is not being migrated (the meta row, cached 5 s).
     pub async fn check_table(&self, table: &str) -> Result<()> {
+        self.check_not_migrating(table).await?;
         self.table_families(table, false).await.map(|_| ())
     }
 
@@ -144,7 +145,13 @@ impl Context {
         &self,
         keys: impl IntoIterator<Item = &'k CellKey>,
     ) -> Result<()> {
+        let mut checked: Option<&str> = None;
         for key in keys {
+            // Keys come grouped by table: the marker is looked up once per run of a table.
+            if checked != Some(key.table.as_str()) {
+                self.check_not_migrating(&key.table).await?;
+                checked = Some(key.table.as_str());
+            }
             let (families, cached) = self.table_families(&key.table, false).await?;
             if families.contains(&key.family)
                 || (cached
@@ -186,6 +193,26 @@ impl Context {
             .write()
             .insert(table.to_string(), families.clone());
         Ok((families, false))
+    }
+}
+
+impl Context {
+    /// Fails with `NotTransactional` while `percolator migrate` adopts the table's data or
+    /// returns it to plain use (docs/design.md invariant 11): a read then would miss values
+    /// not yet adopted. The migration writes its marker before it adds the families and
+    /// waits out `META_REFRESH`, so a client that sees the families sees the marker.
+    async fn check_not_migrating(&self, table: &str) -> Result<()> {
+        let meta = self.table_meta(table).await?;
+        match meta.value(META_FAMILY, MIG_STATE) {
+            Some(state) if MIG_BUSY_STATES.contains(&state) => Err(Error::NotTransactional {
+                table: table.to_string(),
+                reason: format!(
+                    "migration in progress ({}; see `percolator migrate status`)",
+                    String::from_utf8_lossy(state)
+                ),
+            }),
+            _ => Ok(()),
+        }
     }
 }
 

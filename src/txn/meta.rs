@@ -17,7 +17,13 @@ use crate::txn::store::HBaseAccess;
 
 /// The meta table's one family.
 pub(crate) const META_FAMILY: &[u8] = b"m";
+/// The migration marker of a table's meta row (`percolator migrate`): `applying` while its
+/// data is being adopted, `adopted` once done, `disabling` while it is returned to plain use.
+pub(crate) const MIG_STATE: &[u8] = b"mig:state";
+/// The marker states during which transaction clients refuse the table.
+pub(crate) const MIG_BUSY_STATES: [&[u8]; 2] = [b"applying", b"disabling"];
 /// The row of state that belongs to no one table.
+#[allow(dead_code)] // for the GC safe point and other global state
 pub(crate) const GLOBAL_ROW: &[u8] = b"global";
 /// How long a client trusts a cached meta row before it reads it again. Whoever changes meta
 /// state that clients act on (a migration marker, the observed columns) waits this long
@@ -45,10 +51,13 @@ pub fn meta_table_descriptor(name: &str) -> TableDescriptor {
     TableDescriptor::new(name).family(FamilyDescriptor::new(META_FAMILY).max_versions(1))
 }
 
+/// A meta row and when it was read.
+type CachedRow = (Arc<RowResult>, Instant);
+
 /// Meta rows read by this client, each with when it was read.
 #[derive(Default)]
 pub(crate) struct MetaCache {
-    rows: RwLock<HashMap<Vec<u8>, (Arc<RowResult>, Instant)>>,
+    rows: RwLock<HashMap<Vec<u8>, CachedRow>>,
 }
 
 impl MetaCache {

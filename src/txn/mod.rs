@@ -22,7 +22,7 @@ mod context;
 mod fusion;
 mod heartbeat;
 mod liveness;
-mod meta;
+pub(crate) mod meta;
 mod mutation;
 mod options;
 mod primaries;

@@ -48,15 +48,7 @@ pub fn enable_transactions(hbase: &HBaseClient, schema: &Schema, name: &str) -> 
     create_meta_table(hbase, schema)?;
     let admin = hbase.admin();
     let desc = admin.table_descriptor(name)?;
-    for family in schema.families() {
-        match desc.families.iter().find(|f| f.name == family.name) {
-            None => admin.add_family(name, &family)?,
-            Some(existing) if existing.max_versions != family.max_versions => {
-                admin.modify_family(name, &family)?
-            }
-            Some(_) => {}
-        }
-    }
+    add_percolator_families(hbase, schema, &desc)?;
     for user in desc
         .families
         .iter()
@@ -69,6 +61,26 @@ pub fn enable_transactions(hbase: &HBaseClient, schema: &Schema, name: &str) -> 
         }
     }
     schema.check(&admin.table_descriptor(name)?)
+}
+
+/// Adds the percolator families missing from the table `desc` describes, and gives those
+/// present the number of versions they need.
+pub(crate) fn add_percolator_families(
+    hbase: &HBaseClient,
+    schema: &Schema,
+    desc: &TableDescriptor,
+) -> Result<()> {
+    let admin = hbase.admin();
+    for family in schema.families() {
+        match desc.families.iter().find(|f| f.name == family.name) {
+            None => admin.add_family(&desc.name, &family)?,
+            Some(existing) if existing.max_versions != family.max_versions => {
+                admin.modify_family(&desc.name, &family)?
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(())
 }
 
 /// Creates the liveness table if it does not exist (its family's TTL makes rows ephemeral).
