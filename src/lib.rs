@@ -18,6 +18,9 @@
 //! - [`txn`]: the Percolator protocol (pure actions; the snapshot reader, lock resolver and
 //!   committer over HBase) and the transaction API: [`AsyncClient`] and [`AsyncTransaction`],
 //!   and the blocking [`Client`] and [`Transaction`] over them.
+//! - [`observer`]: observers over the transactions: notifications written with commits, the
+//!   [`Observer`](observer::Observer) trait and the [`ObserverWorker`](observer::ObserverWorker)
+//!   that runs them, sharing the work through leases in HBase.
 //! - [`emulator`]: an in-memory server speaking Thrift2 with HBase 2.x semantics.
 //! - `workload` (private): the bank demo and the benchmark behind the `percolator` binary.
 //!
@@ -45,6 +48,7 @@ pub mod emulator;
 mod error;
 pub mod hbase;
 mod key;
+pub mod observer;
 pub mod oracle;
 mod runtime;
 mod thrift;
