@@ -65,5 +65,6 @@ pub use txn::{AsyncClient, AsyncTransaction, CellKey, Client, Transaction, TxnOp
 pub mod cli {
     pub use crate::workload::bench::{self, BenchConfig, BenchReport, WORKLOADS};
     pub use crate::workload::demo::{self, DemoConfig};
+    pub use crate::workload::observe_demo::{self, ObserveDemoConfig};
     pub use crate::workload::stack::Stack;
 }
