@@ -15,7 +15,8 @@ use crate::txn::Schema;
 
 /// Qualifier prefix of a notification in the notify family (the rest: the encoded column).
 const NOTIFICATION: u8 = b'n';
-/// Qualifier prefix of an acknowledgment (then the observer's name, a zero byte, the column).
+/// Qualifier prefix of an acknowledgment in the ack family (then the observer's name, a zero
+/// byte, the column): never read as a notification even if the families were one.
 const ACK: u8 = b'a';
 /// The meta row qualifier prefix of an observed column (then the encoded column).
 const OBSERVED: &[u8] = b"obs:col:";
@@ -104,7 +105,7 @@ pub(crate) fn notification_filter() -> String {
 }
 
 /// The acknowledgment cell of `observer` for `column` in `row`: a transactional cell of the
-/// notify family holding the commit_ts of the newest change the observer has processed.
+/// ack family holding the commit_ts of the newest change the observer has processed.
 pub(crate) fn ack_key(
     schema: &Schema,
     observer: &str,
@@ -118,7 +119,7 @@ pub(crate) fn ack_key(
     Ok(CellKey::new(
         &column.table,
         row,
-        schema.notify_family.clone(),
+        schema.ack_family.clone(),
         q,
     )?)
 }
@@ -186,7 +187,7 @@ pub(crate) async fn notify_flags(
             flags.push(true);
             continue;
         }
-        if matches!(write, Write::Lock) || key.family == ctx.schema().notify_family {
+        if matches!(write, Write::Lock) || ctx.schema().is_percolator_family(&key.family) {
             flags.push(false);
             continue;
         }

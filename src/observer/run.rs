@@ -111,20 +111,20 @@ pub(crate) async fn run_once(
     let schema = ctx.schema().clone();
     let mut txn = client.begin().await?;
     let start_ts = txn.start_ts().await?;
-    // Settles every lock on the column below start_ts (waiting for, rolling forward or back).
-    txn.get_many(&[column.key(row)?]).await?;
-    let newest = newest_write(client, column, row).await?;
-    if newest > start_ts {
-        return Ok(Outcome::Stale);
-    }
     let ack = ack_key(&schema, name, column, row)?;
+    // Reading the column settles every lock on it below start_ts (waiting for, rolling
+    // forward or back); the acknowledgment comes in the same round trip.
     let acked = txn
-        .get_many(std::slice::from_ref(&ack))
+        .get_many(&[column.key(row)?, ack.clone()])
         .await?
         .pop()
         .flatten()
         .and_then(|v| <[u8; 8]>::try_from(v.as_slice()).ok())
         .map_or(0, u64::from_be_bytes);
+    let newest = newest_write(client, column, row).await?;
+    if newest > start_ts {
+        return Ok(Outcome::Stale);
+    }
     let outcome = if newest <= acked {
         txn.rollback();
         Outcome::AlreadyAcked

@@ -397,7 +397,10 @@ pub async fn register(client: &AsyncClient, column: &ObservedColumn, observer: &
         ctx.schema().notify_family.clone(),
         Vec::new(),
     )?;
-    ctx.check_families([&notify, &column.key(b"r")?]).await?;
+    let mut ack = notify.clone();
+    ack.family = ctx.schema().ack_family.clone();
+    ctx.check_families([&notify, &ack, &column.key(b"r")?])
+        .await?;
     let (q, v) = registry_cell(column, observer);
     let row = meta_row(&column.table);
     let put = Put::new(row.clone()).add(META_FAMILY, q, v);
