@@ -129,13 +129,13 @@ pub struct WorkerConfig {
 impl Default for WorkerConfig {
     fn default() -> Self {
         WorkerConfig {
-            scanners: 2,
-            concurrency: 32,
+            scanners: 8,
+            concurrency: 16,
             partitions: 16,
             lease_ttl: Duration::from_secs(10),
             scan_rows: 256,
-            min_idle: Duration::from_millis(2),
-            max_idle: Duration::from_millis(100),
+            min_idle: Duration::from_millis(5),
+            max_idle: Duration::from_millis(50),
             retry_base: Duration::from_millis(10),
             retry_max: Duration::from_secs(2),
             crash: None,
