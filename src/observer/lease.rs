@@ -79,30 +79,39 @@ impl Leases<'_> {
         &self.ctx.schema().meta_table
     }
 
-    /// Announces this worker as alive until now + ttl.
-    pub async fn heartbeat(&self) -> Result<()> {
+    /// The prefix of the rows of `table`'s workers.
+    fn worker_rows(table: &str) -> Vec<u8> {
         let mut row = WORKER_ROWS.to_vec();
+        row.extend_from_slice(table.as_bytes());
+        row.push(b'/');
+        row
+    }
+
+    fn worker_row(&self, table: &str) -> Vec<u8> {
+        let mut row = Self::worker_rows(table);
         row.extend_from_slice(self.owner.as_bytes());
+        row
+    }
+
+    /// Announces this worker as alive on `table` until now + ttl.
+    pub async fn heartbeat(&self, table: &str) -> Result<()> {
         let expires = self.ctx.now_ms() + self.ttl_ms;
-        let put = Put::new(row).add(META_FAMILY, ALIVE_Q, expires.to_string());
+        let put = Put::new(self.worker_row(table)).add(META_FAMILY, ALIVE_Q, expires.to_string());
         self.ctx.store().put(self.meta(), &put).await
     }
 
-    /// Removes this worker's row (clean shutdown).
-    pub async fn leave(&self) -> Result<()> {
-        let mut row = WORKER_ROWS.to_vec();
-        row.extend_from_slice(self.owner.as_bytes());
-        self.ctx
-            .store()
-            .delete(self.meta(), &Delete::new(row))
-            .await
+    /// Removes this worker's row of `table` (clean shutdown).
+    pub async fn leave(&self, table: &str) -> Result<()> {
+        let delete = Delete::new(self.worker_row(table));
+        self.ctx.store().delete(self.meta(), &delete).await
     }
 
-    /// Workers whose rows have not expired (at least 1: this one).
-    pub async fn live_workers(&self) -> Result<usize> {
-        let mut stop = WORKER_ROWS.to_vec();
+    /// Workers of `table` whose rows have not expired (at least 1: this one).
+    pub async fn live_workers(&self, table: &str) -> Result<usize> {
+        let start = Self::worker_rows(table);
+        let mut stop = start.clone();
         *stop.last_mut().expect("non-empty prefix") += 1;
-        let scan = Scan::range(WORKER_ROWS.to_vec(), stop).column(META_FAMILY, ALIVE_Q);
+        let scan = Scan::range(start, stop).column(META_FAMILY, ALIVE_Q);
         let rows = self
             .ctx
             .store()

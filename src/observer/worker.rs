@@ -360,8 +360,10 @@ impl ObserverWorker {
                 tracing::debug!(error = %e, "lease not released; it will expire");
             }
         }
-        if let Err(e) = leases.leave().await {
-            tracing::debug!(error = %e, "worker row not removed; it will expire");
+        for table in self.inner.observers.tables() {
+            if let Err(e) = leases.leave(&table).await {
+                tracing::debug!(error = %e, "worker row not removed; it will expire");
+            }
         }
     }
 }
@@ -530,31 +532,60 @@ impl Inner {
         }
     }
 
-    /// Heartbeat, renew, then give up or take partitions toward this worker's fair share.
+    /// Per table: heartbeat, renew, then give up or take partitions toward this worker's fair
+    /// share of the table's partitions among its live workers.
     async fn leases_round(&self) -> Result<()> {
-        let leases = self.leases();
-        leases.heartbeat().await?;
-        let live = leases.live_workers().await?;
-        let target = self.partitions.len().div_ceil(live);
-        let held: Vec<Partition> = self.owned.lock().iter().cloned().collect();
-        for p in &held {
+        for table in self.observers.tables() {
             if self.stopping() {
                 return Ok(());
             }
+            self.table_leases_round(&table).await?;
+        }
+        Ok(())
+    }
+
+    async fn table_leases_round(&self, table: &str) -> Result<()> {
+        let leases = self.leases();
+        leases.heartbeat(table).await?;
+        let live = leases.live_workers(table).await?;
+        let mine = |p: &Partition| p.table == table;
+        let partitions: Vec<Partition> = self
+            .partitions
+            .iter()
+            .filter(|p| mine(p))
+            .cloned()
+            .collect();
+        let target = partitions.len().div_ceil(live);
+        let held: Vec<Partition> = self
+            .owned
+            .lock()
+            .iter()
+            .filter(|p| mine(p))
+            .cloned()
+            .collect();
+        for p in &held {
             if !leases.acquire(p).await? {
                 self.owned.lock().remove(p);
             }
         }
-        let mut candidates = self.partitions.clone();
-        candidates.shuffle(&mut rand::thread_rng());
-        let extra = self.owned.lock().len().saturating_sub(target);
-        let giving: Vec<Partition> = self.owned.lock().iter().take(extra).cloned().collect();
+        let count = || self.owned.lock().iter().filter(|p| mine(p)).count();
+        let surplus = count().saturating_sub(target);
+        let giving: Vec<Partition> = self
+            .owned
+            .lock()
+            .iter()
+            .filter(|p| mine(p))
+            .take(surplus)
+            .cloned()
+            .collect();
         for p in giving {
             self.owned.lock().remove(&p);
             leases.release(&p).await?;
         }
+        let mut candidates = partitions;
+        candidates.shuffle(&mut rand::thread_rng());
         for p in candidates {
-            if self.owned.lock().len() >= target || self.stopping() {
+            if count() >= target || self.stopping() {
                 break;
             }
             if !self.owned.lock().contains(&p) && leases.acquire(&p).await? {
