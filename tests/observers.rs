@@ -111,6 +111,17 @@ fn wait_until(client: &Client, t: &str, what: &str, done: impl Fn() -> bool) {
     }
 }
 
+/// Marks `t`'s `f:q` observed by "copy" without running a worker.
+fn register_copy(client: &Client, t: &str) {
+    let column = ObservedColumn::new(t, FAMILY, "q");
+    rt().block_on(percolator::observer::register(
+        &client.asynchronous(),
+        &column,
+        "copy",
+    ))
+    .unwrap();
+}
+
 fn runs(client: &Client, t: &str, row: &str) -> u64 {
     read(client, t, row, "runs_copy").map_or(0, |v| v.parse().unwrap())
 }
@@ -163,12 +174,7 @@ fn a_write_to_an_unobserved_column_leaves_no_notification() {
     let env = Env::start();
     let t = env.table("obs_unobserved");
     let client = env.client();
-    rt().block_on(percolator::observer::register(
-        &client.asynchronous(),
-        &ObservedColumn::new(&t, FAMILY, "q"),
-        "copy",
-    ))
-    .unwrap();
+    register_copy(&client, &t);
     client
         .run(|txn| txn.set(&t, "r", FAMILY, "other", "1"))
         .unwrap();
@@ -309,12 +315,7 @@ fn a_writer_that_dies_after_prewrite_leaves_a_notification_the_worker_settles() 
     let env = Env::start();
     let t = env.table("obs_rolled_back");
     let client = env.client();
-    rt().block_on(percolator::observer::register(
-        &client.asynchronous(),
-        &ObservedColumn::new(&t, FAMILY, "q"),
-        "copy",
-    ))
-    .unwrap();
+    register_copy(&client, &t);
     let options = percolator::TxnOptions::builder()
         .liveness(env.liveness.clone())
         .lock_ttl(Duration::from_secs(1))
