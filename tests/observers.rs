@@ -371,3 +371,43 @@ fn two_workers_share_the_partitions_through_leases() {
     rt().block_on(b.shutdown());
     client.shutdown();
 }
+
+/// Correctness never rests on the leases: two workers whose partitions overlap (one splits the
+/// table in one partition, the other in two, so both scan the upper half) run the same
+/// notifications at once, and still exactly one run per change commits.
+#[test]
+fn overlapping_workers_commit_one_run_per_change() {
+    let env = Env::start();
+    let t = env.table("obs_overlap");
+    let client = env.client();
+    let halves = start(
+        &client,
+        copy_set(&t, CopyCounter::new("copy")),
+        config().with_partitions(2),
+    );
+    let whole = start(
+        &client,
+        copy_set(&t, CopyCounter::new("copy")),
+        config().with_partitions(1),
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while (halves.stats().partitions, whole.stats().partitions) != (1, 1) {
+        assert!(Instant::now() < deadline, "leases never settled");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let rows: Vec<String> = (0..30).map(|i| format!("\u{e0}row{i}")).collect();
+    for row in &rows {
+        set(&client, &t, row, "v");
+    }
+    wait_until(&client, &t, "every row", || {
+        rows.iter().all(|r| read(&client, &t, r, "copy").is_some())
+    });
+    for row in &rows {
+        assert_eq!(runs(&client, &t, row), 1, "{row}");
+    }
+    let (a, b) = (halves.stats(), whole.stats());
+    assert_eq!(a.processed + b.processed, 30, "{a:?} {b:?}");
+    rt().block_on(halves.shutdown());
+    rt().block_on(whole.shutdown());
+    client.shutdown();
+}

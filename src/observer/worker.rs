@@ -163,6 +163,15 @@ impl WorkerConfig {
     }
 
     /// ```
+    /// let c = percolator::observer::WorkerConfig::default().with_partitions(4);
+    /// assert_eq!(c.partitions, 4);
+    /// ```
+    pub fn with_partitions(mut self, partitions: usize) -> Self {
+        self.partitions = partitions.clamp(1, 256);
+        self
+    }
+
+    /// ```
     /// let c = percolator::observer::WorkerConfig::default().with_scanners(1, 4);
     /// assert_eq!((c.scanners, c.concurrency), (1, 4));
     /// ```
