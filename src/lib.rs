@@ -18,6 +18,9 @@
 //! - [`txn`]: the Percolator protocol (pure actions; the snapshot reader, lock resolver and
 //!   committer over HBase) and the transaction API: [`AsyncClient`] and [`AsyncTransaction`],
 //!   and the blocking [`Client`] and [`Transaction`] over them.
+//! - [`observer`]: observers over the transactions: notifications written with commits, the
+//!   [`Observer`](observer::Observer) trait and the [`ObserverWorker`](observer::ObserverWorker)
+//!   that runs them, sharing the work through leases in HBase.
 //! - [`emulator`]: an in-memory server speaking Thrift2 with HBase 2.x semantics.
 //! - [`tools`]: operator helpers over the transaction API: lock listing and resolution, and
 //!   how the data commands show values.
@@ -53,6 +56,7 @@ mod error;
 pub mod hbase;
 mod key;
 pub mod migrate;
+pub mod observer;
 pub mod oracle;
 mod runtime;
 mod thrift;
@@ -71,5 +75,6 @@ pub mod cli {
     pub use crate::workload::bank;
     pub use crate::workload::bench::{self, BenchConfig, BenchReport, WORKLOADS};
     pub use crate::workload::demo::{self, DemoConfig};
+    pub use crate::workload::observe_demo::{self, ObserveDemoConfig};
     pub use crate::workload::stack::Stack;
 }

@@ -4,7 +4,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use percolator::cli::{bench, demo, Stack};
+use percolator::cli::{bench, demo, observe_demo, Stack};
 
 #[derive(Parser)]
 #[command(
@@ -22,6 +22,9 @@ enum Command {
     /// and exits non-zero if any is broken. Starts an emulator and an oracle in-process unless
     /// --hbase / --oracle are given.
     Demo(demo::DemoConfig),
+    /// Chained observers (documents -> word counts -> global counts) with workers killed at
+    /// random; recomputes the derived data at the end and exits non-zero on any mismatch.
+    ObserveDemo(observe_demo::ObserveDemoConfig),
     /// Raw HBase operations vs transactions: ops/s, p50, p99, RPCs per op.
     Bench {
         #[arg(long, default_value_t = 5.0)]
@@ -111,6 +114,8 @@ fn main() -> ExitCode {
         .init();
     let result = match Cli::parse().command {
         Command::Demo(config) => demo::run(&config).map(|report| report.violations.is_empty()),
+        Command::ObserveDemo(config) => observe_demo::run(&config)
+            .map(|r| r.mismatches.is_empty() && r.pending_notifications == 0),
         Command::Bench {
             seconds,
             threads,

@@ -510,6 +510,32 @@ impl Transaction {
         self.inner.lock_keys(keys)
     }
 
+    /// Sets a weak notification on a column; see [`AsyncTransaction::notify`].
+    ///
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
+    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
+    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
+    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let client = percolator::Client::connect(hbase, &oracles, Default::default())?;
+    /// let mut txn = client.begin()?;
+    /// txn.notify("t", "doc1", "f", "content")?;
+    /// txn.commit()?;
+    /// # client.shutdown();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn notify(
+        &mut self,
+        table: &str,
+        row: impl AsRef<[u8]>,
+        family: impl AsRef<[u8]>,
+        qualifier: impl AsRef<[u8]>,
+    ) -> Result<()> {
+        self.inner.notify(table, row, family, qualifier)
+    }
+
     /// Whether the cell has a value at the snapshot (own writes included).
     ///
     /// ```

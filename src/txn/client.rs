@@ -246,6 +246,11 @@ impl AsyncClient {
         Ok(AsyncTransaction::new(Session::new(self.shared.ctx.clone())))
     }
 
+    /// What this client's transactions share (for the observer worker's raw reads).
+    pub(crate) fn ctx(&self) -> &Arc<Context> {
+        &self.shared.ctx
+    }
+
     /// A read-only transaction whose snapshot is `ts` (an earlier commit timestamp, say):
     /// reads see exactly what was committed at or below it. Writes are refused.
     ///

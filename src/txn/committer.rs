@@ -36,8 +36,14 @@ pub(crate) struct Committer {
 }
 
 impl Committer {
-    /// `writes` in commit order: the first is the primary.
-    pub fn new(session: Session, start_ts: u64, writes: Vec<(CellKey, Write)>) -> Committer {
+    /// `writes` in commit order: the first is the primary; `notify[i]` says whether write i
+    /// leaves an observer notification.
+    pub fn new(
+        session: Session,
+        start_ts: u64,
+        writes: Vec<(CellKey, Write)>,
+        notify: Vec<bool>,
+    ) -> Committer {
         let ctx = session.ctx();
         let opts = ctx.opts();
         let template = LockTemplate {
@@ -49,7 +55,8 @@ impl Committer {
         };
         let muts = writes
             .into_iter()
-            .map(|(key, write)| Arc::new(template.mutation(start_ts, key, write)))
+            .zip(notify)
+            .map(|((key, write), notify)| Arc::new(template.mutation(start_ts, key, write, notify)))
             .collect();
         Committer {
             session,

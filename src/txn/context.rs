@@ -125,6 +125,13 @@ impl Context {
             .await
     }
 
+    /// A row of the meta table read now (whoever changed it sees the change at once).
+    pub async fn refresh_meta_row(&self, row: &[u8]) -> Result<Arc<RowResult>> {
+        self.meta
+            .refresh(self.store(), &self.opts.schema.meta_table, row)
+            .await
+    }
+
     pub async fn timestamp(&self) -> Result<u64> {
         Stats::bump(&self.stats.timestamps);
         self.tso.timestamp().await

@@ -30,19 +30,31 @@ pub(crate) struct Mutation {
     pub lock: Lock,
     pub bytes: Vec<u8>,
     pub value: Option<Vec<u8>>,
+    /// Leave an observer notification in the same checkAndMutate as the lock (before the
+    /// commit point, so a commit never lacks its notification).
+    pub notify: bool,
 }
 
 impl Mutation {
     /// This cell's prewrite CAS (`absent`: the variant for a never-written cell).
     pub fn prewrite_cas(&self, schema: &Schema, absent: bool) -> CheckAndMutate {
-        actions::prewrite(
+        let cam = actions::prewrite(
             schema,
             &self.key,
             &self.lock,
             &self.bytes,
             self.value.as_deref(),
             absent,
-        )
+        );
+        if self.notify {
+            cam.put(crate::observer::notification_put(
+                schema,
+                &self.key,
+                self.lock.start_ts,
+            ))
+        } else {
+            cam
+        }
     }
 
     pub fn is_primary(&self) -> bool {
@@ -60,7 +72,7 @@ pub(crate) struct LockTemplate {
 }
 
 impl LockTemplate {
-    pub fn mutation(&self, start_ts: u64, key: CellKey, write: Write) -> Mutation {
+    pub fn mutation(&self, start_ts: u64, key: CellKey, write: Write, notify: bool) -> Mutation {
         let kind = write.kind();
         let value = match write {
             Write::Put(v) => Some(v),
@@ -84,6 +96,7 @@ impl LockTemplate {
             lock,
             bytes,
             value,
+            notify,
         }
     }
 }

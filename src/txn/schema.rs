@@ -25,6 +25,12 @@ pub struct Schema {
     pub lock_family: Vec<u8>,
     /// Write records: version commit_ts -> {kind, start_ts, short value}.
     pub write_family: Vec<u8>,
+    /// Observer notifications, version = the writer's start_ts (see `docs/observers.md`).
+    /// Nothing else lives there, so a scan for notifications reads only rows that have one.
+    pub notify_family: Vec<u8>,
+    /// Observer acknowledgments: transactional cells (version = start_ts), one per observer,
+    /// column and row.
+    pub ack_family: Vec<u8>,
     /// The system table of transactional state every client shares (migration markers,
     /// observed columns, the GC safe point), one row per user table.
     pub meta_table: String,
@@ -35,6 +41,8 @@ impl Default for Schema {
         Schema {
             lock_family: b"_pl".to_vec(),
             write_family: b"_pw".to_vec(),
+            notify_family: b"_pn".to_vec(),
+            ack_family: b"_pa".to_vec(),
             meta_table: "percolator_meta".into(),
         }
     }
@@ -44,9 +52,13 @@ impl Schema {
     /// ```
     /// let s = percolator::txn::Schema::default();
     /// assert!(s.is_percolator_family(b"_pw") && !s.is_percolator_family(b"f"));
+    /// assert!(s.is_percolator_family(b"_pn") && s.is_percolator_family(b"_pa"));
     /// ```
     pub fn is_percolator_family(&self, family: &[u8]) -> bool {
-        family == self.lock_family.as_slice() || family == self.write_family.as_slice()
+        family == self.lock_family.as_slice()
+            || family == self.write_family.as_slice()
+            || family == self.notify_family.as_slice()
+            || family == self.ack_family.as_slice()
     }
 
     /// The qualifier used for `key` in the lock and write families.
@@ -65,15 +77,21 @@ impl Schema {
     /// The families a transactional table needs, with the settings correctness depends on.
     ///
     /// ```
-    /// let [lock, write] = percolator::txn::Schema::default().families();
+    /// let [lock, write, notify, ack] = percolator::txn::Schema::default().families();
     /// assert_eq!((lock.name, write.name), (b"_pl".to_vec(), b"_pw".to_vec()));
+    /// assert_eq!((notify.name, ack.name), (b"_pn".to_vec(), b"_pa".to_vec()));
     /// ```
-    pub fn families(&self) -> [FamilyDescriptor; 2] {
+    pub fn families(&self) -> [FamilyDescriptor; 4] {
         [
             FamilyDescriptor::new(self.lock_family.clone())
                 .max_versions(1)
                 .in_memory(true),
             FamilyDescriptor::new(self.write_family.clone()).max_versions(ALL_VERSIONS),
+            // Every version: notifications of several writers coexist, each cleared by its
+            // exact version.
+            FamilyDescriptor::new(self.notify_family.clone()).max_versions(ALL_VERSIONS),
+            // Transactional data: every version is some transaction's start_ts.
+            FamilyDescriptor::new(self.ack_family.clone()).max_versions(ALL_VERSIONS),
         ]
     }
 
@@ -91,7 +109,7 @@ impl Schema {
     ///
     /// ```
     /// let d = percolator::txn::Schema::default().table("accounts", &["f"]);
-    /// assert_eq!(d.families.len(), 3);
+    /// assert_eq!(d.families.len(), 5);
     /// ```
     pub fn table(&self, name: &str, user_families: &[&str]) -> TableDescriptor {
         let mut desc = TableDescriptor::new(name);

@@ -312,6 +312,11 @@ impl<'a> SnapshotReader<'a> {
                 column: q.clone(),
                 reason: e.0,
             })?;
+            // Observer acknowledgments are transactional cells of the notify family: not the
+            // user's columns.
+            if schema.is_percolator_family(&family) {
+                continue;
+            }
             let key = CellKey::new(table, row.row.clone(), family, qualifier)?;
             let lock = decode_lock_state(row.value(&schema.lock_family, q))
                 .map_err(|e| corrupted("lock", &key, e))?;

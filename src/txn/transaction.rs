@@ -1,6 +1,6 @@
 //! The async transaction: snapshot reads, buffered writes, commit.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use tokio::sync::OnceCell;
 
@@ -44,6 +44,8 @@ pub struct AsyncTransaction {
     writes: BTreeMap<CellKey, Write>,
     /// The first written key becomes the primary.
     first: Option<CellKey>,
+    /// Columns given a weak notification ([`notify`](Self::notify)).
+    notified: BTreeSet<CellKey>,
     state: State,
 }
 
@@ -55,6 +57,7 @@ impl AsyncTransaction {
             start_ts: OnceCell::new(),
             writes: BTreeMap::new(),
             first: None,
+            notified: BTreeSet::new(),
             state: State::Active,
         }
     }
@@ -65,6 +68,7 @@ impl AsyncTransaction {
             start_ts: OnceCell::new_with(Some(ts)),
             writes: BTreeMap::new(),
             first: None,
+            notified: BTreeSet::new(),
             state: State::ReadOnly,
         }
     }
@@ -639,6 +643,50 @@ impl AsyncTransaction {
         self.buffer(key, Write::Delete)
     }
 
+    /// Sets a weak notification on a column without changing its value: the column's
+    /// observer runs on this row once the transaction commits (the column is locked like
+    /// [`lock_keys`](Self::lock_keys) does, so the commit leaves a lock-only write record the
+    /// observer sees as new). See `docs/observers.md`.
+    ///
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
+    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
+    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
+    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let rt = tokio::runtime::Runtime::new()?;
+    /// # rt.block_on(async {
+    /// # let client = percolator::AsyncClient::connect(hbase, &oracles, Default::default()).await?;
+    /// let mut txn = client.begin().await?;
+    /// txn.notify("t", "doc1", "f", "content")?;
+    /// txn.commit().await?;
+    /// # client.shutdown().await;
+    /// # Ok::<(), percolator::Error>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn notify(
+        &mut self,
+        table: &str,
+        row: impl AsRef<[u8]>,
+        family: impl AsRef<[u8]>,
+        qualifier: impl AsRef<[u8]>,
+    ) -> Result<()> {
+        let key = CellKey::new(table, row.as_ref(), family.as_ref(), qualifier.as_ref())?;
+        self.lock_key(key.clone())?;
+        self.notified.insert(key);
+        Ok(())
+    }
+
+    /// Buffers a write to a cell of the notify family (an observer's acknowledgment), which
+    /// user code cannot write.
+    pub(crate) fn set_system(&mut self, key: CellKey, value: Vec<u8>) -> Result<()> {
+        self.check_writable()?;
+        self.buffer_unchecked(key, Write::Put(value));
+        Ok(())
+    }
+
     fn buffer(&mut self, key: CellKey, write: Write) -> Result<()> {
         self.check_writable()?;
         if self
@@ -651,11 +699,15 @@ impl AsyncTransaction {
                 message: format!("{key} is in a percolator family"),
             });
         }
+        self.buffer_unchecked(key, write);
+        Ok(())
+    }
+
+    fn buffer_unchecked(&mut self, key: CellKey, write: Write) {
         if self.first.is_none() {
             self.first = Some(key.clone());
         }
         self.writes.insert(key, write);
-        Ok(())
     }
 
     /// Commits the buffered writes and returns the commit timestamp (`start_ts` for a
@@ -693,7 +745,9 @@ impl AsyncTransaction {
         let mut ordered = Vec::with_capacity(writes.len() + 1);
         ordered.push((primary, primary_write));
         ordered.extend(writes);
-        Committer::new(self.session.clone(), start_ts, ordered)
+        let notify =
+            crate::observer::notify_flags(self.session.ctx(), &ordered, &self.notified).await?;
+        Committer::new(self.session.clone(), start_ts, ordered, notify)
             .commit()
             .await
     }

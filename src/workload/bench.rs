@@ -17,6 +17,7 @@ use crate::hbase::{
 };
 use crate::oracle::Histogram;
 use crate::txn::{self, AsyncClient, CellKey, Client, LivenessConfig};
+use crate::workload::notify_bench::NotifyBench;
 use crate::workload::stack::Stack;
 
 /// Which API the workloads run through.
@@ -36,6 +37,9 @@ pub const WORKLOADS: [&str; 6] = [
     "txn_put1",
     "txn_transfer2",
 ];
+
+/// Observer notifications processed (see `notify_bench`); run only when named.
+pub const NOTIFY: &str = "notify";
 
 #[derive(Clone, Debug)]
 pub struct BenchConfig {
@@ -105,6 +109,7 @@ const Q: &str = "q";
 struct Tables {
     raw: String,
     txn: String,
+    notify: String,
 }
 
 pub fn run(
@@ -116,6 +121,7 @@ pub fn run(
     let tables = Tables {
         raw: format!("bench_raw_{suffix}"),
         txn: format!("bench_txn_{suffix}"),
+        notify: format!("bench_notify_{suffix}"),
     };
     let liveness = LivenessConfig {
         table: "percolator_liveness".into(),
@@ -127,14 +133,32 @@ pub fn run(
         .admin()
         .create_table(&TableDescriptor::new(tables.raw.clone()).family(FamilyDescriptor::new(F)))?;
     txn::setup::create_table(&stack.hbase, &options.schema, &tables.txn, &[F])?;
+    let schema = options.schema.clone();
     let client = stack.client(options)?;
     populate(stack, &client, &tables, config.rows)?;
+    let wants_notify = config.workloads.iter().any(|w| w == NOTIFY);
+    if wants_notify && config.api == Api::Sync {
+        return Err(crate::Error::IllegalArgument {
+            message: "the notify workload runs on the async API only (--api async)".into(),
+        });
+    }
+    let notify = if wants_notify {
+        txn::setup::create_table(&stack.hbase, &schema, &tables.notify, &[F])?;
+        let bench = NotifyBench::start(client.asynchronous(), &tables.notify);
+        Some(Arc::new(crate::runtime::wait(
+            client.asynchronous().runtime(),
+            bench,
+        )?))
+    } else {
+        None
+    };
     let tables = Arc::new(tables);
     let clients = Clients {
         hbase: stack.hbase.asynchronous(),
         txn: client.asynchronous(),
         tables: Arc::clone(&tables),
         rows: config.rows,
+        notify: notify.clone(),
     };
     let rounds = config.rounds.max(1);
     let turn = config.duration / rounds as u32;
@@ -164,6 +188,9 @@ pub fn run(
         let result = sample.result();
         each(name, &result);
         report.workloads.insert(name.clone(), result);
+    }
+    if let Some(notify) = notify {
+        crate::runtime::wait(client.asynchronous().runtime(), notify.shutdown());
     }
     client.shutdown();
     Ok(report)
@@ -346,6 +373,7 @@ struct Clients {
     txn: AsyncClient,
     tables: Arc<Tables>,
     rows: usize,
+    notify: Option<Arc<NotifyBench>>,
 }
 
 /// One operation of workload `name`, through the async API.
@@ -469,8 +497,11 @@ fn on_tasks(
                 let mut rng = StdRng::from_entropy();
                 let mut h = Histogram::default();
                 while !done.load(Ordering::Relaxed) {
-                    let t0 = Instant::now();
-                    let outcome = op_async(&name, &clients, &mut rng).await;
+                    let (t0, outcome) = match (&clients.notify, name == NOTIFY) {
+                        // Timed from the change's commit to its observer's commit.
+                        (Some(notify), true) => notify.op(&clients.txn, &mut rng).await,
+                        _ => (Instant::now(), op_async(&name, &clients, &mut rng).await),
+                    };
                     record(&mut h, &failed, t0, outcome);
                 }
                 h

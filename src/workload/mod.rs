@@ -6,4 +6,6 @@ pub mod bank;
 mod bank_test;
 pub mod bench;
 pub mod demo;
+pub mod notify_bench;
+pub mod observe_demo;
 pub mod stack;

@@ -1,0 +1,200 @@
+//! Partitions of the notify space and their leases, kept in meta table rows: no coordinator
+//! besides HBase. A table's rows are split into `partitions` ranges by their first byte; a
+//! worker holds a partition while its lease cell (owner and expiry, wall clock) is its own and
+//! unexpired, renews it by checkAndMutate on the exact bytes it wrote, and takes over a lease
+//! that expired. Live workers announce themselves in rows that expire the same way; each
+//! worker holds at most ceil(partitions / live workers), so a worker that joins gets a share
+//! as the others give theirs up. Leases only spread the work: correctness never depends on
+//! them (see `run`).
+
+use crate::error::Result;
+use crate::hbase::{CheckAndMutate, CompareOp, Delete, Put, Scan};
+use crate::txn::context::Context;
+use crate::txn::meta::META_FAMILY;
+
+const LEASE_Q: &[u8] = b"obs:lease";
+const ALIVE_Q: &[u8] = b"obs:alive";
+const WORKER_ROWS: &[u8] = b"obs-worker/";
+
+/// A partition: one table's rows whose first byte is in `[start, stop)`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) struct Partition {
+    pub table: String,
+    pub index: usize,
+    pub start: Vec<u8>,
+    /// Empty: to the end of the table.
+    pub stop: Vec<u8>,
+}
+
+impl Partition {
+    /// The `count` partitions of `table`.
+    pub fn all(table: &str, count: usize) -> Vec<Partition> {
+        let count = count.clamp(1, 256);
+        let bound = |i: usize| -> Vec<u8> {
+            if i == 0 || i == count {
+                Vec::new()
+            } else {
+                vec![(i * 256 / count) as u8]
+            }
+        };
+        (0..count)
+            .map(|i| Partition {
+                table: table.to_string(),
+                index: i,
+                start: bound(i),
+                stop: bound(i + 1),
+            })
+            .collect()
+    }
+
+    fn lease_row(&self) -> Vec<u8> {
+        format!("obs-lease/{}/{:03}", self.table, self.index).into_bytes()
+    }
+
+    #[cfg(test)]
+    pub fn contains(&self, row: &[u8]) -> bool {
+        row >= self.start.as_slice() && (self.stop.is_empty() || row < self.stop.as_slice())
+    }
+}
+
+fn lease_value(owner: &str, expires_ms: u64) -> Vec<u8> {
+    format!("{owner}\n{expires_ms}").into_bytes()
+}
+
+fn parse_lease(value: &[u8]) -> Option<(String, u64)> {
+    let text = std::str::from_utf8(value).ok()?;
+    let (owner, expiry) = text.rsplit_once('\n')?;
+    Some((owner.to_string(), expiry.parse().ok()?))
+}
+
+/// One worker's side of the lease protocol.
+pub(crate) struct Leases<'a> {
+    pub ctx: &'a Context,
+    pub owner: &'a str,
+    pub ttl_ms: u64,
+}
+
+impl Leases<'_> {
+    fn meta(&self) -> &str {
+        &self.ctx.schema().meta_table
+    }
+
+    /// The prefix of the rows of `table`'s workers.
+    fn worker_rows(table: &str) -> Vec<u8> {
+        let mut row = WORKER_ROWS.to_vec();
+        row.extend_from_slice(table.as_bytes());
+        row.push(b'/');
+        row
+    }
+
+    fn worker_row(&self, table: &str) -> Vec<u8> {
+        let mut row = Self::worker_rows(table);
+        row.extend_from_slice(self.owner.as_bytes());
+        row
+    }
+
+    /// Announces this worker as alive on `table` until now + ttl.
+    pub async fn heartbeat(&self, table: &str) -> Result<()> {
+        let expires = self.ctx.now_ms() + self.ttl_ms;
+        let put = Put::new(self.worker_row(table)).add(META_FAMILY, ALIVE_Q, expires.to_string());
+        self.ctx.store().put(self.meta(), &put).await
+    }
+
+    /// Removes this worker's row of `table` (clean shutdown).
+    pub async fn leave(&self, table: &str) -> Result<()> {
+        let delete = Delete::new(self.worker_row(table));
+        self.ctx.store().delete(self.meta(), &delete).await
+    }
+
+    /// Workers of `table` whose rows have not expired (at least 1: this one).
+    pub async fn live_workers(&self, table: &str) -> Result<usize> {
+        let start = Self::worker_rows(table);
+        let mut stop = start.clone();
+        *stop.last_mut().expect("non-empty prefix") += 1;
+        let scan = Scan::range(start, stop).column(META_FAMILY, ALIVE_Q);
+        let rows = self
+            .ctx
+            .store()
+            .scan_page(self.meta(), &scan, 10_000)
+            .await?;
+        let now = self.ctx.now_ms();
+        let live = rows
+            .iter()
+            .filter_map(|r| r.value(META_FAMILY, ALIVE_Q))
+            .filter_map(|v| std::str::from_utf8(v).ok()?.parse::<u64>().ok())
+            .filter(|&expires| expires > now)
+            .count();
+        Ok(live.max(1))
+    }
+
+    /// Takes or renews `p`'s lease: true when this worker holds it until now + ttl.
+    pub async fn acquire(&self, p: &Partition) -> Result<bool> {
+        let row = p.lease_row();
+        let current = crate::txn::meta::read_row(self.ctx.store(), self.meta(), &row).await?;
+        let stored = current.value(META_FAMILY, LEASE_Q).map(<[u8]>::to_vec);
+        let now = self.ctx.now_ms();
+        if let Some((owner, expires)) = stored.as_deref().and_then(parse_lease) {
+            if owner != self.owner && expires > now {
+                return Ok(false);
+            }
+        }
+        // Absent: compare EQUAL to empty, which HBase matches against a missing cell.
+        let expected = stored.unwrap_or_default();
+        let next = lease_value(self.owner, now + self.ttl_ms);
+        let cam = CheckAndMutate::new(
+            row.clone(),
+            META_FAMILY,
+            LEASE_Q,
+            CompareOp::Equal,
+            expected,
+        )
+        .put(Put::new(row).add(META_FAMILY, LEASE_Q, next));
+        self.ctx.store().check_and_mutate(self.meta(), &cam).await
+    }
+
+    /// Gives `p` up if this worker still holds it.
+    pub async fn release(&self, p: &Partition) -> Result<()> {
+        let row = p.lease_row();
+        let current = crate::txn::meta::read_row(self.ctx.store(), self.meta(), &row).await?;
+        let Some(stored) = current.value(META_FAMILY, LEASE_Q) else {
+            return Ok(());
+        };
+        if parse_lease(stored).is_none_or(|(owner, _)| owner != self.owner) {
+            return Ok(());
+        }
+        let cam = CheckAndMutate::new(row.clone(), META_FAMILY, LEASE_Q, CompareOp::Equal, stored)
+            .delete(Delete::new(row).column(META_FAMILY, LEASE_Q));
+        self.ctx
+            .store()
+            .check_and_mutate(self.meta(), &cam)
+            .await
+            .map(drop)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partitions_cover_every_row_once() {
+        let parts = Partition::all("t", 16);
+        for row in [&b""[..], b"\x00", b"a", b"\x7fzz", b"\xff\xff"] {
+            assert_eq!(
+                parts.iter().filter(|p| p.contains(row)).count(),
+                1,
+                "{row:?}"
+            );
+        }
+        assert_eq!(Partition::all("t", 1)[0].stop, Vec::<u8>::new());
+    }
+
+    #[test]
+    fn lease_values_round_trip() {
+        assert_eq!(
+            parse_lease(&lease_value("w-1", 42)),
+            Some(("w-1".to_string(), 42))
+        );
+        assert_eq!(parse_lease(b"garbage"), None);
+    }
+}

@@ -1,0 +1,413 @@
+//! Observers (docs/observers.md): every committed change of an observed column is followed by
+//! a committed observer run, at most one run commits per acknowledged change, and a worker
+//! that dies at any seam loses nothing. The observer under test counts its committed runs in
+//! the same transaction (`f:runs`), so a second commit for one change shows in the count.
+//! Emulator by default; a real HBase with `HBASE_THRIFT`.
+
+mod txn_support;
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use percolator::observer::{
+    pending_notifications, ObservedColumn, Observer, ObserverSet, ObserverWorker, WorkerConfig,
+    WorkerSeam,
+};
+use percolator::txn::Seam;
+use percolator::{AsyncTransaction, Client, Result};
+use txn_support::{Env, FAMILY};
+
+/// Copies `f:q` to `f:copy` and counts its committed runs in `f:runs`; fails its first
+/// `failures` runs.
+struct CopyCounter {
+    to: &'static str,
+    failures: AtomicU32,
+}
+
+impl CopyCounter {
+    fn new(to: &'static str) -> CopyCounter {
+        CopyCounter::failing(to, 0)
+    }
+
+    fn failing(to: &'static str, failures: u32) -> CopyCounter {
+        CopyCounter {
+            to,
+            failures: AtomicU32::new(failures),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl Observer for CopyCounter {
+    async fn process(
+        &self,
+        txn: &mut AsyncTransaction,
+        row: &[u8],
+        col: &ObservedColumn,
+    ) -> Result<()> {
+        if self
+            .failures
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok()
+        {
+            return Err(percolator::Error::IllegalArgument {
+                message: "observer failure injected by the test".into(),
+            });
+        }
+        let value = txn
+            .get(&col.table, row, &col.family, &col.qualifier)
+            .await?;
+        match value {
+            Some(v) => txn.set(&col.table, row, FAMILY, self.to, v)?,
+            None => txn.delete(&col.table, row, FAMILY, self.to)?,
+        }
+        let runs_q = format!("runs_{}", self.to);
+        let runs = txn.get(&col.table, row, FAMILY, &runs_q).await?;
+        let runs = runs.map_or(0, |v| {
+            String::from_utf8_lossy(&v).parse::<u64>().unwrap_or(0)
+        });
+        txn.set(&col.table, row, FAMILY, &runs_q, (runs + 1).to_string())
+    }
+}
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Runtime::new().unwrap()
+}
+
+fn config() -> WorkerConfig {
+    WorkerConfig::default().with_lease_ttl(Duration::from_millis(900))
+}
+
+fn start(client: &Client, set: ObserverSet, config: WorkerConfig) -> ObserverWorker {
+    rt().block_on(ObserverWorker::start(client.asynchronous(), set, config))
+        .expect("start worker")
+}
+
+fn copy_set(t: &str, observer: CopyCounter) -> ObserverSet {
+    ObserverSet::new()
+        .observe(ObservedColumn::new(t, FAMILY, "q"), "copy", observer)
+        .unwrap()
+}
+
+fn read(client: &Client, t: &str, row: &str, q: &str) -> Option<String> {
+    let txn = client.begin().unwrap();
+    txn.get(t, row, FAMILY, q)
+        .unwrap()
+        .map(|v| String::from_utf8(v).unwrap())
+}
+
+fn pending(client: &Client, t: &str) -> usize {
+    rt().block_on(pending_notifications(&client.asynchronous(), t))
+        .unwrap()
+}
+
+/// Waits until every notification of `t` is cleared and `done` holds.
+fn wait_until(client: &Client, t: &str, what: &str, done: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !(pending(client, t) == 0 && done()) {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Marks `t`'s `f:q` observed by "copy" without running a worker.
+fn register_copy(client: &Client, t: &str) {
+    let column = ObservedColumn::new(t, FAMILY, "q");
+    rt().block_on(percolator::observer::register(
+        &client.asynchronous(),
+        &column,
+        "copy",
+    ))
+    .unwrap();
+}
+
+fn runs(client: &Client, t: &str, row: &str) -> u64 {
+    read(client, t, row, "runs_copy").map_or(0, |v| v.parse().unwrap())
+}
+
+fn set(client: &Client, t: &str, row: &str, v: &str) {
+    client.run(|txn| txn.set(t, row, FAMILY, "q", v)).unwrap();
+}
+
+#[test]
+fn every_committed_change_is_processed_and_each_acknowledged_change_runs_once() {
+    let env = Env::start();
+    let t = env.table("obs_basic");
+    let client = env.client();
+    let worker = start(&client, copy_set(&t, CopyCounter::new("copy")), config());
+    // Sequential changes, each awaited: exactly one committed run per change.
+    for i in 0..5 {
+        set(&client, &t, "r1", &i.to_string());
+        wait_until(&client, &t, "the copy", || {
+            read(&client, &t, "r1", "copy") == Some(i.to_string())
+        });
+        assert_eq!(
+            runs(&client, &t, "r1"),
+            i + 1,
+            "one committed run per change"
+        );
+    }
+    // A burst: several changes may collapse into one run, never more runs than changes.
+    for i in 0..10 {
+        set(&client, &t, "r2", &i.to_string());
+    }
+    wait_until(&client, &t, "the last value", || {
+        read(&client, &t, "r2", "copy").as_deref() == Some("9")
+    });
+    let burst = runs(&client, &t, "r2");
+    assert!((1..=10).contains(&burst), "{burst} runs for 10 changes");
+    // A delete is a change too.
+    client.run(|txn| txn.delete(&t, "r1", FAMILY, "q")).unwrap();
+    wait_until(&client, &t, "the deleted copy", || {
+        read(&client, &t, "r1", "copy").is_none()
+    });
+    assert_eq!(runs(&client, &t, "r1"), 6);
+    let stats = worker.stats();
+    assert_eq!(stats.processed, 6 + burst);
+    rt().block_on(worker.shutdown());
+    client.shutdown();
+}
+
+#[test]
+fn a_write_to_an_unobserved_column_leaves_no_notification() {
+    let env = Env::start();
+    let t = env.table("obs_unobserved");
+    let client = env.client();
+    register_copy(&client, &t);
+    client
+        .run(|txn| txn.set(&t, "r", FAMILY, "other", "1"))
+        .unwrap();
+    assert_eq!(pending(&client, &t), 0);
+    set(&client, &t, "r", "1");
+    assert_eq!(pending(&client, &t), 1, "the observed write left one");
+    client.shutdown();
+}
+
+#[test]
+fn a_weak_notification_runs_the_observer_without_changing_the_value() {
+    let env = Env::start();
+    let t = env.table("obs_weak");
+    let client = env.client();
+    let worker = start(&client, copy_set(&t, CopyCounter::new("copy")), config());
+    set(&client, &t, "r", "v");
+    wait_until(&client, &t, "the first run", || runs(&client, &t, "r") == 1);
+    client.run(|txn| txn.notify(&t, "r", FAMILY, "q")).unwrap();
+    wait_until(&client, &t, "the weak run", || runs(&client, &t, "r") == 2);
+    assert_eq!(read(&client, &t, "r", "q").as_deref(), Some("v"));
+    rt().block_on(worker.shutdown());
+    client.shutdown();
+}
+
+#[test]
+fn chained_observers_carry_a_change_through_the_pipeline() {
+    let env = Env::start();
+    let t = env.table("obs_chain");
+    let client = env.client();
+    // q -> copy (observed) -> copy2.
+    let set = copy_set(&t, CopyCounter::new("copy"))
+        .observe(
+            ObservedColumn::new(&t, FAMILY, "copy"),
+            "copy2",
+            CopyCounter::new("copy2"),
+        )
+        .unwrap();
+    let worker = start(&client, set, config());
+    self::set(&client, &t, "r", "hello");
+    wait_until(&client, &t, "the end of the chain", || {
+        read(&client, &t, "r", "copy2").as_deref() == Some("hello")
+    });
+    rt().block_on(worker.shutdown());
+    client.shutdown();
+}
+
+#[test]
+fn a_failing_observer_is_retried_with_backoff_and_never_dropped() {
+    let env = Env::start();
+    let t = env.table("obs_retry");
+    let client = env.client();
+    let worker = start(
+        &client,
+        copy_set(&t, CopyCounter::failing("copy", 3)),
+        config(),
+    );
+    set(&client, &t, "r", "v");
+    wait_until(&client, &t, "the run after the failures", || {
+        runs(&client, &t, "r") == 1
+    });
+    let stats = worker.stats();
+    assert_eq!((stats.errors, stats.processed), (3, 1));
+    assert!(stats.retries >= 3, "{stats:?}");
+    rt().block_on(worker.shutdown());
+    client.shutdown();
+}
+
+/// A worker dies at `seam` on its first time there; a second worker (after the first one's
+/// leases expire) finishes the work: the change is processed exactly once.
+fn dies_at(seam: WorkerSeam) {
+    let env = Env::start();
+    let t = env.table("obs_crash");
+    let client = env.client();
+    let fired = Arc::new(AtomicU32::new(0));
+    let crash = {
+        let fired = Arc::clone(&fired);
+        Arc::new(move |s: WorkerSeam| s == seam && fired.fetch_add(1, Ordering::SeqCst) == 0)
+    };
+    let first = start(
+        &client,
+        copy_set(&t, CopyCounter::new("copy")),
+        config().with_crash(crash),
+    );
+    set(&client, &t, "r", "v");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !first.is_dead() {
+        assert!(
+            Instant::now() < deadline,
+            "the worker never reached {seam:?}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let committed_before = runs(&client, &t, "r");
+    match seam {
+        WorkerSeam::BeforeProcess => assert_eq!(committed_before, 0),
+        WorkerSeam::AfterCommit | WorkerSeam::MidScan => {
+            assert_eq!(committed_before, 1);
+            assert_eq!(
+                pending(&client, &t),
+                usize::from(seam == WorkerSeam::AfterCommit)
+            );
+        }
+    }
+    rt().block_on(first.shutdown());
+    let second = start(&client, copy_set(&t, CopyCounter::new("copy")), config());
+    wait_until(&client, &t, "the second worker", || {
+        read(&client, &t, "r", "copy").as_deref() == Some("v")
+    });
+    assert_eq!(
+        runs(&client, &t, "r"),
+        1,
+        "at most one committed run per change"
+    );
+    if seam == WorkerSeam::AfterCommit {
+        assert_eq!(second.stats().already_acked, 1, "the rerun found the ack");
+    }
+    rt().block_on(second.shutdown());
+    client.shutdown();
+}
+
+#[test]
+fn a_worker_dying_before_processing_loses_nothing() {
+    dies_at(WorkerSeam::BeforeProcess);
+}
+
+#[test]
+fn a_worker_dying_after_its_commit_before_clearing_runs_nothing_twice() {
+    dies_at(WorkerSeam::AfterCommit);
+}
+
+#[test]
+fn a_worker_dying_mid_scan_loses_nothing() {
+    dies_at(WorkerSeam::MidScan);
+}
+
+#[test]
+fn a_writer_that_dies_after_prewrite_leaves_a_notification_the_worker_settles() {
+    let env = Env::start();
+    let t = env.table("obs_rolled_back");
+    let client = env.client();
+    register_copy(&client, &t);
+    let options = percolator::TxnOptions::builder()
+        .liveness(env.liveness.clone())
+        .lock_ttl(Duration::from_secs(1))
+        .crash_injector(Arc::new(|s| s == Seam::BeforePrimaryCommit))
+        .build();
+    let dying = env.client_with(options);
+    let mut txn = dying.begin().unwrap();
+    txn.set(&t, "r", FAMILY, "q", "never").unwrap();
+    assert!(txn.commit().is_err());
+    assert_eq!(
+        pending(&client, &t),
+        1,
+        "the notification came with the lock"
+    );
+    let worker = start(&client, copy_set(&t, CopyCounter::new("copy")), config());
+    wait_until(&client, &t, "the notification to clear", || true);
+    assert_eq!(read(&client, &t, "r", "q"), None, "rolled back");
+    assert_eq!(
+        runs(&client, &t, "r"),
+        0,
+        "a rolled-back write is no change"
+    );
+    rt().block_on(worker.shutdown());
+    client.shutdown();
+}
+
+#[test]
+fn two_workers_share_the_partitions_through_leases() {
+    let env = Env::start();
+    let t = env.table("obs_leases");
+    let client = env.client();
+    let a = start(&client, copy_set(&t, CopyCounter::new("copy")), config());
+    let b = start(&client, copy_set(&t, CopyCounter::new("copy")), config());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while a.stats().partitions + b.stats().partitions != 16
+        || a.stats().partitions > 8
+        || b.stats().partitions > 8
+    {
+        assert!(
+            Instant::now() < deadline,
+            "no fair split: {} and {}",
+            a.stats().partitions,
+            b.stats().partitions
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    for i in 0..40u8 {
+        let row = format!("{}row{i}", char::from(b'0' + i % 75));
+        set(&client, &t, &row, "v");
+    }
+    wait_until(&client, &t, "every row", || true);
+    rt().block_on(a.shutdown());
+    rt().block_on(b.shutdown());
+    client.shutdown();
+}
+
+/// Correctness never rests on the leases: two workers whose partitions overlap (one splits the
+/// table in one partition, the other in two, so both scan the upper half) run the same
+/// notifications at once, and still exactly one run per change commits.
+#[test]
+fn overlapping_workers_commit_one_run_per_change() {
+    let env = Env::start();
+    let t = env.table("obs_overlap");
+    let client = env.client();
+    let halves = start(
+        &client,
+        copy_set(&t, CopyCounter::new("copy")),
+        config().with_partitions(2),
+    );
+    let whole = start(
+        &client,
+        copy_set(&t, CopyCounter::new("copy")),
+        config().with_partitions(1),
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while (halves.stats().partitions, whole.stats().partitions) != (1, 1) {
+        assert!(Instant::now() < deadline, "leases never settled");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let rows: Vec<String> = (0..30).map(|i| format!("\u{e0}row{i}")).collect();
+    for row in &rows {
+        set(&client, &t, row, "v");
+    }
+    wait_until(&client, &t, "every row", || {
+        rows.iter().all(|r| read(&client, &t, r, "copy").is_some())
+    });
+    for row in &rows {
+        assert_eq!(runs(&client, &t, row), 1, "{row}");
+    }
+    let (a, b) = (halves.stats(), whole.stats());
+    assert_eq!(a.processed + b.processed, 30, "{a:?} {b:?}");
+    rt().block_on(halves.shutdown());
+    rt().block_on(whole.shutdown());
+    client.shutdown();
+}
