@@ -636,7 +636,7 @@ fn the_command_line_migrates_and_reads_and_writes_transactionally() {
     assert_eq!(plan[0]["rows"], 41);
     assert_eq!(
         plan[0]["families_to_add"],
-        serde_json::json!(["_pl", "_pw"])
+        serde_json::json!(["_pl", "_pw", "_pn", "_pa"])
     );
 
     let (code, _, err) = percolator(&["migrate", "apply", "--hbase", hb, &table]);

@@ -86,7 +86,7 @@ impl Default for DisableOptions {
 /// apply(&hbase, &schema, "legacy", &opts)?;
 /// let opts = DisableOptions { progress: ProgressMode::Off, settle: std::time::Duration::ZERO, ..Default::default() };
 /// let report = disable(&hbase, &schema, "legacy", None, &opts)?;
-/// assert_eq!(report.families_dropped, ["_pl", "_pw"]);
+/// assert_eq!(report.families_dropped, ["_pl", "_pw", "_pn", "_pa"]);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn disable(

@@ -34,7 +34,7 @@ pub struct SettingChange {
 /// hbase.put("legacy", &Put::new("r1").add("f", "q", b"v".to_vec()))?;
 /// let plan = percolator::migrate::plan(&hbase, &Default::default(), "legacy", None, Default::default())?;
 /// assert_eq!((plan.rows, plan.cells), (1, 1));
-/// assert_eq!(plan.families_to_add, ["_pl", "_pw"]);
+/// assert_eq!(plan.families_to_add, ["_pl", "_pw", "_pn", "_pa"]);
 /// assert!(plan.blockers.is_empty() && !plan.nothing_to_do);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
