@@ -18,6 +18,7 @@
 //! - [`txn`]: the Percolator protocol (pure actions; the snapshot reader, lock resolver and
 //!   committer over HBase) and the transaction API: [`AsyncClient`] and [`AsyncTransaction`],
 //!   and the blocking [`Client`] and [`Transaction`] over them.
+//! - [`gc`]: garbage collection below a safe point ([`gc::GcWorker`], `percolator gc`).
 //! - [`emulator`]: an in-memory server speaking Thrift2 with HBase 2.x semantics.
 //! - `workload` (private): the bank demo and the benchmark behind the `percolator` binary.
 //!
@@ -43,6 +44,7 @@
 mod clock;
 pub mod emulator;
 mod error;
+pub mod gc;
 pub mod hbase;
 mod key;
 pub mod oracle;

@@ -71,6 +71,9 @@ enum Command {
         #[arg(long, value_enum, default_value_t = bench::Api::Async)]
         api: bench::Api,
     },
+    /// Garbage collection: removes versions no reader can need below a safe point that
+    /// trails the oracle by --life-time and never passes a live transaction.
+    Gc(percolator::gc::GcCommand),
     /// The emulator for `bench --profile cluster`, in a process of its own: prints its address
     /// on the first line, serves until its standard input closes (its parent exited).
     #[command(hide = true)]
@@ -167,6 +170,7 @@ fn main() -> ExitCode {
             )
         }
         Command::ServeEmulator { latency_us } => serve_emulator(latency_us),
+        Command::Gc(command) => command.run().map(|()| true),
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,

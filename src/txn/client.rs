@@ -112,7 +112,7 @@ impl AsyncClient {
         );
         let liveness = Liveness::new(options.liveness.clone(), owner);
         liveness
-            .refresh(store.as_ref(), options.clock.now_ms())
+            .refresh(store.as_ref(), options.clock.now_ms(), None)
             .await?;
         let ctx = Arc::new(Context::new(store, tso, options, liveness, runtime));
         let heartbeat = Heartbeat::start(&ctx);
@@ -160,6 +160,11 @@ impl AsyncClient {
         .map_err(|_| Error::Shutdown)??;
         let tso = OracleClient::connect_async(oracle_addrs, OracleConfig::default()).await?;
         Self::new(Arc::new(hbase), Arc::new(tso), options).await
+    }
+
+    /// What this client's transactions share (GC resolves locks through it).
+    pub(crate) fn ctx(&self) -> &Arc<Context> {
+        &self.shared.ctx
     }
 
     /// The runtime this client's connections and background tasks run on.

@@ -19,11 +19,26 @@ const MAX_ROUNDS: usize = 6;
 
 pub(crate) struct LockResolver<'a> {
     session: &'a Session,
+    /// Every lock counts as cleanable, whatever its owner's liveness (GC below the safe
+    /// point: such a transaction can no longer read or commit, docs/gc.md).
+    force: bool,
 }
 
 impl<'a> LockResolver<'a> {
     pub fn new(session: &'a Session) -> Self {
-        LockResolver { session }
+        LockResolver {
+            session,
+            force: false,
+        }
+    }
+
+    /// A resolver that decides every lock now: rolls it forward if its primary committed,
+    /// back otherwise, without waiting for a live owner.
+    pub fn forcing(session: &'a Session) -> Self {
+        LockResolver {
+            session,
+            force: true,
+        }
     }
 
     /// Resolves `lock`, found on `key` with stored bytes `lock_bytes`. True when that lock is
@@ -167,6 +182,9 @@ impl<'a> LockResolver<'a> {
 
     /// A lock may be cleaned when its wall time is stale or its owner's liveness row is gone.
     async fn may_clean(&self, lock: &Lock) -> Result<bool> {
+        if self.force {
+            return Ok(true);
+        }
         let ctx = self.session.ctx();
         if ctx.now_ms() > lock.wall_ms.saturating_add(lock.ttl_ms) {
             return Ok(true);

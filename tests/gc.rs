@@ -1,0 +1,304 @@
+//! Garbage collection below the safe point (docs/gc.md), scripted against the emulator, or a
+//! real HBase with `HBASE_THRIFT=host:port`. Each test has a meta table of its own, so one
+//! test's safe point never reaches another's transactions. GC's life time cannot go below
+//! 5 s and a round waits 6 s for clients to see a new safe point, so these take seconds.
+
+mod txn_support;
+
+use std::future::Future;
+use std::time::Duration;
+
+use percolator::gc::{GcOptions, GcReport, GcWorker};
+use percolator::txn::codec::WriteKind;
+use percolator::txn::{setup, CellKey, Client, TxnOptions};
+use percolator::{Error, RetryClass};
+use txn_support::{unique, Env};
+
+const LIFE: Duration = Duration::from_secs(5);
+
+fn block<F: Future>(f: F) -> F::Output {
+    tokio::runtime::Runtime::new().unwrap().block_on(f)
+}
+
+/// Transaction options whose meta table (and so safe point) belongs to this test alone.
+fn options(env: &Env) -> TxnOptions {
+    let mut schema = env.schema.clone();
+    schema.meta_table = unique("gc_meta");
+    setup::create_meta_table(&env.hbase, &schema).unwrap();
+    env.created(&schema.meta_table);
+    env.options().to_builder().schema(schema).build()
+}
+
+fn worker(env: &Env, opts: &TxnOptions, tables: &[&str]) -> GcWorker {
+    worker_with(env, opts, tables, GcOptions::default())
+}
+
+fn worker_with(env: &Env, opts: &TxnOptions, tables: &[&str], gc: GcOptions) -> GcWorker {
+    let gc = gc
+        .with_life_time(LIFE)
+        .unwrap()
+        .resolving_locks_in(tables.iter().map(|t| t.to_string()).collect());
+    let client = env.client_with(opts.clone()).asynchronous();
+    GcWorker::new(client, env.hbase.clone(), gc)
+}
+
+fn run(gc: &GcWorker, tables: &[&str]) -> percolator::Result<GcReport> {
+    let tables: Vec<String> = tables.iter().map(|t| t.to_string()).collect();
+    block(gc.run_once(&tables, &|_| {}))
+}
+
+fn put(client: &Client, key: &CellKey, value: &str) {
+    client
+        .run(|t| t.set(&key.table, &key.row, &key.family, &key.qualifier, value))
+        .unwrap();
+}
+
+fn get(client: &Client, key: &CellKey) -> Option<Vec<u8>> {
+    let txn = client.begin().unwrap();
+    txn.get(&key.table, &key.row, &key.family, &key.qualifier)
+        .unwrap()
+}
+
+/// Write records at or below `safe_point`, and above it.
+fn split_writes(env: &Env, key: &CellKey, safe_point: u64) -> (usize, usize) {
+    let writes = env.writes(key);
+    let below = writes.iter().filter(|(v, _)| *v as u64 <= safe_point).count();
+    (below, writes.len() - below)
+}
+
+#[test]
+fn gc_keeps_the_newest_version_at_or_below_the_safe_point_and_everything_above() {
+    let env = Env::start();
+    let opts = options(&env);
+    let table = env.table("gc_keep");
+    let client = env.client_with(opts.clone());
+    let key = env.key(&table, "r");
+    for v in ["v1", "v2", "v3", "v4"] {
+        put(&client, &key, v);
+    }
+    // A transaction that is rolled back leaves its rollback record on its primary.
+    let mut dead = client.begin().unwrap();
+    dead.set(&table, "r", "f", "q", "never").unwrap();
+    dead.rollback();
+    std::thread::sleep(LIFE + Duration::from_millis(500));
+    let after = env.ts();
+    put(&client, &key, "v5");
+    let gc = worker(&env, &opts, &[&table]);
+    let report = run(&gc, &[&table]).unwrap();
+    assert!(report.safe_point > after - (1 << 18) * 1000, "{report:?}");
+    let (below, above) = split_writes(&env, &key, report.safe_point);
+    assert_eq!(below, 1, "one record at or below the safe point stays: {report:?}");
+    assert_eq!(above, 1, "v5 was committed after the safe point");
+    let kept = env.writes(&key);
+    assert!(kept.iter().all(|(_, r)| r.kind == WriteKind::Put));
+    assert_eq!(
+        env.data_versions(&key).len(),
+        2,
+        "data of the two kept records only"
+    );
+    assert_eq!(report.tables[0].write_records_removed, 3);
+    assert_eq!(report.tables[0].data_versions_removed, 3);
+    assert_eq!(get(&client, &key), Some(b"v5".to_vec()));
+    // A snapshot at the safe point still reads the value it had then.
+    let at = client.snapshot(report.safe_point).unwrap();
+    assert_eq!(at.get(&table, "r", "f", "q").unwrap(), Some(b"v4".to_vec()));
+    // A second round finds nothing more to remove.
+    let again = run(&gc, &[&table]).unwrap();
+    assert_eq!(again.removed(), 0, "{again:?}");
+    block(gc.shutdown());
+}
+
+/// docs/design.md invariant 11: GC waits until every client's cached safe point is younger
+/// than the one it stored before it deletes, and readers check after reading. A reader whose
+/// client had just cached the old safe point, reading right after GC deleted the version it
+/// needs, must fail; it must never answer from what is left.
+#[test]
+fn a_reader_below_the_safe_point_fails_with_snapshot_too_old_never_a_wrong_answer() {
+    let env = Env::start();
+    let opts = options(&env);
+    let table = env.table("gc_old");
+    let writer = env.client_with(opts.clone());
+    let key = env.key(&table, "r");
+    put(&writer, &key, "old");
+    let old_snapshot = env.ts();
+    put(&writer, &key, "new");
+    std::thread::sleep(LIFE + Duration::from_millis(500));
+    let reader = env.client_with(opts.clone());
+    // The reader's client caches the safe point as it is before GC moves it.
+    assert_eq!(
+        reader
+            .snapshot(old_snapshot)
+            .unwrap()
+            .get(&table, "r", "f", "q")
+            .unwrap(),
+        Some(b"old".to_vec())
+    );
+    let gc = worker(&env, &opts, &[&table]);
+    let report = run(&gc, &[&table]).unwrap();
+    assert!(report.safe_point > old_snapshot);
+    assert_eq!(report.removed(), 2, "the old record and its data: {report:?}");
+    let snap = reader.snapshot(old_snapshot).unwrap();
+    match snap.get(&table, "r", "f", "q") {
+        Err(e @ Error::SnapshotTooOld { .. }) => {
+            assert_eq!(e.retry_class(), RetryClass::Retry);
+            assert!(matches!(e, Error::SnapshotTooOld { start_ts, safe_point }
+                if start_ts == old_snapshot && safe_point == report.safe_point));
+        }
+        other => panic!("a read below the safe point must fail, got {other:?}"),
+    }
+    // Scans and commits below the safe point fail alike; a new transaction reads on.
+    assert!(matches!(
+        snap.scan(&table, "", "", 10),
+        Err(Error::SnapshotTooOld { .. })
+    ));
+    assert_eq!(get(&reader, &key), Some(b"new".to_vec()));
+    block(gc.shutdown());
+}
+
+#[test]
+fn a_long_running_transaction_holds_the_safe_point_back() {
+    let env = Env::start();
+    let opts = options(&env);
+    let table = env.table("gc_long");
+    let client = env.client_with(opts.clone());
+    let key = env.key(&table, "r");
+    put(&client, &key, "first");
+    let long = env.client_with(opts.clone());
+    let mut txn = long.begin().unwrap();
+    assert_eq!(
+        txn.get(&table, "r", "f", "q").unwrap(),
+        Some(b"first".to_vec())
+    );
+    let start_ts = txn.start_ts().unwrap();
+    for v in ["a", "b", "c"] {
+        put(&client, &key, v);
+    }
+    std::thread::sleep(LIFE + Duration::from_secs(1));
+    let gc = worker(&env, &opts, &[&table]);
+    let report = run(&gc, &[&table]).unwrap();
+    assert!(
+        report.safe_point <= start_ts,
+        "safe point {} passed the open transaction at {start_ts}",
+        report.safe_point
+    );
+    assert_eq!(report.removed(), 0, "{report:?}");
+    // Older than the life time, the transaction still reads and commits.
+    assert_eq!(
+        txn.get(&table, "r", "f", "q").unwrap(),
+        Some(b"first".to_vec())
+    );
+    txn.set(&table, "other", "f", "q", "x").unwrap();
+    txn.commit().unwrap();
+    // Ended, it no longer holds GC back (published at the next liveness refresh).
+    std::thread::sleep(Duration::from_secs(1));
+    let report = run(&gc, &[&table]).unwrap();
+    assert!(report.safe_point > start_ts);
+    assert_eq!(split_writes(&env, &key, report.safe_point).0, 1);
+    block(gc.shutdown());
+}
+
+#[test]
+fn a_crash_mid_gc_leaves_every_read_right_and_a_rerun_finishes() {
+    let env = Env::start();
+    let opts = options(&env);
+    let table = env.table("gc_crash");
+    let client = env.client_with(opts.clone());
+    let keys: Vec<CellKey> = (0..12).map(|i| env.key(&table, &format!("r{i:02}"))).collect();
+    for round in 0..4 {
+        client
+            .run(|t| {
+                for k in &keys {
+                    t.set(&table, &k.row, "f", "q", format!("v{round}"))?;
+                }
+                Ok(())
+            })
+            .unwrap();
+    }
+    std::thread::sleep(LIFE + Duration::from_millis(500));
+    let crashing = worker_with(
+        &env,
+        &opts,
+        &[&table],
+        GcOptions::default().with_page_rows(3).crash_after_pages(2),
+    );
+    match run(&crashing, &[&table]) {
+        Err(Error::ClientCrashed { seam, .. }) => assert_eq!(seam, "gc between pages"),
+        other => panic!("the hook must crash the round, got {other:?}"),
+    }
+    block(crashing.shutdown());
+    // Half collected: every value still reads right.
+    let half: usize = keys.iter().map(|k| env.writes(k).len()).sum();
+    assert!(half > keys.len() && half < 4 * keys.len(), "{half} records");
+    for k in &keys {
+        assert_eq!(get(&client, k), Some(b"v3".to_vec()));
+    }
+    let gc = worker(&env, &opts, &[&table]);
+    let report = run(&gc, &[&table]).unwrap();
+    for k in &keys {
+        assert_eq!(env.writes(k).len(), 1, "{k}: {report:?}");
+        assert_eq!(env.data_versions(k).len(), 1);
+        assert_eq!(get(&client, k), Some(b"v3".to_vec()));
+    }
+    block(gc.shutdown());
+}
+
+#[test]
+fn locks_below_the_safe_point_are_decided_before_anything_is_collected() {
+    let env = Env::start();
+    let opts = options(&env);
+    let (t1, t2) = (env.table("gc_lock_a"), env.table("gc_lock_b"));
+    let client = env.client_with(opts.clone());
+    let (primary, secondary) = (env.key(&t1, "p"), env.key(&t2, "s"));
+    put(&client, &primary, "p0");
+    put(&client, &secondary, "s0");
+    // A client dies right after its commit point: the secondary stays locked.
+    let dying = env.client_with(
+        opts.to_builder()
+            .crash_injector(std::sync::Arc::new(|seam| {
+                seam == percolator::txn::Seam::AfterPrimaryCommit
+            }))
+            .build(),
+    );
+    let mut txn = dying.begin().unwrap();
+    txn.set(&t1, "p", "f", "q", "p1").unwrap();
+    txn.set(&t2, "s", "f", "q", "s1").unwrap();
+    assert!(matches!(txn.commit(), Err(Error::ClientCrashed { .. })));
+    // The primary is then overwritten, so its record of the dead transaction is garbage.
+    put(&client, &primary, "p2");
+    std::thread::sleep(LIFE + Duration::from_millis(500));
+    let gc = worker(&env, &opts, &[&t1, &t2]);
+    let report = run(&gc, &[&t1]).unwrap();
+    assert_eq!(report.locks_resolved, 1, "{report:?}");
+    env.assert_no_locks(&t2);
+    assert_eq!(get(&client, &secondary), Some(b"s1".to_vec()));
+    assert_eq!(get(&client, &primary), Some(b"p2".to_vec()));
+    block(gc.shutdown());
+}
+
+#[test]
+fn background_gc_is_drained_on_shutdown_and_a_short_life_time_is_refused() {
+    let env = Env::start();
+    let opts = options(&env);
+    let table = env.table("gc_bg");
+    assert!(matches!(
+        GcOptions::default().with_life_time(Duration::from_secs(1)),
+        Err(Error::IllegalArgument { .. })
+    ));
+    let client = env.client_with(opts.clone());
+    let key = env.key(&table, "r");
+    for v in ["a", "b", "c"] {
+        put(&client, &key, v);
+    }
+    std::thread::sleep(LIFE + Duration::from_millis(500));
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let gc = worker(&env, &opts, &[&table]);
+    let handle = rt.block_on(async { gc.spawn(vec![table.clone()], Duration::from_millis(200)) });
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while handle.last_report().is_none() {
+        assert!(std::time::Instant::now() < deadline, "no round finished");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let last = rt.block_on(handle.shutdown()).expect("a finished round");
+    assert_eq!(split_writes(&env, &key, last.safe_point).0, 1);
+    assert_eq!(get(&client, &key), Some(b"c".to_vec()));
+}
