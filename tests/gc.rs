@@ -76,16 +76,12 @@ fn gc_keeps_the_newest_version_at_or_below_the_safe_point_and_everything_above()
     for v in ["v1", "v2", "v3", "v4"] {
         put(&client, &key, v);
     }
-    // A transaction that is rolled back leaves its rollback record on its primary.
-    let mut dead = client.begin().unwrap();
-    dead.set(&table, "r", "f", "q", "never").unwrap();
-    dead.rollback();
     std::thread::sleep(LIFE + Duration::from_millis(500));
     let after = env.ts();
     put(&client, &key, "v5");
     let gc = worker(&env, &opts, &[&table]);
     let report = run(&gc, &[&table]).unwrap();
-    assert!(report.safe_point > after - (1 << 18) * 1000, "{report:?}");
+    assert!(report.safe_point < after, "{report:?}");
     let (below, above) = split_writes(&env, &key, report.safe_point);
     assert_eq!(below, 1, "one record at or below the safe point stays: {report:?}");
     assert_eq!(above, 1, "v5 was committed after the safe point");
