@@ -63,5 +63,6 @@ pub use txn::{AsyncClient, AsyncTransaction, CellKey, Client, Transaction, TxnOp
 pub mod cli {
     pub use crate::workload::bench::{self, BenchConfig, BenchReport, WORKLOADS};
     pub use crate::workload::demo::{self, DemoConfig};
+    pub use crate::workload::gc_bench::{self, GcBenchConfig};
     pub use crate::workload::stack::Stack;
 }

@@ -6,4 +6,5 @@ pub mod bank;
 mod bank_test;
 pub mod bench;
 pub mod demo;
+pub mod gc_bench;
 pub mod stack;
