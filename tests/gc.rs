@@ -62,7 +62,10 @@ fn get(client: &Client, key: &CellKey) -> Option<Vec<u8>> {
 /// Write records at or below `safe_point`, and above it.
 fn split_writes(env: &Env, key: &CellKey, safe_point: u64) -> (usize, usize) {
     let writes = env.writes(key);
-    let below = writes.iter().filter(|(v, _)| *v as u64 <= safe_point).count();
+    let below = writes
+        .iter()
+        .filter(|(v, _)| *v as u64 <= safe_point)
+        .count();
     (below, writes.len() - below)
 }
 
@@ -83,7 +86,10 @@ fn gc_keeps_the_newest_version_at_or_below_the_safe_point_and_everything_above()
     let report = run(&gc, &[&table]).unwrap();
     assert!(report.safe_point < after, "{report:?}");
     let (below, above) = split_writes(&env, &key, report.safe_point);
-    assert_eq!(below, 1, "one record at or below the safe point stays: {report:?}");
+    assert_eq!(
+        below, 1,
+        "one record at or below the safe point stays: {report:?}"
+    );
     assert_eq!(above, 1, "v5 was committed after the safe point");
     let kept = env.writes(&key);
     assert!(kept.iter().all(|(_, r)| r.kind == WriteKind::Put));
@@ -132,7 +138,11 @@ fn a_reader_below_the_safe_point_fails_with_snapshot_too_old_never_a_wrong_answe
     let gc = worker(&env, &opts, &[&table]);
     let report = run(&gc, &[&table]).unwrap();
     assert!(report.safe_point > old_snapshot);
-    assert_eq!(report.removed(), 2, "the old record and its data: {report:?}");
+    assert_eq!(
+        report.removed(),
+        2,
+        "the old record and its data: {report:?}"
+    );
     let snap = reader.snapshot(old_snapshot).unwrap();
     match snap.get(&table, "r", "f", "q") {
         Err(e @ Error::SnapshotTooOld { .. }) => {
@@ -199,7 +209,9 @@ fn a_crash_mid_gc_leaves_every_read_right_and_a_rerun_finishes() {
     let opts = options(&env);
     let table = env.table("gc_crash");
     let client = env.client_with(opts.clone());
-    let keys: Vec<CellKey> = (0..12).map(|i| env.key(&table, &format!("r{i:02}"))).collect();
+    let keys: Vec<CellKey> = (0..12)
+        .map(|i| env.key(&table, &format!("r{i:02}")))
+        .collect();
     for round in 0..4 {
         client
             .run(|t| {

@@ -175,7 +175,10 @@ fn main() -> ExitCode {
         Command::ServeEmulator { latency_us } => serve_emulator(latency_us),
         Command::Gc(command) => command.run().map(|()| true),
         Command::GcBench(config) => percolator::cli::gc_bench::run(&config).map(|report| {
-            println!("{}", serde_json::to_string_pretty(&report).unwrap_or_default());
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&report).unwrap_or_default()
+            );
             true
         }),
     };

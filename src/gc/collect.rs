@@ -78,7 +78,9 @@ impl Pass<'_> {
             let version = u64::try_from(cell.timestamp).unwrap_or(0);
             if cell.family == schema.lock_family {
                 match decode_lock_state(Some(&cell.value)) {
-                    Ok(lock) => columns.entry(cell.qualifier.clone()).or_default().lock = Some(lock),
+                    Ok(lock) => {
+                        columns.entry(cell.qualifier.clone()).or_default().lock = Some(lock)
+                    }
                     Err(_) => damaged.push(cell.qualifier.clone()),
                 }
             } else if cell.family == schema.write_family {

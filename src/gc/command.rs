@@ -58,7 +58,11 @@ impl GcCommand {
     pub fn run(&self) -> Result<()> {
         let opts = GcOptions::default().with_life_time(parse_duration(&self.life_time)?)?;
         let interval = parse_duration(&self.interval)?;
-        let oracles: Vec<String> = self.oracle.split(',').map(|s| s.trim().to_string()).collect();
+        let oracles: Vec<String> = self
+            .oracle
+            .split(',')
+            .map(|s| s.trim().to_string())
+            .collect();
         let runtime = tokio::runtime::Runtime::new().map_err(|e| Error::io("starting tokio", e))?;
         runtime.block_on(async {
             let gc = GcWorker::connect(
@@ -143,7 +147,9 @@ fn show_progress(p: &GcProgress, terminal: bool) {
 /// `500ms`, `90s`, `10m`, `1h` (a bare number is seconds).
 fn parse_duration(text: &str) -> Result<Duration> {
     let text = text.trim();
-    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
     let (number, unit) = text.split_at(split);
     let bad = || Error::IllegalArgument {
         message: format!("cannot read {text:?} as a duration (e.g. 90s, 10m, 1h)"),

@@ -112,7 +112,13 @@ mod tests {
         use WriteKind::*;
         // Newest first: put@90 (s 85), rollback@70, lock@60, put@50 (s 45), put@30 (s 25).
         let col = column(
-            &[(90, Put, 85), (70, Rollback, 70), (60, Lock, 55), (50, Put, 45), (30, Put, 25)],
+            &[
+                (90, Put, 85),
+                (70, Rollback, 70),
+                (60, Lock, 55),
+                (50, Put, 45),
+                (30, Put, 25),
+            ],
             &[85, 45, 25],
         );
         let plan = plan_column(&col, 80);
@@ -132,7 +138,10 @@ mod tests {
     #[test]
     fn a_delete_at_the_top_goes_with_everything_older() {
         use WriteKind::*;
-        let col = column(&[(60, Delete, 55), (50, Put, 45), (40, Rollback, 40)], &[45]);
+        let col = column(
+            &[(60, Delete, 55), (50, Put, 45), (40, Rollback, 40)],
+            &[45],
+        );
         let plan = plan_column(&col, 70);
         assert_eq!(plan.writes, [60, 50, 40]);
         assert_eq!(plan.data, [45]);
@@ -144,7 +153,10 @@ mod tests {
         let col = column(&[(40, Rollback, 40), (20, Rollback, 20)], &[40]);
         let plan = plan_column(&col, 50);
         assert_eq!(plan.writes, [40, 20]);
-        assert!(plan.data.is_empty(), "no put or delete below the safe point hides it");
+        assert!(
+            plan.data.is_empty(),
+            "no put or delete below the safe point hides it"
+        );
     }
 
     #[test]
@@ -167,6 +179,9 @@ mod tests {
         assert!(plan.writes.is_empty());
         assert!(plan.data.is_empty());
         let plan = plan_column(&col, 95);
-        assert_eq!((plan.writes.as_slice(), plan.data.as_slice()), (&[30][..], &[10][..]));
+        assert_eq!(
+            (plan.writes.as_slice(), plan.data.as_slice()),
+            (&[30][..], &[10][..])
+        );
     }
 }

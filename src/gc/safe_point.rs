@@ -34,7 +34,9 @@ pub(crate) async fn oldest_published(
     let mut from = Vec::new();
     loop {
         let scan = Scan::range(from.clone(), Vec::new()).column(LIVENESS_FAMILY, OLDEST_QUALIFIER);
-        let page = store.scan_page(liveness_table, &scan, LIVENESS_PAGE).await?;
+        let page = store
+            .scan_page(liveness_table, &scan, LIVENESS_PAGE)
+            .await?;
         for row in &page {
             let published = row
                 .value(LIVENESS_FAMILY, OLDEST_QUALIFIER)
@@ -74,7 +76,11 @@ pub(crate) async fn advance(store: &dyn HBaseAccess, meta_table: &str, to: u64) 
             CompareOp::Equal,
             expected,
         )
-        .put(Put::new(GLOBAL_ROW).add(META_FAMILY, SAFE_POINT_QUALIFIER, to.to_be_bytes().to_vec()));
+        .put(Put::new(GLOBAL_ROW).add(
+            META_FAMILY,
+            SAFE_POINT_QUALIFIER,
+            to.to_be_bytes().to_vec(),
+        ));
         match store.check_and_mutate(meta_table, &cam).await {
             Ok(true) => return Ok(to),
             // Lost: someone moved it, or our own write landed; the next read tells.

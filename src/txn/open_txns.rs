@@ -60,7 +60,11 @@ mod tests {
         let c = open.register(10);
         assert_eq!(open.oldest(), Some(10));
         drop(b);
-        assert_eq!(open.oldest(), Some(10), "a second snapshot at 10 is still open");
+        assert_eq!(
+            open.oldest(),
+            Some(10),
+            "a second snapshot at 10 is still open"
+        );
         drop(c);
         assert_eq!(open.oldest(), Some(20));
         drop(a);

@@ -54,7 +54,10 @@ pub struct GcBenchReport {
 pub fn run(config: &GcBenchConfig) -> Result<GcBenchReport> {
     let stack = Stack::start(None, None)?;
     let suffix = format!("{}_{}", std::process::id(), rand::random::<u16>());
-    let (with, without) = (format!("gcb_with_{suffix}"), format!("gcb_without_{suffix}"));
+    let (with, without) = (
+        format!("gcb_with_{suffix}"),
+        format!("gcb_without_{suffix}"),
+    );
     let schema = txn::Schema::default();
     for t in [&with, &without] {
         txn::setup::create_table(&stack.hbase, &schema, t, &["f"])?;
@@ -74,7 +77,10 @@ pub fn run(config: &GcBenchConfig) -> Result<GcBenchReport> {
         gc_opts,
     );
     let handle = runtime.block_on(async {
-        worker.spawn(vec![with.clone()], Duration::from_secs(config.interval_secs))
+        worker.spawn(
+            vec![with.clone()],
+            Duration::from_secs(config.interval_secs),
+        )
     });
     let stop = Arc::new(AtomicBool::new(false));
     let updates = Arc::new(AtomicU64::new(0));
@@ -134,7 +140,8 @@ fn footprint(stack: &Stack, table: &str) -> Result<Footprint> {
             };
             *per_cell.entry(q).or_default() += 1;
             versions += 1;
-            bytes += (row.row.len() + c.family.len() + c.qualifier.len() + 8 + c.value.len()) as u64;
+            bytes +=
+                (row.row.len() + c.family.len() + c.qualifier.len() + 8 + c.value.len()) as u64;
         }
         cells += per_cell.len() as u64;
         max = max.max(per_cell.values().copied().max().unwrap_or(0));
