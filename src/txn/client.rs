@@ -333,7 +333,9 @@ impl AsyncClient {
 
     /// Whether the transaction that started at `start_ts` with primary `primary` committed:
     /// `Some(commit_ts)`, or `None` when it is rolled back or not (yet) committed. Resolves the
-    /// primary if its owner is gone, so the answer is final unless the owner is alive.
+    /// primary if its owner is gone, so the answer is final unless the owner is alive. Below
+    /// the GC safe point the record may have been collected: `None` there is
+    /// `SnapshotTooOld` instead, never a guess.
     ///
     /// ```
     /// # let emulator = percolator::emulator::start_local()?;
@@ -362,9 +364,13 @@ impl AsyncClient {
         start_ts: u64,
     ) -> Result<Option<u64>> {
         let session = Session::new(self.shared.ctx.clone());
-        LockResolver::new(&session)
+        let status = LockResolver::new(&session)
             .settle_transaction(primary, start_ts)
-            .await
+            .await?;
+        if status.is_none() {
+            self.shared.ctx.check_snapshot(start_ts).await?;
+        }
+        Ok(status)
     }
 
     /// ```
