@@ -33,7 +33,7 @@ pub(crate) struct ColumnPlan {
 /// The versions of `column` that no reader at or above `safe_point` can need.
 pub(crate) fn plan_column(column: &StoredColumn, safe_point: u64) -> ColumnPlan {
     let mut writes = column.writes.clone();
-    writes.sort_by(|a, b| b.0.cmp(&a.0));
+    writes.sort_by_key(|w| std::cmp::Reverse(w.0));
     let mut plan = ColumnPlan::default();
     let mut keep_data = HashSet::new();
     let mut drop_data = HashSet::new();
