@@ -41,6 +41,16 @@ fn options(env: &Env) -> TxnOptions {
         .build()
 }
 
+/// A fixture, options of this test's own, a table, a client and the cell `r` of the table.
+fn setup(prefix: &str) -> (Env, TxnOptions, String, Client, CellKey) {
+    let env = Env::start();
+    let opts = options(&env);
+    let table = env.table(prefix);
+    let client = env.client_with(opts.clone());
+    let key = env.key(&table, "r");
+    (env, opts, table, client, key)
+}
+
 fn worker(env: &Env, opts: &TxnOptions, tables: &[&str]) -> GcWorker {
     worker_with(env, opts, tables, GcOptions::default())
 }
@@ -83,11 +93,7 @@ fn split_writes(env: &Env, key: &CellKey, safe_point: u64) -> (usize, usize) {
 
 #[test]
 fn gc_keeps_the_newest_version_at_or_below_the_safe_point_and_everything_above() {
-    let env = Env::start();
-    let opts = options(&env);
-    let table = env.table("gc_keep");
-    let client = env.client_with(opts.clone());
-    let key = env.key(&table, "r");
+    let (env, opts, table, client, key) = setup("gc_keep");
     for v in ["v1", "v2", "v3", "v4"] {
         put(&client, &key, v);
     }
@@ -129,11 +135,7 @@ fn gc_keeps_the_newest_version_at_or_below_the_safe_point_and_everything_above()
 /// needs, must fail; it must never answer from what is left.
 #[test]
 fn a_reader_below_the_safe_point_fails_with_snapshot_too_old_never_a_wrong_answer() {
-    let env = Env::start();
-    let opts = options(&env);
-    let table = env.table("gc_old");
-    let writer = env.client_with(opts.clone());
-    let key = env.key(&table, "r");
+    let (env, opts, table, writer, key) = setup("gc_old");
     put(&writer, &key, "old");
     let old_snapshot = env.ts();
     put(&writer, &key, "new");
@@ -176,11 +178,7 @@ fn a_reader_below_the_safe_point_fails_with_snapshot_too_old_never_a_wrong_answe
 
 #[test]
 fn a_long_running_transaction_holds_the_safe_point_back() {
-    let env = Env::start();
-    let opts = options(&env);
-    let table = env.table("gc_long");
-    let client = env.client_with(opts.clone());
-    let key = env.key(&table, "r");
+    let (env, opts, table, client, key) = setup("gc_long");
     put(&client, &key, "first");
     let long = env.client_with(opts.clone());
     let mut txn = long.begin().unwrap();

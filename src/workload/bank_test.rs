@@ -14,18 +14,19 @@ use crate::workload::stack::Stack;
 
 const CRASH_RATE: f64 = 0.005;
 
-fn seconds() -> u64 {
-    std::env::var("BANK_SECONDS")
+/// Seconds from the environment variable `var`, else `default`.
+fn seconds(var: &str, default: u64) -> u64 {
+    std::env::var(var)
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(55)
+        .unwrap_or(default)
 }
 
-#[test]
-fn bank_transfers_keep_every_snapshot_balanced_through_client_crashes() {
+/// An embedded stack and client options with short TTLs, liveness rows in `liveness_table`.
+fn bank_stack(liveness_table: &str) -> (Stack, crate::txn::TxnOptionsBuilder) {
     let stack = Stack::start(None, None).expect("embedded emulator and oracle");
     let liveness = LivenessConfig {
-        table: "bank_liveness".into(),
+        table: liveness_table.into(),
         ttl_secs: 1,
     };
     let options = stack
@@ -34,6 +35,12 @@ fn bank_transfers_keep_every_snapshot_balanced_through_client_crashes() {
         .to_builder()
         .lock_ttl(Duration::from_secs(2))
         .max_lock_wait(Duration::from_secs(5));
+    (stack, options)
+}
+
+#[test]
+fn bank_transfers_keep_every_snapshot_balanced_through_client_crashes() {
+    let (stack, options) = bank_stack("bank_liveness");
 
     #[cfg(not(feature = "failpoints"))]
     let options =
@@ -46,7 +53,7 @@ fn bank_transfers_keep_every_snapshot_balanced_through_client_crashes() {
         initial_balance: 1000,
         clients: 8,
         auditors: 2,
-        duration: Duration::from_secs(seconds()),
+        duration: Duration::from_secs(seconds("BANK_SECONDS", 55)),
         options,
     };
     bank::setup(&stack, &config).expect("open accounts");
@@ -77,13 +84,6 @@ fn bank_transfers_keep_every_snapshot_balanced_through_client_crashes() {
     assert_eq!(report.final_total, report.expected_total);
 }
 
-fn gc_seconds() -> u64 {
-    std::env::var("GC_BANK_SECONDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(20)
-}
-
 /// The bank with GC collecting both tables every half second at the shortest life time
 /// (docs/gc.md): auditors must still see every snapshot balanced (a version collected from
 /// under a reader would break a sum), and afterwards each cell holds one version at or below
@@ -94,18 +94,8 @@ fn bank_stays_balanced_and_versions_bounded_with_gc_running() {
     use crate::hbase::Scan;
     use crate::txn::codec::decode_write;
 
-    let stack = Stack::start(None, None).expect("embedded emulator and oracle");
-    let liveness = LivenessConfig {
-        table: "bank_gc_liveness".into(),
-        ttl_secs: 1,
-    };
-    let options = stack
-        .txn_options(liveness)
-        .expect("liveness table")
-        .to_builder()
-        .lock_ttl(Duration::from_secs(2))
-        .max_lock_wait(Duration::from_secs(5))
-        .build();
+    let (stack, options) = bank_stack("bank_gc_liveness");
+    let options = options.build();
     let tables = vec!["gc_checking".to_string(), "gc_savings".to_string()];
     let config = BankConfig {
         tables: tables.clone(),
@@ -113,25 +103,21 @@ fn bank_stays_balanced_and_versions_bounded_with_gc_running() {
         initial_balance: 1000,
         clients: 4,
         auditors: 2,
-        duration: Duration::from_secs(gc_seconds()),
+        duration: Duration::from_secs(seconds("GC_BANK_SECONDS", 20)),
         options: options.clone(),
     };
     bank::setup(&stack, &config).expect("open accounts");
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    let gc_opts = GcOptions::default()
-        .with_life_time(MIN_LIFE_TIME)
-        .unwrap()
-        .resolving_locks_in(tables.clone());
-    let worker = GcWorker::new(
-        stack.client(options.clone()).unwrap().asynchronous(),
-        stack.hbase.clone(),
-        gc_opts,
-    );
-    let handle = runtime.block_on(async {
-        worker
-            .clone()
-            .spawn(tables.clone(), Duration::from_millis(500))
-    });
+    let worker = || {
+        let gc_opts = GcOptions::default()
+            .with_life_time(MIN_LIFE_TIME)
+            .unwrap()
+            .resolving_locks_in(tables.clone());
+        let client = stack.client(options.clone()).unwrap().asynchronous();
+        GcWorker::new(client, stack.hbase.clone(), gc_opts)
+    };
+    let handle =
+        runtime.block_on(async { worker().spawn(tables.clone(), Duration::from_millis(500)) });
     let report = bank::run(&stack, &config, &|_, _| {}).expect("bank run");
     let last = runtime.block_on(handle.shutdown());
     eprintln!("bank with GC: {report:#?}\nlast GC round: {last:#?}");
@@ -142,14 +128,7 @@ fn bank_stays_balanced_and_versions_bounded_with_gc_running() {
     assert!(last.removed() > 0, "GC removed nothing: {last:?}");
 
     // One more round, then every cell keeps one version at or below the safe point.
-    let worker = GcWorker::new(
-        stack.client(options).unwrap().asynchronous(),
-        stack.hbase.clone(),
-        GcOptions::default()
-            .with_life_time(MIN_LIFE_TIME)
-            .unwrap()
-            .resolving_locks_in(tables.clone()),
-    );
+    let worker = worker();
     let round = runtime
         .block_on(worker.run_once(&tables, &|_| {}))
         .expect("final round");
