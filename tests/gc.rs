@@ -327,3 +327,38 @@ fn background_gc_is_drained_on_shutdown_and_a_short_life_time_is_refused() {
     assert_eq!(split_writes(&env, &key, last.safe_point).0, 1);
     assert_eq!(get(&client, &key), Some(b"c".to_vec()));
 }
+
+#[test]
+fn percolator_gc_reports_a_round_as_json_and_refuses_bad_input_with_a_non_zero_exit() {
+    let (env, opts, table, client, key) = setup("gc_cli");
+    for v in ["a", "b", "c"] {
+        put(&client, &key, v);
+    }
+    std::thread::sleep(LIFE + Duration::from_millis(500));
+    let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())
+        .expect("oracle");
+    let gc = |extra: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_percolator"))
+            .args(["gc", "--hbase", &env.addr])
+            .args(["--oracle", &oracle.local_addr().to_string()])
+            .args(["--meta-table", &opts.schema().meta_table])
+            .args(["--liveness-table", &opts.liveness().table])
+            .args(extra)
+            .output()
+            .expect("run percolator gc")
+    };
+    let out = gc(&["--life-time", "5s", "--once", "--json", &table]);
+    assert!(out.status.success(), "{out:?}");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON report");
+    assert!(report["safe_point"].as_u64().unwrap() > 0, "{report}");
+    assert_eq!(report["tables"][0]["write_records_removed"], 2, "{report}");
+    assert_eq!(report["tables"][0]["cells"], 1, "{report}");
+    assert_eq!(get(&client, &key), Some(b"c".to_vec()));
+
+    let short = gc(&["--life-time", "1s", "--once", &table]);
+    assert!(!short.status.success());
+    assert!(String::from_utf8_lossy(&short.stderr).contains("below the minimum"));
+    let missing = gc(&["--once", "no_such_table_for_gc"]);
+    assert!(!missing.status.success(), "{missing:?}");
+    assert!(!String::from_utf8_lossy(&missing.stderr).is_empty());
+}

@@ -7,7 +7,7 @@ use std::time::Duration;
 use crate::error::{Error, Result};
 use crate::gc::{GcOptions, GcProgress, GcReport, GcWorker};
 use crate::hbase::HBaseConfig;
-use crate::txn::TxnOptions;
+use crate::txn::{LivenessConfig, Schema, TxnOptions};
 
 /// `percolator gc` options (also its command-line arguments).
 ///
@@ -39,6 +39,12 @@ pub struct GcCommand {
     /// One JSON report per round on stdout.
     #[arg(long)]
     pub json: bool,
+    /// The meta table holding the safe point (the clients' `Schema::meta_table`).
+    #[arg(long, default_value = "percolator_meta")]
+    pub meta_table: String,
+    /// The liveness table where clients publish their open transactions.
+    #[arg(long, default_value = "percolator_liveness")]
+    pub liveness_table: String,
     /// The tables to collect.
     #[arg(required = true)]
     pub tables: Vec<String>,
@@ -65,13 +71,20 @@ impl GcCommand {
             .collect();
         let runtime = tokio::runtime::Runtime::new().map_err(|e| Error::io("starting tokio", e))?;
         runtime.block_on(async {
-            let gc = GcWorker::connect(
-                HBaseConfig::new(self.hbase.clone()),
-                &oracles,
-                TxnOptions::default(),
-                opts,
-            )
-            .await?;
+            let schema = Schema {
+                meta_table: self.meta_table.clone(),
+                ..Schema::default()
+            };
+            let liveness = LivenessConfig {
+                table: self.liveness_table.clone(),
+                ..LivenessConfig::default()
+            };
+            let txn = TxnOptions::builder()
+                .schema(schema)
+                .liveness(liveness)
+                .build();
+            let gc = GcWorker::connect(HBaseConfig::new(self.hbase.clone()), &oracles, txn, opts)
+                .await?;
             let result = self.rounds(&gc, interval).await;
             gc.shutdown().await;
             result
