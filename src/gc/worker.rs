@@ -47,7 +47,7 @@ impl Default for GcOptions {
     fn default() -> Self {
         GcOptions {
             life_time: Duration::from_secs(600),
-            page_rows: 256,
+            page_rows: 64,
             lock_tables: None,
             crash_after_pages: None,
         }
