@@ -27,6 +27,23 @@ struct Shared {
     shut_down: AtomicBool,
 }
 
+impl Shared {
+    async fn shutdown(&self) {
+        self.shut_down.store(true, Ordering::SeqCst);
+        let ctx = &self.ctx;
+        ctx.background().drain().await;
+        let heartbeat = self.heartbeat.lock().take();
+        if let Some(mut heartbeat) = heartbeat {
+            heartbeat.stop().await;
+            if !ctx.is_dead() {
+                if let Err(e) = ctx.liveness().remove(ctx.store()).await {
+                    tracing::warn!(error = %e, "could not remove liveness row");
+                }
+            }
+        }
+    }
+}
+
 /// A transactional client for tokio code. Cheap to clone; clones share connections, the
 /// heartbeat and the liveness row. Call [`shutdown`](Self::shutdown) when done: it waits for
 /// background commits and removes the liveness row (dropping the last clone starts the same
@@ -60,13 +77,12 @@ pub struct AsyncClient {
 impl Drop for AsyncClient {
     fn drop(&mut self) {
         if Arc::strong_count(&self.handles) == 1 && !self.shared.shut_down.load(Ordering::SeqCst) {
-            let me = AsyncClient {
-                shared: Arc::clone(&self.shared),
-                handles: Arc::new(()),
-            };
+            let shared = Arc::clone(&self.shared);
             let runtime = self.shared.ctx.background().runtime().clone();
-            // The last handle is gone: nobody is left to await the shutdown.
-            runtime.spawn(async move { me.shutdown().await });
+            // The last handle is gone: nobody is left to await the shutdown. The task holds
+            // no client handle: a runtime shutting down drops it unpolled, and a handle's drop
+            // would spawn it again, without end.
+            runtime.spawn(async move { shared.shutdown().await });
         }
     }
 }
@@ -443,18 +459,7 @@ impl AsyncClient {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub async fn shutdown(&self) {
-        self.shared.shut_down.store(true, Ordering::SeqCst);
-        let ctx = &self.shared.ctx;
-        ctx.background().drain().await;
-        let heartbeat = self.shared.heartbeat.lock().take();
-        if let Some(mut heartbeat) = heartbeat {
-            heartbeat.stop().await;
-            if !ctx.is_dead() {
-                if let Err(e) = ctx.liveness().remove(ctx.store()).await {
-                    tracing::warn!(error = %e, "could not remove liveness row");
-                }
-            }
-        }
+        self.shared.shutdown().await
     }
 
     /// Simulates a crash: the client stops on the spot, leaving its locks and letting its
