@@ -28,7 +28,7 @@ pub(crate) async fn resolve_below(
     cancelled: &(dyn Fn() -> bool + Send + Sync),
 ) -> Result<u64> {
     let session = Session::new(ctx.clone());
-    let resolver = LockResolver::forcing(&session);
+    let resolver = LockResolver::forcing_below(&session, safe_point);
     let lock_family = ctx.schema().lock_family.clone();
     let mut found = 0;
     for table in tables {

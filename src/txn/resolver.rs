@@ -19,25 +19,26 @@ const MAX_ROUNDS: usize = 6;
 
 pub(crate) struct LockResolver<'a> {
     session: &'a Session,
-    /// Every lock counts as cleanable, whatever its owner's liveness (GC below the safe
-    /// point: such a transaction can no longer read or commit, docs/gc.md).
-    force: bool,
+    /// Locks that started below this count as cleanable whatever their owner's liveness (GC
+    /// below its safe point: such a transaction can no longer read or commit, docs/gc.md).
+    /// Locks above it, a live transaction met on the way, are judged as usual.
+    force_below: u64,
 }
 
 impl<'a> LockResolver<'a> {
     pub fn new(session: &'a Session) -> Self {
         LockResolver {
             session,
-            force: false,
+            force_below: 0,
         }
     }
 
-    /// A resolver that decides every lock now: rolls it forward if its primary committed,
-    /// back otherwise, without waiting for a live owner.
-    pub fn forcing(session: &'a Session) -> Self {
+    /// A resolver that decides every lock that started below `safe_point` now: rolls it
+    /// forward if its primary committed, back otherwise, without waiting for a live owner.
+    pub fn forcing_below(session: &'a Session, safe_point: u64) -> Self {
         LockResolver {
             session,
-            force: true,
+            force_below: safe_point,
         }
     }
 
@@ -182,7 +183,7 @@ impl<'a> LockResolver<'a> {
 
     /// A lock may be cleaned when its wall time is stale or its owner's liveness row is gone.
     async fn may_clean(&self, lock: &Lock) -> Result<bool> {
-        if self.force {
+        if lock.start_ts < self.force_below {
             return Ok(true);
         }
         let ctx = self.session.ctx();
