@@ -401,3 +401,55 @@ fn two_gc_processes_at_once_leave_one_version_below_the_safe_point_and_reads_rig
     block(a.shutdown());
     block(b.shutdown());
 }
+
+/// A raw prewrite of `key` for a transaction at `start_ts` with `primary`, owned by `owner`,
+/// its wall time now and a long TTL (the parts of a commit a test needs to leave behind).
+fn prewrite(env: &Env, key: &CellKey, start_ts: u64, primary: &CellKey, owner: &str) {
+    use percolator::txn::actions;
+    use percolator::txn::codec::{encode_lock, Lock, MutationKind};
+    let lock = Lock {
+        start_ts,
+        kind: MutationKind::Put,
+        primary: primary.clone(),
+        owner: owner.to_string(),
+        wall_ms: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as u64,
+        ttl_ms: 60_000,
+        short_value: Some(b"x".to_vec()),
+    };
+    let bytes = encode_lock(&lock);
+    let cam = actions::prewrite(&env.schema, key, &lock, &bytes, Some(b"x"), false);
+    assert!(
+        env.hbase.check_and_mutate(&key.table, &cam).unwrap(),
+        "{key} prewrite"
+    );
+}
+
+#[test]
+fn gc_never_rolls_back_a_live_transaction_above_the_safe_point() {
+    let (env, opts, table, client, _) = setup("gc_live");
+    let (p, s) = (env.key(&table, "p"), env.key(&table, "s"));
+    put(&client, &p, "p0");
+    put(&client, &s, "s0");
+    // An old transaction left a secondary lock; its primary prewrite never landed.
+    prewrite(&env, &s, env.ts(), &p, "a-client-long-gone");
+    std::thread::sleep(LIFE + Duration::from_millis(500));
+    // A live transaction above the safe point holds that primary.
+    let live = env.client_with(opts.clone());
+    prewrite(&env, &p, env.ts(), &p, live.owner_id());
+    let held = env.raw_lock(&p);
+    let gc = worker(&env, &opts, &[&table]);
+    match run(&gc, &[&table]) {
+        Err(Error::KeyLocked { .. }) => {}
+        other => panic!("the round must wait for the live transaction, got {other:?}"),
+    }
+    assert_eq!(
+        env.raw_lock(&p),
+        held,
+        "the live transaction's lock is untouched"
+    );
+    block(gc.shutdown());
+    live.shutdown();
+}
