@@ -1,10 +1,12 @@
 //! `percolator gc`: one round (`--once`) or rounds every `--interval` until Ctrl-C, with a
 //! progress line on a terminal and a report per round (text, or JSON lines with `--json`).
+//! With `--interval`, a round that fails with a retryable error (a live lock, a busy region)
+//! is logged and the next one starts over; anything else ends the command, non-zero.
 
 use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, RetryClass};
 use crate::gc::{GcOptions, GcProgress, GcReport, GcWorker};
 use crate::hbase::HBaseConfig;
 use crate::txn::{LivenessConfig, Schema, TxnOptions};
@@ -94,13 +96,20 @@ impl GcCommand {
     async fn rounds(&self, gc: &GcWorker, interval: Duration) -> Result<()> {
         let terminal = std::io::stderr().is_terminal();
         loop {
-            let report = gc
+            let round = gc
                 .run_once(&self.tables, &|p: &GcProgress| show_progress(p, terminal))
-                .await?;
+                .await;
             if terminal {
                 eprintln!();
             }
-            self.print(&report)?;
+            match round {
+                Ok(report) => self.print(&report)?,
+                // Between rounds nothing is half done: a transient failure waits for the next.
+                Err(e) if !self.once && e.retry_class() == RetryClass::Retry => {
+                    tracing::warn!(error = %e, "GC round failed; the next round starts over");
+                }
+                Err(e) => return Err(e),
+            }
             if self.once {
                 return Ok(());
             }
