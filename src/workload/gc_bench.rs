@@ -30,6 +30,10 @@ pub struct GcBenchConfig {
     pub life_time_secs: u64,
     #[arg(long, default_value_t = 1)]
     pub interval_secs: u64,
+    /// HBase Thrift2 gateway host:port (default: embedded emulator); the bench's tables are
+    /// dropped at the end.
+    #[arg(long)]
+    pub hbase: Option<String>,
 }
 
 /// Versions and bytes stored per logical cell in one table.
@@ -52,20 +56,28 @@ pub struct GcBenchReport {
 }
 
 pub fn run(config: &GcBenchConfig) -> Result<GcBenchReport> {
-    let stack = Stack::start(None, None)?;
+    let stack = Stack::start(config.hbase.as_deref(), None)?;
     let suffix = format!("{}_{}", std::process::id(), rand::random::<u16>());
     let (with, without) = (
         format!("gcb_with_{suffix}"),
         format!("gcb_without_{suffix}"),
     );
-    let schema = txn::Schema::default();
+    // A meta table of its own: its safe point concerns no one else's transactions.
+    let schema = txn::Schema {
+        meta_table: format!("gcb_meta_{suffix}"),
+        ..txn::Schema::default()
+    };
     for t in [&with, &without] {
         txn::setup::create_table(&stack.hbase, &schema, t, &["f"])?;
     }
-    let options = stack.txn_options(LivenessConfig {
-        table: format!("gcb_liveness_{suffix}"),
-        ttl_secs: 3,
-    })?;
+    let options = stack
+        .txn_options(LivenessConfig {
+            table: format!("gcb_liveness_{suffix}"),
+            ttl_secs: 3,
+        })?
+        .to_builder()
+        .schema(schema.clone())
+        .build();
     let client = stack.client(options.clone())?;
     let runtime = tokio::runtime::Runtime::new().map_err(|e| crate::Error::io("tokio", e))?;
     let gc_opts = GcOptions::default()
@@ -113,14 +125,22 @@ pub fn run(config: &GcBenchConfig) -> Result<GcBenchReport> {
     let lag = crate::oracle::physical_of(stack.tso.get_timestamp()?)
         .saturating_sub(crate::oracle::physical_of(last.safe_point)) as f64
         / 1000.0;
-    Ok(GcBenchReport {
+    let report = GcBenchReport {
         updates: updates.load(Ordering::Relaxed),
         seconds,
         with_gc: footprint(&stack, &with)?,
         without_gc: footprint(&stack, &without)?,
         gc_rounds_cells_per_sec: rate,
         gc_safe_point_lag_secs: lag,
-    })
+    };
+    let admin = stack.hbase.admin();
+    let liveness = format!("gcb_liveness_{suffix}");
+    for t in [&with, &without, &liveness, &schema.meta_table] {
+        if let Err(e) = admin.disable_table(t).and_then(|()| admin.delete_table(t)) {
+            tracing::warn!(table = %t, error = %e, "could not drop a bench table");
+        }
+    }
+    Ok(report)
 }
 
 /// Every stored version of the user and write families (lock cells are one per logical cell
