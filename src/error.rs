@@ -335,6 +335,17 @@ pub enum Error {
         seam: &'static str,
     },
 
+    /// The transaction's snapshot is below the GC safe point: versions it would read may
+    /// have been collected, so it must not read (or commit) at all. A new transaction gets a
+    /// new start timestamp above the safe point, hence `Retry` (docs/gc.md).
+    #[error("snapshot {start_ts} is older than the GC safe point {safe_point}")]
+    SnapshotTooOld {
+        /// The transaction's start timestamp.
+        start_ts: u64,
+        /// The safe point it is below.
+        safe_point: u64,
+    },
+
     /// The client (or the oracle client under it) was shut down.
     #[error("client is shut down")]
     Shutdown,
@@ -385,7 +396,8 @@ impl Error {
             | Error::OracleUnavailable { .. }
             | Error::WriteConflict { .. }
             | Error::KeyLocked { .. }
-            | Error::RolledBack { .. } => RetryClass::Retry,
+            | Error::RolledBack { .. }
+            | Error::SnapshotTooOld { .. } => RetryClass::Retry,
             Error::OutcomeUnknown { .. }
             | Error::CommitUndetermined { .. }
             | Error::ClientCrashed { .. } => RetryClass::Undetermined,

@@ -21,6 +21,7 @@
 //! - [`observer`]: observers over the transactions: notifications written with commits, the
 //!   [`Observer`](observer::Observer) trait and the [`ObserverWorker`](observer::ObserverWorker)
 //!   that runs them, sharing the work through leases in HBase.
+//! - [`gc`]: garbage collection below a safe point ([`gc::GcWorker`], `percolator gc`).
 //! - [`emulator`]: an in-memory server speaking Thrift2 with HBase 2.x semantics.
 //! - [`tools`]: operator helpers over the transaction API: lock listing and resolution, and
 //!   how the data commands show values.
@@ -53,6 +54,7 @@ mod clock;
 pub mod commands;
 pub mod emulator;
 mod error;
+pub mod gc;
 pub mod hbase;
 mod key;
 pub mod migrate;
@@ -76,5 +78,6 @@ pub mod cli {
     pub use crate::workload::bench::{self, BenchConfig, BenchReport, WORKLOADS};
     pub use crate::workload::demo::{self, DemoConfig};
     pub use crate::workload::observe_demo::{self, ObserveDemoConfig};
+    pub use crate::workload::gc_bench::{self, GcBenchConfig};
     pub use crate::workload::stack::Stack;
 }

@@ -81,6 +81,12 @@ enum Command {
     },
     #[command(flatten)]
     Data(percolator::commands::DataCommand),
+    /// Garbage collection: removes versions no reader can need below a safe point that
+    /// trails the oracle by --life-time and never passes a live transaction.
+    Gc(percolator::gc::GcCommand),
+    /// An hour of updates compressed in time, with and without GC (the README's figure).
+    #[command(hide = true)]
+    GcBench(percolator::cli::GcBenchConfig),
     /// The emulator for `bench --profile cluster`, in a process of its own: prints its address
     /// on the first line, serves until its standard input closes (its parent exited).
     #[command(hide = true)]
@@ -181,6 +187,14 @@ fn main() -> ExitCode {
         Command::ServeEmulator { latency_us } => serve_emulator(latency_us),
         Command::Migrate { command } => percolator::commands::migrate(&command),
         Command::Data(command) => percolator::commands::data(&command),
+        Command::Gc(command) => command.run().map(|()| true),
+        Command::GcBench(config) => percolator::cli::gc_bench::run(&config).map(|report| {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&report).unwrap_or_default()
+            );
+            true
+        }),
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,

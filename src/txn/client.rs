@@ -27,6 +27,23 @@ struct Shared {
     shut_down: AtomicBool,
 }
 
+impl Shared {
+    async fn shutdown(&self) {
+        self.shut_down.store(true, Ordering::SeqCst);
+        let ctx = &self.ctx;
+        ctx.background().drain().await;
+        let heartbeat = self.heartbeat.lock().take();
+        if let Some(mut heartbeat) = heartbeat {
+            heartbeat.stop().await;
+            if !ctx.is_dead() {
+                if let Err(e) = ctx.liveness().remove(ctx.store()).await {
+                    tracing::warn!(error = %e, "could not remove liveness row");
+                }
+            }
+        }
+    }
+}
+
 /// A transactional client for tokio code. Cheap to clone; clones share connections, the
 /// heartbeat and the liveness row. Call [`shutdown`](Self::shutdown) when done: it waits for
 /// background commits and removes the liveness row (dropping the last clone starts the same
@@ -60,13 +77,12 @@ pub struct AsyncClient {
 impl Drop for AsyncClient {
     fn drop(&mut self) {
         if Arc::strong_count(&self.handles) == 1 && !self.shared.shut_down.load(Ordering::SeqCst) {
-            let me = AsyncClient {
-                shared: Arc::clone(&self.shared),
-                handles: Arc::new(()),
-            };
+            let shared = Arc::clone(&self.shared);
             let runtime = self.shared.ctx.background().runtime().clone();
-            // The last handle is gone: nobody is left to await the shutdown.
-            runtime.spawn(async move { me.shutdown().await });
+            // The last handle is gone: nobody is left to await the shutdown. The task holds
+            // no client handle: a runtime shutting down drops it unpolled, and a handle's drop
+            // would spawn it again, without end.
+            runtime.spawn(async move { shared.shutdown().await });
         }
     }
 }
@@ -112,7 +128,7 @@ impl AsyncClient {
         );
         let liveness = Liveness::new(options.liveness.clone(), owner);
         liveness
-            .refresh(store.as_ref(), options.clock.now_ms())
+            .refresh(store.as_ref(), options.clock.now_ms(), None)
             .await?;
         let ctx = Arc::new(Context::new(store, tso, options, liveness, runtime));
         let heartbeat = Heartbeat::start(&ctx);
@@ -160,6 +176,12 @@ impl AsyncClient {
         .map_err(|_| Error::Shutdown)??;
         let tso = OracleClient::connect_async(oracle_addrs, OracleConfig::default()).await?;
         Self::new(Arc::new(hbase), Arc::new(tso), options).await
+    }
+
+    /// What this client's transactions share (GC resolves locks through it, observer runs read
+    /// raw cells through it).
+    pub(crate) fn ctx(&self) -> &Arc<Context> {
+        &self.shared.ctx
     }
 
     /// The runtime this client's connections and background tasks run on.
@@ -246,11 +268,6 @@ impl AsyncClient {
         Ok(AsyncTransaction::new(Session::new(self.shared.ctx.clone())))
     }
 
-    /// What this client's transactions share (for the observer worker's raw reads).
-    pub(crate) fn ctx(&self) -> &Arc<Context> {
-        &self.shared.ctx
-    }
-
     /// A read-only transaction whose snapshot is `ts` (an earlier commit timestamp, say):
     /// reads see exactly what was committed at or below it. Writes are refused.
     ///
@@ -333,7 +350,9 @@ impl AsyncClient {
 
     /// Whether the transaction that started at `start_ts` with primary `primary` committed:
     /// `Some(commit_ts)`, or `None` when it is rolled back or not (yet) committed. Resolves the
-    /// primary if its owner is gone, so the answer is final unless the owner is alive.
+    /// primary if its owner is gone, so the answer is final unless the owner is alive. Below
+    /// the GC safe point the record may have been collected: `None` there is
+    /// `SnapshotTooOld` instead, never a guess.
     ///
     /// ```
     /// # let emulator = percolator::emulator::start_local()?;
@@ -362,9 +381,13 @@ impl AsyncClient {
         start_ts: u64,
     ) -> Result<Option<u64>> {
         let session = Session::new(self.shared.ctx.clone());
-        LockResolver::new(&session)
+        let status = LockResolver::new(&session)
             .settle_transaction(primary, start_ts)
-            .await
+            .await?;
+        if status.is_none() {
+            self.shared.ctx.check_snapshot(start_ts).await?;
+        }
+        Ok(status)
     }
 
     /// ```
@@ -437,18 +460,7 @@ impl AsyncClient {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub async fn shutdown(&self) {
-        self.shared.shut_down.store(true, Ordering::SeqCst);
-        let ctx = &self.shared.ctx;
-        ctx.background().drain().await;
-        let heartbeat = self.shared.heartbeat.lock().take();
-        if let Some(mut heartbeat) = heartbeat {
-            heartbeat.stop().await;
-            if !ctx.is_dead() {
-                if let Err(e) = ctx.liveness().remove(ctx.store()).await {
-                    tracing::warn!(error = %e, "could not remove liveness row");
-                }
-            }
-        }
+        self.shared.shutdown().await
     }
 
     /// Simulates a crash: the client stops on the spot, leaving its locks and letting its

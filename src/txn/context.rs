@@ -15,7 +15,8 @@ use crate::oracle::TimestampSource;
 use crate::txn::background::Background;
 use crate::txn::fusion::ReadFusion;
 use crate::txn::liveness::Liveness;
-use crate::txn::meta::{meta_row, MetaCache, META_FAMILY, MIG_BUSY_STATES, MIG_STATE};
+use crate::txn::meta::{meta_row, MetaCache, GLOBAL_ROW, META_FAMILY, MIG_BUSY_STATES, MIG_STATE};
+use crate::txn::open_txns::OpenTransactions;
 use crate::txn::options::{Seam, TxnOptions};
 use crate::txn::primaries::Primaries;
 use crate::txn::schema::Schema;
@@ -36,6 +37,7 @@ pub(crate) struct Context {
     background: Background,
     reads: ReadFusion,
     meta: MetaCache,
+    open: Arc<OpenTransactions>,
 }
 
 impl Context {
@@ -58,6 +60,7 @@ impl Context {
             background: Background::new(runtime),
             reads: ReadFusion::default(),
             meta: MetaCache::default(),
+            open: Arc::default(),
         }
     }
 
@@ -130,6 +133,18 @@ impl Context {
         self.meta
             .refresh(self.store(), &self.opts.schema.meta_table, row)
             .await
+    }
+
+    /// The start timestamps of this client's open transactions.
+    pub fn open_txns(&self) -> &Arc<OpenTransactions> {
+        &self.open
+    }
+
+    /// `SnapshotTooOld` if GC's safe point, as cached, is above `start_ts` (docs/gc.md).
+    pub async fn check_snapshot(&self, start_ts: u64) -> Result<()> {
+        let global = self.meta_row(GLOBAL_ROW).await?;
+        let safe_point = crate::txn::safe_point::decode(&global, &self.opts.schema.meta_table)?;
+        crate::txn::safe_point::check(start_ts, safe_point)
     }
 
     pub async fn timestamp(&self) -> Result<u64> {

@@ -67,7 +67,8 @@ async fn run(weak: Weak<Context>, mut stopped: watch::Receiver<bool>, tick: Dura
         }
         let liveness = ctx.liveness();
         if last_liveness.elapsed() >= liveness.config().refresh_interval() {
-            match liveness.refresh(ctx.store(), ctx.now_ms()).await {
+            let oldest = ctx.open_txns().oldest();
+            match liveness.refresh(ctx.store(), ctx.now_ms(), oldest).await {
                 Ok(()) => last_liveness = tokio::time::Instant::now(),
                 Err(e) => tracing::warn!(error = %e, "liveness refresh failed"),
             }

@@ -35,6 +35,10 @@ impl Default for LivenessConfig {
 
 const FAMILY: &[u8] = b"l";
 const QUALIFIER: &[u8] = b"a";
+/// The oldest start_ts among the client's open transactions (BE u64), empty when none: GC
+/// keeps the safe point at or below every one published (docs/gc.md).
+pub(crate) const OLDEST_QUALIFIER: &[u8] = b"o";
+pub(crate) const LIVENESS_FAMILY: &[u8] = FAMILY;
 /// A positive answer is reused this long: a lock's owner rarely dies in the meantime, and a
 /// reader that waits on a lock would otherwise ask on every backoff step.
 const ALIVE_CACHE: Duration = Duration::from_millis(200);
@@ -87,13 +91,21 @@ impl Liveness {
         &self.config
     }
 
-    /// Writes (or refreshes) this client's row. Server time, so the TTL counts from now.
-    pub async fn refresh(&self, store: &dyn HBaseAccess, wall_ms: u64) -> Result<()> {
-        let put = Put::new(self.owner.as_bytes().to_vec()).add(
-            FAMILY,
-            QUALIFIER,
-            wall_ms.to_be_bytes().to_vec(),
-        );
+    /// Writes (or refreshes) this client's row, publishing the oldest open start_ts. Server
+    /// time, so the TTL counts from now.
+    pub async fn refresh(
+        &self,
+        store: &dyn HBaseAccess,
+        wall_ms: u64,
+        oldest_open: Option<u64>,
+    ) -> Result<()> {
+        let put = Put::new(self.owner.as_bytes().to_vec())
+            .add(FAMILY, QUALIFIER, wall_ms.to_be_bytes().to_vec())
+            .add(
+                FAMILY,
+                OLDEST_QUALIFIER,
+                oldest_open.map_or(Vec::new(), |ts| ts.to_be_bytes().to_vec()),
+            );
         store.put(&self.config.table, &put).await
     }
 

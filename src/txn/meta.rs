@@ -85,10 +85,13 @@ impl MetaCache {
         meta_table: &str,
         row: &[u8],
     ) -> Result<Arc<RowResult>> {
+        // Aged from when the read was sent, not answered: a cached row is then never older
+        // than its age says, however slow the reply (the GC safe point relies on it).
+        let asked = Instant::now();
         let fresh = Arc::new(read_row(store, meta_table, row).await?);
         self.rows
             .write()
-            .insert(row.to_vec(), (fresh.clone(), Instant::now()));
+            .insert(row.to_vec(), (fresh.clone(), asked));
         Ok(fresh)
     }
 }

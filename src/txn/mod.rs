@@ -9,7 +9,8 @@
 //!   (the lock resolver), `committer` (two-phase commit and the secondaries) and
 //!   `commit_point` (the one write that decides a transaction).
 //! - `heartbeat`, `primaries`, `liveness`: keeping a client's locks and liveness row fresh;
-//!   `background`: tracked tasks drained on shutdown.
+//!   `background`: tracked tasks drained on shutdown; `open_txns`: the open start_ts the
+//!   liveness row publishes, and `safe_point`: the GC safe point reads are checked against.
 //! - The API: `transaction` ([`AsyncTransaction`]) and `client` ([`AsyncClient`]), and
 //!   `blocking` ([`Client`], [`Transaction`]) over them.
 
@@ -21,12 +22,14 @@ mod committer;
 pub(crate) mod context;
 mod fusion;
 mod heartbeat;
-mod liveness;
+pub(crate) mod liveness;
 pub(crate) mod meta;
 pub(crate) mod mutation;
+mod open_txns;
 mod options;
 mod primaries;
-mod resolver;
+pub(crate) mod resolver;
+pub(crate) mod safe_point;
 mod schema;
 pub(crate) mod session;
 mod snapshot;

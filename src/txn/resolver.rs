@@ -19,11 +19,27 @@ const MAX_ROUNDS: usize = 6;
 
 pub(crate) struct LockResolver<'a> {
     session: &'a Session,
+    /// Locks that started below this count as cleanable whatever their owner's liveness (GC
+    /// below its safe point: such a transaction can no longer read or commit, docs/gc.md).
+    /// Locks above it, a live transaction met on the way, are judged as usual.
+    force_below: u64,
 }
 
 impl<'a> LockResolver<'a> {
     pub fn new(session: &'a Session) -> Self {
-        LockResolver { session }
+        LockResolver {
+            session,
+            force_below: 0,
+        }
+    }
+
+    /// A resolver that decides every lock that started below `safe_point` now: rolls it
+    /// forward if its primary committed, back otherwise, without waiting for a live owner.
+    pub fn forcing_below(session: &'a Session, safe_point: u64) -> Self {
+        LockResolver {
+            session,
+            force_below: safe_point,
+        }
     }
 
     /// Resolves `lock`, found on `key` with stored bytes `lock_bytes`. True when that lock is
@@ -167,6 +183,9 @@ impl<'a> LockResolver<'a> {
 
     /// A lock may be cleaned when its wall time is stale or its owner's liveness row is gone.
     async fn may_clean(&self, lock: &Lock) -> Result<bool> {
+        if lock.start_ts < self.force_below {
+            return Ok(true);
+        }
         let ctx = self.session.ctx();
         if ctx.now_ms() > lock.wall_ms.saturating_add(lock.ttl_ms) {
             return Ok(true);

@@ -8,6 +8,7 @@ use crate::error::{Error, Result};
 use crate::key::CellKey;
 use crate::txn::committer::Committer;
 use crate::txn::mutation::Write;
+use crate::txn::open_txns::Registration;
 use crate::txn::session::Session;
 use crate::txn::snapshot::{ScanCursor, ScannedRow, SnapshotReader};
 use crate::txn::stats::Stats;
@@ -41,6 +42,8 @@ enum State {
 pub struct AsyncTransaction {
     session: Session,
     start_ts: OnceCell<u64>,
+    /// Publishes `start_ts` as open until this transaction is dropped (docs/gc.md).
+    registration: std::sync::OnceLock<Registration>,
     writes: BTreeMap<CellKey, Write>,
     /// The first written key becomes the primary.
     first: Option<CellKey>,
@@ -55,6 +58,7 @@ impl AsyncTransaction {
         AsyncTransaction {
             session,
             start_ts: OnceCell::new(),
+            registration: std::sync::OnceLock::new(),
             writes: BTreeMap::new(),
             first: None,
             notified: BTreeSet::new(),
@@ -63,9 +67,11 @@ impl AsyncTransaction {
     }
 
     pub(crate) fn read_only_at(session: Session, ts: u64) -> AsyncTransaction {
+        let registration = session.ctx().open_txns().register(ts);
         AsyncTransaction {
             session,
             start_ts: OnceCell::new_with(Some(ts)),
+            registration: registration.into(),
             writes: BTreeMap::new(),
             first: None,
             notified: BTreeSet::new(),
@@ -95,7 +101,12 @@ impl AsyncTransaction {
     /// ```
     pub async fn start_ts(&self) -> Result<u64> {
         self.start_ts
-            .get_or_try_init(|| self.session.ctx().timestamp())
+            .get_or_try_init(|| async {
+                let ctx = self.session.ctx();
+                let ts = ctx.timestamp().await?;
+                let _ = self.registration.set(ctx.open_txns().register(ts));
+                Ok(ts)
+            })
             .await
             .copied()
     }
@@ -220,10 +231,12 @@ impl AsyncTransaction {
             .cloned()
             .collect();
         let snapshot = self.start_ts().await?;
-        let mut fetched = SnapshotReader::new(&self.session, snapshot)
+        let fetched = SnapshotReader::new(&self.session, snapshot)
             .read(&unbuffered)
-            .await?
-            .into_iter();
+            .await?;
+        // After the read: GC may have collected what it needed (docs/design.md invariant 13).
+        self.session.ctx().check_snapshot(snapshot).await?;
+        let mut fetched = fetched.into_iter();
         Ok(keys
             .iter()
             .map(|k| match self.buffered(k) {
@@ -740,6 +753,7 @@ impl AsyncTransaction {
         let Some(primary) = self.first.take().filter(|_| !read_only) else {
             return Ok(start_ts);
         };
+        self.session.ctx().check_snapshot(start_ts).await?;
         let mut writes = std::mem::take(&mut self.writes);
         let primary_write = writes.remove(&primary).unwrap_or(Write::Lock);
         let mut ordered = Vec::with_capacity(writes.len() + 1);
@@ -864,6 +878,7 @@ impl RowStream<'_> {
                 let page = SnapshotReader::new(&self.txn.session, snapshot)
                     .next_page(&mut self.cursor)
                     .await?;
+                self.txn.session.ctx().check_snapshot(snapshot).await?;
                 self.stored.extend(page);
             }
             let stored_row = self.stored.front().map(|r| r.row.as_slice());

@@ -1,0 +1,136 @@
+//! The table pass: scans every row with all its versions, plans each column below the safe
+//! point (`plan`) and removes what the plan names with exact single-version deletes, one
+//! Delete per row. Each deleted version is one no reader at or above the safe point can need,
+//! and a repeated delete is harmless, so passes may overlap and be cut short anywhere.
+
+use std::collections::BTreeMap;
+
+use futures::future::join_all;
+
+use crate::error::{Error, Result};
+use crate::gc::plan::{kept_versions, plan_column, StoredColumn};
+use crate::gc::{GcProgress, TableReport};
+use crate::hbase::{Delete, DeleteType, RowResult, Scan};
+use crate::txn::actions::ts;
+use crate::txn::codec::{decode_lock_state, decode_write, split_column_qualifier};
+use crate::txn::{HBaseAccess, Schema};
+
+/// What a pass needs besides the store.
+pub(crate) struct Pass<'a> {
+    pub store: &'a dyn HBaseAccess,
+    pub schema: &'a Schema,
+    pub safe_point: u64,
+    pub page_rows: i32,
+    /// Test hook: fail as a crash would after this many pages of deletes.
+    pub crash_after_pages: Option<u64>,
+    pub cancelled: &'a (dyn Fn() -> bool + Send + Sync),
+    pub progress: &'a (dyn Fn(&GcProgress) + Send + Sync),
+}
+
+impl Pass<'_> {
+    pub async fn collect(&self, table: &str) -> Result<TableReport> {
+        let mut report = TableReport {
+            table: table.to_string(),
+            ..TableReport::default()
+        };
+        let mut from = Vec::new();
+        let mut pages = 0u64;
+        loop {
+            if (self.cancelled)() {
+                return Err(Error::Shutdown);
+            }
+            let scan = Scan::range(from.clone(), Vec::new()).max_versions(i32::MAX);
+            let page = self.store.scan_page(table, &scan, self.page_rows).await?;
+            let deletes: Vec<Delete> = page
+                .iter()
+                .filter_map(|row| self.plan_row(table, row, &mut report))
+                .collect();
+            for done in join_all(deletes.iter().map(|d| self.store.delete(table, d))).await {
+                done?;
+            }
+            pages += 1;
+            (self.progress)(&GcProgress {
+                table: table.to_string(),
+                report: report.clone(),
+            });
+            if self.crash_after_pages == Some(pages) {
+                return Err(Error::ClientCrashed {
+                    start_ts: self.safe_point,
+                    seam: "gc between pages",
+                });
+            }
+            match page.last() {
+                Some(last) if page.len() == self.page_rows as usize => {
+                    from = [last.row.as_slice(), &[0]].concat();
+                }
+                _ => return Ok(report),
+            }
+        }
+    }
+
+    /// The row's exact-version Delete, or `None` when nothing in it is garbage.
+    fn plan_row(&self, table: &str, row: &RowResult, report: &mut TableReport) -> Option<Delete> {
+        let schema = self.schema;
+        let mut columns: BTreeMap<Vec<u8>, StoredColumn> = BTreeMap::new();
+        let mut data: BTreeMap<(Vec<u8>, Vec<u8>), Vec<u64>> = BTreeMap::new();
+        let mut damaged: Vec<Vec<u8>> = Vec::new();
+        for cell in &row.cells {
+            let version = u64::try_from(cell.timestamp).unwrap_or(0);
+            if cell.family == schema.lock_family {
+                match decode_lock_state(Some(&cell.value)) {
+                    Ok(lock) => {
+                        columns.entry(cell.qualifier.clone()).or_default().lock = Some(lock)
+                    }
+                    Err(_) => damaged.push(cell.qualifier.clone()),
+                }
+            } else if cell.family == schema.write_family {
+                match decode_write(&cell.value) {
+                    Ok(rec) => columns
+                        .entry(cell.qualifier.clone())
+                        .or_default()
+                        .writes
+                        .push((version, rec)),
+                    Err(_) => damaged.push(cell.qualifier.clone()),
+                }
+            } else if cell.family != schema.notify_family {
+                // Data of transactional columns, the observers' acknowledgments (`_pa`)
+                // included; notifications are not versions of anything.
+                data.entry((cell.family.clone(), cell.qualifier.clone()))
+                    .or_default()
+                    .push(version);
+            }
+        }
+        report.rows += 1;
+        let mut delete = Delete::new(row.row.clone()).delete_type(DeleteType::Column);
+        for (q, mut column) in columns {
+            report.cells += 1;
+            // A damaged record is reported and its column left alone.
+            if damaged.contains(&q) {
+                report.damaged += 1;
+                continue;
+            }
+            let Ok((family, qualifier)) = split_column_qualifier(&q) else {
+                report.damaged += 1;
+                continue;
+            };
+            column.data = data
+                .remove(&(family.clone(), qualifier.clone()))
+                .unwrap_or_default();
+            let plan = plan_column(&column, self.safe_point);
+            report.versions_kept += kept_versions(&column, &plan) as u64;
+            report.write_records_removed += plan.writes.len() as u64;
+            report.rollback_records_removed += plan.rollbacks;
+            report.data_versions_removed += plan.data.len() as u64;
+            for v in &plan.writes {
+                delete = delete.column_at(schema.write_family.clone(), q.clone(), ts(*v));
+            }
+            for v in &plan.data {
+                delete = delete.column_at(family.clone(), qualifier.clone(), ts(*v));
+            }
+        }
+        if !damaged.is_empty() {
+            tracing::warn!(table, row = ?row.row, "GC skipped columns with damaged records");
+        }
+        (!delete.columns.is_empty()).then_some(delete)
+    }
+}

@@ -1,0 +1,93 @@
+//! The lock pass: before anything is collected, every lock below the safe point, in every
+//! transactional table, is decided through the normal protocol (rolled forward if its primary
+//! committed, back otherwise; docs/gc.md). Once a primary's write record is collected, a
+//! secondary left locked could no longer learn that its transaction committed, and
+//! transactions span tables, so the pass covers them all.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+use crate::hbase::Scan;
+use crate::key::CellKey;
+use crate::txn::codec::{decode_lock_state, split_column_qualifier, LockState};
+use crate::txn::context::Context;
+use crate::txn::resolver::LockResolver;
+use crate::txn::session::Session;
+
+/// Lock cells per scan round trip.
+const LOCK_PAGE: i32 = 1000;
+/// Tries per lock before the pass gives up (a primary that keeps moving under the resolver).
+const LOCK_TRIES: u32 = 20;
+
+/// Decides every lock with start_ts below `safe_point` in `tables`; returns how many it found.
+pub(crate) async fn resolve_below(
+    ctx: &Arc<Context>,
+    tables: &[String],
+    safe_point: u64,
+    cancelled: &(dyn Fn() -> bool + Send + Sync),
+) -> Result<u64> {
+    let session = Session::new(ctx.clone());
+    let resolver = LockResolver::forcing_below(&session, safe_point);
+    let lock_family = ctx.schema().lock_family.clone();
+    let mut found = 0;
+    for table in tables {
+        let mut from = Vec::new();
+        loop {
+            if cancelled() {
+                return Err(Error::Shutdown);
+            }
+            let scan = Scan::range(from.clone(), Vec::new()).family(lock_family.clone());
+            let page = match ctx.store().scan_page(table, &scan, LOCK_PAGE).await {
+                Ok(page) => page,
+                // Dropped since it was listed: nothing of it can be read any more.
+                Err(Error::TableNotFound { .. }) => break,
+                Err(e) => return Err(e),
+            };
+            for row in &page {
+                for cell in &row.cells {
+                    let Ok(LockState::Locked(lock)) = decode_lock_state(Some(&cell.value)) else {
+                        continue;
+                    };
+                    if lock.start_ts >= safe_point {
+                        continue;
+                    }
+                    let Ok((family, qualifier)) = split_column_qualifier(&cell.qualifier) else {
+                        continue;
+                    };
+                    let key = CellKey::new(table, row.row.clone(), family, qualifier)?;
+                    found += 1;
+                    decide(&resolver, &key, &lock, &cell.value).await?;
+                }
+            }
+            match page.last() {
+                Some(last) if page.len() == LOCK_PAGE as usize => {
+                    from = [last.row.as_slice(), &[0]].concat();
+                }
+                _ => break,
+            }
+        }
+    }
+    Ok(found)
+}
+
+async fn decide(
+    resolver: &LockResolver<'_>,
+    key: &CellKey,
+    lock: &crate::txn::codec::Lock,
+    bytes: &[u8],
+) -> Result<()> {
+    for attempt in 0..LOCK_TRIES {
+        if resolver.resolve(key, lock, bytes).await? {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(10 << attempt.min(6))).await;
+    }
+    Err(Error::KeyLocked {
+        table: key.table.clone(),
+        row: key.row.clone(),
+        column: key.column(),
+        lock_ts: lock.start_ts,
+        primary: Some(Box::new(lock.primary.clone())),
+    })
+}

@@ -1,0 +1,106 @@
+//! Choosing and storing the safe point (docs/gc.md). It is the oracle's time minus the life
+//! time, never above the oldest start_ts a live client publishes in its liveness row, and it
+//! only rises: it is advanced with a checkAndMutate against the value read, so concurrent GC
+//! processes never move it back.
+
+use std::time::Duration;
+
+use crate::error::Result;
+use crate::hbase::{CheckAndMutate, CompareOp, Put, Scan};
+use crate::oracle::LOGICAL_PER_MS;
+use crate::txn::liveness::{LIVENESS_FAMILY, OLDEST_QUALIFIER};
+use crate::txn::meta::{read_row, GLOBAL_ROW, META_FAMILY};
+use crate::txn::safe_point::{decode, SAFE_POINT_QUALIFIER};
+use crate::txn::HBaseAccess;
+
+/// Liveness rows per scan round trip.
+const LIVENESS_PAGE: i32 = 1000;
+
+/// `now_ts` minus `life_time`, in timestamp units (`ms << 18`).
+pub(crate) fn by_life_time(now_ts: u64, life_time: Duration) -> u64 {
+    let life = u64::try_from(life_time.as_millis())
+        .unwrap_or(u64::MAX)
+        .saturating_mul(LOGICAL_PER_MS);
+    now_ts.saturating_sub(life)
+}
+
+/// The oldest start_ts any live client publishes (rows that expired are gone by HBase's TTL).
+/// Values that do not decode are skipped: a row being rewritten by an older client carries none.
+pub(crate) async fn oldest_published(
+    store: &dyn HBaseAccess,
+    liveness_table: &str,
+) -> Result<Option<u64>> {
+    let mut oldest: Option<u64> = None;
+    let mut from = Vec::new();
+    loop {
+        let scan = Scan::range(from.clone(), Vec::new()).column(LIVENESS_FAMILY, OLDEST_QUALIFIER);
+        let page = store
+            .scan_page(liveness_table, &scan, LIVENESS_PAGE)
+            .await?;
+        for row in &page {
+            let published = row
+                .value(LIVENESS_FAMILY, OLDEST_QUALIFIER)
+                .and_then(|v| <[u8; 8]>::try_from(v).ok())
+                .map(u64::from_be_bytes);
+            if let Some(ts) = published {
+                oldest = Some(oldest.map_or(ts, |o| o.min(ts)));
+            }
+        }
+        match page.last() {
+            Some(last) if page.len() == LIVENESS_PAGE as usize => {
+                from = [last.row.as_slice(), &[0]].concat();
+            }
+            _ => return Ok(oldest),
+        }
+    }
+}
+
+/// Raises the stored safe point to `to` unless it is higher already; returns the value now
+/// stored. One checkAndMutate against the exact value read, repeated if another GC process
+/// moved it meanwhile.
+pub(crate) async fn advance(store: &dyn HBaseAccess, meta_table: &str, to: u64) -> Result<u64> {
+    loop {
+        let row = read_row(store, meta_table, GLOBAL_ROW).await?;
+        let current = decode(&row, meta_table)?;
+        if current >= to {
+            return Ok(current);
+        }
+        let expected = row
+            .value(META_FAMILY, SAFE_POINT_QUALIFIER)
+            .map(<[u8]>::to_vec)
+            .unwrap_or_default();
+        let cam = CheckAndMutate::new(
+            GLOBAL_ROW,
+            META_FAMILY,
+            SAFE_POINT_QUALIFIER,
+            CompareOp::Equal,
+            expected,
+        )
+        .put(Put::new(GLOBAL_ROW).add(
+            META_FAMILY,
+            SAFE_POINT_QUALIFIER,
+            to.to_be_bytes().to_vec(),
+        ));
+        match store.check_and_mutate(meta_table, &cam).await {
+            Ok(true) => return Ok(to),
+            // Lost: someone moved it, or our own write landed; the next read tells.
+            Ok(false) | Err(crate::Error::OutcomeUnknown { .. }) => continue,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn life_time_is_subtracted_in_timestamp_units() {
+        let now = 1_000_000 * LOGICAL_PER_MS + 7;
+        assert_eq!(
+            by_life_time(now, Duration::from_secs(10)),
+            990_000 * LOGICAL_PER_MS + 7
+        );
+        assert_eq!(by_life_time(5, Duration::from_secs(1)), 0);
+    }
+}

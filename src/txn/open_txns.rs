@@ -1,0 +1,73 @@
+//! The start timestamps of this client's open transactions (snapshots at a chosen timestamp
+//! included). The heartbeat publishes the oldest in the client's liveness row, and GC never
+//! moves the safe point above any published one (docs/gc.md), so a long transaction keeps
+//! its versions.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+#[derive(Default)]
+pub(crate) struct OpenTransactions {
+    /// start_ts -> how many open transactions share it (snapshots may repeat a timestamp).
+    starts: Mutex<BTreeMap<u64, u32>>,
+}
+
+impl OpenTransactions {
+    /// Registers `start_ts` until the returned guard is dropped.
+    pub fn register(self: &Arc<Self>, start_ts: u64) -> Registration {
+        *self.starts.lock().entry(start_ts).or_default() += 1;
+        Registration {
+            open: Arc::clone(self),
+            start_ts,
+        }
+    }
+
+    pub fn oldest(&self) -> Option<u64> {
+        self.starts.lock().keys().next().copied()
+    }
+}
+
+/// One open transaction; dropping it (commit, rollback, or the transaction dropped) ends it.
+pub(crate) struct Registration {
+    open: Arc<OpenTransactions>,
+    start_ts: u64,
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        let mut starts = self.open.starts.lock();
+        if let Some(n) = starts.get_mut(&self.start_ts) {
+            *n -= 1;
+            if *n == 0 {
+                starts.remove(&self.start_ts);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_oldest_open_start_ts_is_published_until_its_last_holder_ends() {
+        let open = Arc::new(OpenTransactions::default());
+        assert_eq!(open.oldest(), None);
+        let a = open.register(20);
+        let b = open.register(10);
+        let c = open.register(10);
+        assert_eq!(open.oldest(), Some(10));
+        drop(b);
+        assert_eq!(
+            open.oldest(),
+            Some(10),
+            "a second snapshot at 10 is still open"
+        );
+        drop(c);
+        assert_eq!(open.oldest(), Some(20));
+        drop(a);
+        assert_eq!(open.oldest(), None);
+    }
+}

@@ -1,0 +1,80 @@
+//! The GC safe point as readers see it (docs/gc.md): the timestamp below which versions may
+//! have been collected. It lives in the meta table's global row and only ever rises. A
+//! transaction checks its start_ts against the cached value after every read and before it
+//! commits (docs/design.md invariant 13), so a read that could have missed a collected
+//! version fails with `SnapshotTooOld` instead of answering.
+
+use crate::error::{Error, Result};
+use crate::hbase::RowResult;
+use crate::txn::meta::{GLOBAL_ROW, META_FAMILY};
+
+/// The safe point's cell in the meta table's global row: big-endian u64.
+pub(crate) const SAFE_POINT_QUALIFIER: &[u8] = b"gc:safe_point";
+
+/// The safe point stored in `global` (the meta table's global row); 0 when none is stored.
+pub(crate) fn decode(global: &RowResult, meta_table: &str) -> Result<u64> {
+    match global.value(META_FAMILY, SAFE_POINT_QUALIFIER) {
+        None => Ok(0),
+        Some(bytes) => <[u8; 8]>::try_from(bytes)
+            .map(u64::from_be_bytes)
+            .map_err(|_| Error::Corrupted {
+                what: "safe point",
+                table: meta_table.to_string(),
+                row: GLOBAL_ROW.to_vec(),
+                column: SAFE_POINT_QUALIFIER.to_vec(),
+                reason: format!("{} bytes, expected 8", bytes.len()),
+            }),
+    }
+}
+
+/// `SnapshotTooOld` when a snapshot at `start_ts` may miss versions collected below
+/// `safe_point`. A snapshot exactly at the safe point is whole: GC keeps the newest version
+/// at or below it.
+pub(crate) fn check(start_ts: u64, safe_point: u64) -> Result<()> {
+    if start_ts < safe_point {
+        return Err(Error::SnapshotTooOld {
+            start_ts,
+            safe_point,
+        });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hbase::Cell;
+
+    fn global(value: &[u8]) -> RowResult {
+        RowResult {
+            row: GLOBAL_ROW.to_vec(),
+            cells: vec![Cell {
+                family: META_FAMILY.to_vec(),
+                qualifier: SAFE_POINT_QUALIFIER.to_vec(),
+                timestamp: 1,
+                value: value.to_vec(),
+            }],
+            partial: false,
+        }
+    }
+
+    #[test]
+    fn a_snapshot_below_the_safe_point_is_too_old_and_one_at_it_is_whole() {
+        let row = global(&100u64.to_be_bytes());
+        let sp = decode(&row, "m").unwrap();
+        assert_eq!(sp, 100);
+        assert!(matches!(
+            check(99, sp),
+            Err(Error::SnapshotTooOld {
+                start_ts: 99,
+                safe_point: 100
+            })
+        ));
+        check(100, sp).unwrap();
+        assert_eq!(decode(&RowResult::default(), "m").unwrap(), 0);
+        assert!(matches!(
+            decode(&global(b"short"), "m"),
+            Err(Error::Corrupted { .. })
+        ));
+    }
+}
