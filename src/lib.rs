@@ -77,7 +77,7 @@ pub mod cli {
     pub use crate::workload::bank;
     pub use crate::workload::bench::{self, BenchConfig, BenchReport, WORKLOADS};
     pub use crate::workload::demo::{self, DemoConfig};
-    pub use crate::workload::observe_demo::{self, ObserveDemoConfig};
     pub use crate::workload::gc_bench::{self, GcBenchConfig};
+    pub use crate::workload::observe_demo::{self, ObserveDemoConfig};
     pub use crate::workload::stack::Stack;
 }
