@@ -10,7 +10,8 @@
 //! Bottom up; each layer uses only those above it in this list.
 //! - `error`, `key`, `clock`, `runtime`: the one error type and its retry classification,
 //!   cell addresses, the wall-clock seam, and where the client's tasks run.
-//! - `thrift` (private): bindings generated from `thrift/hbase.thrift`.
+//! - `thrift` (private): bindings generated from `thrift/hbase.thrift`, and the size-checked
+//!   input protocol the client and the emulator both decode with.
 //! - [`hbase`]: a plain Thrift2 client, async and pipelined, with a blocking face
 //!   ([`AsyncHBaseClient`], [`HBaseClient`]); knows nothing of transactions.
 //! - [`oracle`]: the timestamp oracle server, its stores and its batching client
@@ -29,7 +30,8 @@
 //!   their data, and returns them to plain use (`docs/migration.md`).
 //! - [`commands`]: the command-line faces of `migrate` and of the data commands (`get`,
 //!   `put`, `delete`, `scan`, `locks`), driven by the `percolator` binary.
-//! - `workload` (private): the bank demo and the benchmark behind the `percolator` binary.
+//! - `workload` (private): the bank demo, `observe-demo` and the benchmarks behind the
+//!   `percolator` binary.
 //!
 //! # Example
 //! ```
