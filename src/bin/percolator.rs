@@ -9,7 +9,8 @@ use percolator::cli::{bench, demo, observe_demo, Stack};
 #[derive(Parser)]
 #[command(
     version,
-    about = "Percolator transactions on HBase: demo and benchmark"
+    about = "Percolator transactions on HBase: the demo, the benchmarks and the operator tools",
+    long_about = None
 )]
 struct Cli {
     #[command(subcommand)]
