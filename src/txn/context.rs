@@ -3,8 +3,9 @@
 //! background work). Its fields are private; protocol steps go through its methods.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
 use parking_lot::RwLock;
 
@@ -15,7 +16,9 @@ use crate::oracle::TimestampSource;
 use crate::txn::background::Background;
 use crate::txn::fusion::ReadFusion;
 use crate::txn::liveness::Liveness;
-use crate::txn::meta::{meta_row, MetaCache, GLOBAL_ROW, META_FAMILY, MIG_BUSY_STATES, MIG_STATE};
+use crate::txn::meta::{
+    meta_row, MetaCache, GLOBAL_ROW, META_FAMILY, META_REFRESH, MIG_BUSY_STATES, MIG_STATE,
+};
 use crate::txn::open_txns::OpenTransactions;
 use crate::txn::options::{Seam, TxnOptions};
 use crate::txn::primaries::Primaries;
@@ -38,6 +41,12 @@ pub(crate) struct Context {
     reads: ReadFusion,
     meta: MetaCache,
     open: Arc<OpenTransactions>,
+    /// The GC safe point as last read, and when that read was sent (nanoseconds after
+    /// `epoch`, 0 for never): every read checks it, so it sits in atomics rather than behind
+    /// the meta cache's lock and hash map.
+    safe_point: AtomicU64,
+    safe_point_asked: AtomicU64,
+    epoch: Instant,
 }
 
 impl Context {
@@ -61,6 +70,9 @@ impl Context {
             reads: ReadFusion::default(),
             meta: MetaCache::default(),
             open: Arc::default(),
+            safe_point: AtomicU64::new(0),
+            safe_point_asked: AtomicU64::new(0),
+            epoch: Instant::now(),
         }
     }
 
@@ -142,9 +154,28 @@ impl Context {
 
     /// `SnapshotTooOld` if GC's safe point, as cached, is above `start_ts` (docs/gc.md).
     pub async fn check_snapshot(&self, start_ts: u64) -> Result<()> {
-        let global = self.meta_row(GLOBAL_ROW).await?;
+        let asked = self.safe_point_asked.load(Ordering::Acquire);
+        let now = self.since_epoch();
+        if asked != 0 && now.saturating_sub(asked) < META_REFRESH.as_nanos() as u64 {
+            let safe_point = self.safe_point.load(Ordering::Acquire);
+            return crate::txn::safe_point::check(start_ts, safe_point);
+        }
+        // Aged from before the read is sent, as the meta cache ages its rows.
+        let asked = now.max(1);
+        let global = self
+            .meta
+            .refresh(self.store(), &self.opts.schema.meta_table, GLOBAL_ROW)
+            .await?;
         let safe_point = crate::txn::safe_point::decode(&global, &self.opts.schema.meta_table)?;
-        crate::txn::safe_point::check(start_ts, safe_point)
+        // The safe point only rises; the pair is published value first, so whoever sees a
+        // read's time also sees its value (or a later one).
+        self.safe_point.fetch_max(safe_point, Ordering::AcqRel);
+        self.safe_point_asked.fetch_max(asked, Ordering::AcqRel);
+        crate::txn::safe_point::check(start_ts, self.safe_point.load(Ordering::Acquire))
+    }
+
+    fn since_epoch(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX)
     }
 
     pub async fn timestamp(&self) -> Result<u64> {

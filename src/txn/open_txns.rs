@@ -8,16 +8,26 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+/// Every transaction registers and unregisters here, from any runtime thread: the map is split
+/// in shards so that they rarely wait on one another's lock.
+const SHARDS: usize = 16;
+
+/// start_ts -> how many open transactions share it (snapshots may repeat a timestamp).
+type Starts = BTreeMap<u64, u32>;
+
 #[derive(Default)]
 pub(crate) struct OpenTransactions {
-    /// start_ts -> how many open transactions share it (snapshots may repeat a timestamp).
-    starts: Mutex<BTreeMap<u64, u32>>,
+    shards: [Mutex<Starts>; SHARDS],
 }
 
 impl OpenTransactions {
+    fn shard(&self, start_ts: u64) -> &Mutex<Starts> {
+        &self.shards[(start_ts as usize) % SHARDS]
+    }
+
     /// Registers `start_ts` until the returned guard is dropped.
     pub fn register(self: &Arc<Self>, start_ts: u64) -> Registration {
-        *self.starts.lock().entry(start_ts).or_default() += 1;
+        *self.shard(start_ts).lock().entry(start_ts).or_default() += 1;
         Registration {
             open: Arc::clone(self),
             start_ts,
@@ -25,7 +35,10 @@ impl OpenTransactions {
     }
 
     pub fn oldest(&self) -> Option<u64> {
-        self.starts.lock().keys().next().copied()
+        self.shards
+            .iter()
+            .filter_map(|s| s.lock().keys().next().copied())
+            .min()
     }
 }
 
@@ -37,7 +50,7 @@ pub(crate) struct Registration {
 
 impl Drop for Registration {
     fn drop(&mut self) {
-        let mut starts = self.open.starts.lock();
+        let mut starts = self.open.shard(self.start_ts).lock();
         if let Some(n) = starts.get_mut(&self.start_ts) {
             *n -= 1;
             if *n == 0 {
