@@ -374,6 +374,24 @@ pub enum Error {
 }
 
 impl Error {
+    /// A stored cell (`what`: a lock, a write record) that does not decode, named by its
+    /// stored address.
+    pub(crate) fn corrupted_cell(
+        what: &'static str,
+        table: &str,
+        row: &[u8],
+        column: &[u8],
+        reason: String,
+    ) -> Error {
+        Error::Corrupted {
+            what,
+            table: table.to_string(),
+            row: row.to_vec(),
+            column: column.to_vec(),
+            reason,
+        }
+    }
+
     /// How a caller should react; `Client::run` retries only `Retry`.
     ///
     /// ```

@@ -113,8 +113,7 @@ pub fn data(command: &DataCommand) -> Result<bool> {
             let key = key(table, row, column)?;
             let value = c
                 .begin()?
-                .get_many(std::slice::from_ref(&key))
-                .map(|mut v| v.pop().flatten());
+                .get(&key.table, &key.row, &key.family, &key.qualifier);
             c.shutdown();
             let value = value?;
             if conn.json {
@@ -216,10 +215,10 @@ pub fn data(command: &DataCommand) -> Result<bool> {
             if *json {
                 let list: Vec<_> = locks
                     .iter()
-                    .zip(resolutions.iter().map(Some).chain(std::iter::repeat(None)))
-                    .map(|(l, r)| {
+                    .enumerate()
+                    .map(|(i, l)| {
                         let mut v = l.to_json();
-                        if let Some(r) = r {
+                        if let Some(r) = resolutions.get(i) {
                             v["resolved"] = serde_json::json!(r.resolved);
                         }
                         v
@@ -238,7 +237,7 @@ pub fn data(command: &DataCommand) -> Result<bool> {
                     });
                     println!(
                         "{} start_ts={} primary={} owner={} age={}ms alive={}{outcome}",
-                        CellKey::to_string(&l.key),
+                        l.key,
                         l.start_ts,
                         l.primary,
                         l.owner,

@@ -145,18 +145,21 @@ pub fn migrate(command: &MigrateCommand) -> Result<bool> {
                 oracle_ts: ts,
                 ..ApplyOptions::default()
             };
-            // Every table is checked before any is changed.
+            // Every table is checked before any is changed; each is planned once.
+            let mut plans = std::collections::HashMap::new();
             if a.common.tables.len() > 1 {
                 for t in &a.common.tables {
                     let status = migrate::status(&hb, &schema, t)?;
                     if status.state != "applying" {
-                        migrate::plan(&hb, &schema, t, ts, opts.progress)?.refusal()?;
+                        let plan = migrate::plan(&hb, &schema, t, ts, opts.progress)?;
+                        plan.refusal()?;
+                        plans.insert(t.clone(), plan);
                     }
                 }
             }
             let mut reports = Vec::new();
             for t in &a.common.tables {
-                let r = migrate::apply(&hb, &schema, t, &opts)?;
+                let r = migrate::apply_planned(&hb, &schema, t, &opts, plans.remove(t))?;
                 if !a.common.json {
                     println!(
                         "{t}: adopted ({} rows scanned, {} write records, {} passes{}, {:.1}s){}",

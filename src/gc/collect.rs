@@ -5,14 +5,13 @@
 
 use std::collections::BTreeMap;
 
-use futures::future::join_all;
-
 use crate::error::{Error, Result};
 use crate::gc::plan::{kept_versions, plan_column, StoredColumn};
 use crate::gc::{GcProgress, TableReport};
 use crate::hbase::{Delete, DeleteType, RowResult, Scan};
 use crate::txn::actions::ts;
 use crate::txn::codec::{decode_lock_state, decode_write, split_column_qualifier};
+use crate::txn::store::next_page_start;
 use crate::txn::{HBaseAccess, Schema};
 
 /// What a pass needs besides the store.
@@ -45,9 +44,7 @@ impl Pass<'_> {
                 .iter()
                 .filter_map(|row| self.plan_row(table, row, &mut report))
                 .collect();
-            for done in join_all(deletes.iter().map(|d| self.store.delete(table, d))).await {
-                done?;
-            }
+            self.store.delete_many(table, &deletes).await?;
             pages += 1;
             (self.progress)(&GcProgress {
                 table: table.to_string(),
@@ -59,11 +56,9 @@ impl Pass<'_> {
                     seam: "gc between pages",
                 });
             }
-            match page.last() {
-                Some(last) if page.len() == self.page_rows as usize => {
-                    from = [last.row.as_slice(), &[0]].concat();
-                }
-                _ => return Ok(report),
+            match next_page_start(&page, self.page_rows) {
+                Some(next) => from = next,
+                None => return Ok(report),
             }
         }
     }

@@ -5,7 +5,6 @@
 //! transactions span tables, so the pass covers them all.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::hbase::Scan;
@@ -14,6 +13,8 @@ use crate::txn::codec::{decode_lock_state, split_column_qualifier, LockState};
 use crate::txn::context::Context;
 use crate::txn::resolver::LockResolver;
 use crate::txn::session::Session;
+use crate::txn::store::next_page_start;
+use crate::txn::RetryPolicy;
 
 /// Lock cells per scan round trip.
 const LOCK_PAGE: i32 = 1000;
@@ -57,14 +58,12 @@ pub(crate) async fn resolve_below(
                     };
                     let key = CellKey::new(table, row.row.clone(), family, qualifier)?;
                     found += 1;
-                    decide(&resolver, &key, &lock, &cell.value).await?;
+                    decide(&resolver, &key, &lock, &cell.value, ctx.opts().retry()).await?;
                 }
             }
-            match page.last() {
-                Some(last) if page.len() == LOCK_PAGE as usize => {
-                    from = [last.row.as_slice(), &[0]].concat();
-                }
-                _ => break,
+            match next_page_start(&page, LOCK_PAGE) {
+                Some(next) => from = next,
+                None => break,
             }
         }
     }
@@ -76,12 +75,13 @@ async fn decide(
     key: &CellKey,
     lock: &crate::txn::codec::Lock,
     bytes: &[u8],
+    retry: &RetryPolicy,
 ) -> Result<()> {
     for attempt in 0..LOCK_TRIES {
         if resolver.resolve(key, lock, bytes).await? {
             return Ok(());
         }
-        tokio::time::sleep(Duration::from_millis(10 << attempt.min(6))).await;
+        tokio::time::sleep(retry.backoff(attempt)).await;
     }
     Err(Error::KeyLocked {
         table: key.table.clone(),

@@ -8,9 +8,10 @@ use std::time::Duration;
 use crate::error::Result;
 use crate::hbase::{CheckAndMutate, CompareOp, Put, Scan};
 use crate::oracle::LOGICAL_PER_MS;
-use crate::txn::liveness::{LIVENESS_FAMILY, OLDEST_QUALIFIER};
+use crate::txn::liveness::{published_oldest, LIVENESS_FAMILY, OLDEST_QUALIFIER};
 use crate::txn::meta::{read_row, GLOBAL_ROW, META_FAMILY};
 use crate::txn::safe_point::{decode, SAFE_POINT_QUALIFIER};
+use crate::txn::store::next_page_start;
 use crate::txn::HBaseAccess;
 
 /// Liveness rows per scan round trip.
@@ -38,19 +39,13 @@ pub(crate) async fn oldest_published(
             .scan_page(liveness_table, &scan, LIVENESS_PAGE)
             .await?;
         for row in &page {
-            let published = row
-                .value(LIVENESS_FAMILY, OLDEST_QUALIFIER)
-                .and_then(|v| <[u8; 8]>::try_from(v).ok())
-                .map(u64::from_be_bytes);
-            if let Some(ts) = published {
+            if let Some(ts) = published_oldest(row) {
                 oldest = Some(oldest.map_or(ts, |o| o.min(ts)));
             }
         }
-        match page.last() {
-            Some(last) if page.len() == LIVENESS_PAGE as usize => {
-                from = [last.row.as_slice(), &[0]].concat();
-            }
-            _ => return Ok(oldest),
+        match next_page_start(&page, LIVENESS_PAGE) {
+            Some(next) => from = next,
+            None => return Ok(oldest),
         }
     }
 }
@@ -79,7 +74,7 @@ pub(crate) async fn advance(store: &dyn HBaseAccess, meta_table: &str, to: u64) 
         .put(Put::new(GLOBAL_ROW).add(
             META_FAMILY,
             SAFE_POINT_QUALIFIER,
-            to.to_be_bytes().to_vec(),
+            crate::txn::safe_point::encode(to),
         ));
         match store.check_and_mutate(meta_table, &cam).await {
             Ok(true) => return Ok(to),

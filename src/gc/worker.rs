@@ -333,7 +333,6 @@ impl GcWorker {
             candidate = candidate.min(oldest);
         }
         let safe_point = safe_point::advance(store, &meta_table, candidate).await?;
-        let known_at = Instant::now();
         let mut report = GcReport {
             safe_point,
             ..GcReport::default()
@@ -343,10 +342,9 @@ impl GcWorker {
         }
         // docs/design.md invariant 13: a client may trust its cached meta row for
         // META_REFRESH; past that, every read it checks sees this safe point or a higher one.
-        let settle = (META_REFRESH + PUBLISH_MARGIN).saturating_sub(known_at.elapsed());
         tokio::select! {
             _ = self.cancel.cancelled() => return Err(Error::Shutdown),
-            _ = tokio::time::sleep(settle) => {}
+            _ = tokio::time::sleep(META_REFRESH + PUBLISH_MARGIN) => {}
         }
         let started = Instant::now();
         let cancelled = || self.cancel.is_cancelled();

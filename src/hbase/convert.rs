@@ -14,7 +14,7 @@ use crate::thrift::hbase::{
 use crate::{Error, Peer, Result};
 
 /// HBase's "forever" TTL (`HConstants.FOREVER`), reported by real gateways for unset TTLs.
-const TTL_FOREVER: i32 = i32::MAX;
+pub(crate) const TTL_FOREVER: i32 = i32::MAX;
 const DEFAULT_NAMESPACE: &str = "default";
 
 /// `"ns:name"` or a bare name (the `default` namespace).

@@ -39,3 +39,5 @@ pub use client::AsyncHBaseClient;
 pub use config::{HBaseConfig, Protocol, Transport};
 pub use scanner::Scanner;
 pub use types::*;
+
+pub(crate) use convert::TTL_FOREVER;

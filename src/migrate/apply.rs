@@ -14,13 +14,14 @@ use serde::{Deserialize, Serialize};
 use crate::clock::{Clock, SystemClock};
 use crate::error::{MigrationIssue, Result};
 use crate::hbase::{HBaseClient, Put, Scan};
-use crate::migrate::plan::plan;
+use crate::migrate::plan::{plan, Plan};
 use crate::migrate::progress::{Progress, ProgressMode};
 use crate::migrate::state::{
     self, adopt, issue, write_marker, Adopt, CrashHook, FamilySettings, Marker, Step,
 };
 use crate::txn::codec::{column_qualifier, encode_write, WriteKind, WriteRecord};
 use crate::txn::meta::{META_REFRESH, MIG_STATE};
+use crate::txn::store::row_after;
 use crate::txn::{Schema, TxnOptions};
 
 /// How `apply` runs.
@@ -117,6 +118,18 @@ pub fn apply(
     table: &str,
     opts: &ApplyOptions,
 ) -> Result<ApplyReport> {
+    apply_planned(hbase, schema, table, opts, None)
+}
+
+/// [`apply`], with the table's plan when the caller has just made it (a run over several
+/// tables plans them all before it changes any).
+pub(crate) fn apply_planned(
+    hbase: &HBaseClient,
+    schema: &Schema,
+    table: &str,
+    opts: &ApplyOptions,
+    planned: Option<Plan>,
+) -> Result<ApplyReport> {
     let started = Instant::now();
     crate::txn::setup::create_meta_table(hbase, schema)?;
     let mut report = ApplyReport {
@@ -135,7 +148,10 @@ pub fn apply(
             ))
         }
         _ => {
-            let plan = plan(hbase, schema, table, opts.oracle_ts, opts.progress)?;
+            let plan = match planned {
+                Some(plan) => plan,
+                None => plan(hbase, schema, table, opts.oracle_ts, opts.progress)?,
+            };
             plan.refusal()?;
             total_rows = Some(plan.rows);
             let desc = hbase.admin().table_descriptor(table)?;
@@ -240,10 +256,7 @@ fn run_pass(
     let desc = hbase.admin().table_descriptor(table)?;
     let original = marker.original_by_name();
     let ttl_cut = marker.number(state::TTL_CUT).unwrap_or(0) as i64;
-    let start = pass
-        .after
-        .as_ref()
-        .map_or(Vec::new(), |r| [r.as_slice(), &[0]].concat());
+    let start = pass.after.as_ref().map_or(Vec::new(), |r| row_after(r));
     let scan = Scan::range(start, Vec::new())
         .max_versions(1)
         .caching(opts.checkpoint_rows.clamp(1, 10_000) as i32);

@@ -143,8 +143,10 @@ pub fn disable(
                 format!("transactions are still writing (a lock at row {:?}); stop the writers and run disable again", String::from_utf8_lossy(&lock.key.row)),
             ));
         }
+    } else {
+        // A resumed run: the marker may have been written only just before the crash.
+        state::settle(&marker, opts.settle);
     }
-    state::settle(&Marker::read(hbase, schema, table)?, opts.settle);
     state::crash(&opts.crash_at, table, Step::Disabling)?;
     if has_families {
         rewrite_rows(hbase, schema, table, opts, &mut report)?;
@@ -291,12 +293,8 @@ fn row_mutations(
                 .push((c.timestamp, &c.value));
         }
     }
-    let corrupt = |column: &[u8], reason: String| Error::Corrupted {
-        what: "write record",
-        table: table.to_string(),
-        row: row.row.clone(),
-        column: column.to_vec(),
-        reason,
+    let corrupt = |column: &[u8], reason: String| {
+        Error::corrupted_cell("write record", table, &row.row, column, reason)
     };
     let mut put = Put::new(row.row.clone());
     let mut plain_deletes = Delete::new(row.row.clone()).timestamp(now);

@@ -18,6 +18,7 @@ mod plan;
 mod progress;
 mod state;
 
+pub(crate) use apply::apply_planned;
 pub use apply::{apply, ApplyOptions, ApplyReport};
 pub use check::{status, verify, TableStatus, Verification};
 pub use disable::{disable, DisableOptions, DisableReport};

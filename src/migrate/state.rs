@@ -11,7 +11,7 @@ use crate::clock::{Clock, SystemClock};
 use crate::error::{Error, MigrationIssue, Result};
 use crate::hbase::{Delete, FamilyDescriptor, HBaseClient, Put, RowResult, Scan, TableDescriptor};
 use crate::txn::codec::{column_qualifier, decode_write, WriteKind, WriteRecord};
-use crate::txn::meta::{META_FAMILY, MIG_STATE};
+use crate::txn::meta::{read_row, META_FAMILY, MIG_STATE};
 use crate::txn::{meta_row, Schema, ALL_VERSIONS};
 
 /// Versions below this are epoch milliseconds written by plain clients (until the year 10889);
@@ -25,8 +25,7 @@ pub const LEGACY_TS_LIMIT: i64 = 1 << 48;
 /// A day: cell timestamps further in the future than this are not plausibly wall-clock ms.
 const FUTURE_SLACK_MS: i64 = 24 * 3600 * 1000;
 
-/// HBase's TTL "FOREVER".
-pub(crate) const TTL_FOREVER: i32 = i32::MAX;
+pub(crate) use crate::hbase::TTL_FOREVER;
 
 /// Whether a cell timestamp reads as a plain client's wall-clock milliseconds (applications
 /// that set their own versions cannot be adopted: their versions do not order with time).
@@ -42,9 +41,9 @@ pub fn plausible_ms(ts: i64, now_ms: u64) -> bool {
     (0..LEGACY_TS_LIMIT).contains(&ts) && ts <= now_ms as i64 + FUTURE_SLACK_MS
 }
 
-pub(crate) const APPLYING: &[u8] = b"applying";
-pub(crate) const ADOPTED: &[u8] = b"adopted";
-pub(crate) const DISABLING: &[u8] = b"disabling";
+pub(crate) use crate::txn::meta::{
+    MIG_ADOPTED as ADOPTED, MIG_APPLYING as APPLYING, MIG_DISABLING as DISABLING,
+};
 /// The user families' settings before `apply` changed them (JSON), for `disable`.
 pub(crate) const ORIGINAL: &[u8] = b"mig:original";
 /// Wall ms when the marker was written: clients may trust a cached meta row that long.
@@ -53,14 +52,10 @@ pub(crate) const SINCE: &[u8] = b"mig:since";
 pub(crate) const TTL_CUT: &[u8] = b"mig:ttl_cut";
 /// The adoption pass under way (0 = the first full pass, then catch-up passes).
 pub(crate) const PASS: &[u8] = b"mig:pass";
-/// The last row the current pass finished.
-pub(crate) const CHECKPOINT: &[u8] = b"mig:checkpoint";
-/// Records the current pass wrote before its checkpoint (decides whether another pass runs).
-pub(crate) const CHANGED: &[u8] = b"mig:changed";
 /// Wall ms when the table was adopted.
 pub(crate) const ADOPTED_AT: &[u8] = b"mig:adopted_at";
 /// Work-in-progress qualifiers that a finished migration leaves behind none of.
-pub(crate) const IN_PROGRESS: [&[u8]; 3] = [PASS, CHECKPOINT, CHANGED];
+pub(crate) const IN_PROGRESS: [&[u8]; 1] = [PASS];
 
 /// One user family's settings, as stored in the marker.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -181,12 +176,11 @@ pub(crate) struct Marker {
 
 impl Marker {
     pub fn read(hbase: &HBaseClient, schema: &Schema, table: &str) -> Result<Marker> {
-        let get = crate::hbase::Get::new(meta_row(table)).family(META_FAMILY);
-        let row = match hbase.get(&schema.meta_table, &get) {
-            Ok(row) => row,
-            Err(Error::TableNotFound { .. }) => RowResult::default(),
-            Err(e) => return Err(e),
-        };
+        let client = hbase.asynchronous();
+        let row = crate::runtime::wait(
+            client.handle(),
+            read_row(&client, &schema.meta_table, &meta_row(table)),
+        )?;
         Ok(Marker { row })
     }
 
@@ -331,9 +325,12 @@ pub(crate) fn columns(schema: &Schema, table: &str, row: &RowResult) -> Result<V
     for cell in &row.cells {
         if cell.family == schema.write_family {
             let (family, qualifier) = crate::txn::codec::split_column_qualifier(&cell.qualifier)
-                .map_err(|e| corrupted(table, row, &cell.qualifier, e.0))?;
-            let rec = decode_write(&cell.value)
-                .map_err(|e| corrupted(table, row, &cell.qualifier, e.0))?;
+                .map_err(|e| {
+                    Error::corrupted_cell("write record", table, &row.row, &cell.qualifier, e.0)
+                })?;
+            let rec = decode_write(&cell.value).map_err(|e| {
+                Error::corrupted_cell("write record", table, &row.row, &cell.qualifier, e.0)
+            })?;
             let c = out.entry(cell.qualifier.clone()).or_insert_with(|| Column {
                 family,
                 qualifier,
@@ -357,16 +354,6 @@ pub(crate) fn columns(schema: &Schema, table: &str, row: &RowResult) -> Result<V
         }
     }
     Ok(out.into_values().collect())
-}
-
-fn corrupted(table: &str, row: &RowResult, column: &[u8], reason: String) -> Error {
-    Error::Corrupted {
-        what: "write record",
-        table: table.to_string(),
-        row: row.row.clone(),
-        column: column.to_vec(),
-        reason,
-    }
 }
 
 /// What adoption must write for one column, if anything.

@@ -23,6 +23,7 @@ use crate::observer::model::{
 };
 use crate::observer::run::{run_once, Observer, Outcome, WorkerCrash, WorkerSeam};
 use crate::txn::meta::{meta_row, META_FAMILY};
+use crate::txn::store::next_page_start;
 use crate::txn::ALL_VERSIONS;
 use crate::AsyncClient;
 
@@ -401,17 +402,12 @@ impl ObserverWorker {
 pub async fn register(client: &AsyncClient, column: &ObservedColumn, observer: &str) -> Result<()> {
     check_observer_name(observer)?;
     let ctx = client.ctx();
-    // Any row: only the table's families are checked.
-    let notify = crate::CellKey::new(
-        &column.table,
-        b"r".to_vec(),
-        ctx.schema().notify_family.clone(),
-        Vec::new(),
-    )?;
-    let mut ack = notify.clone();
-    ack.family = ctx.schema().ack_family.clone();
-    ctx.check_families([&notify, &ack, &column.key(b"r")?])
-        .await?;
+    column.key(b"r")?; // a valid cell address
+    ctx.check_table(&column.table).await?;
+    let schema = ctx.schema();
+    for family in [&schema.notify_family, &schema.ack_family, &column.family] {
+        ctx.check_family(&column.table, family).await?;
+    }
     let (q, v) = registry_cell(column, observer);
     let row = meta_row(&column.table);
     let put = Put::new(row.clone()).add(META_FAMILY, q, v);
@@ -449,6 +445,9 @@ pub async fn observed_columns(
     Ok(model::observed_columns(table, &row))
 }
 
+/// Rows per page when counting notifications.
+const COUNT_PAGE: i32 = 1000;
+
 /// Notifications not yet cleared in `table` (cells of the notify family, every version).
 ///
 /// ```
@@ -473,15 +472,15 @@ pub async fn pending_notifications(client: &AsyncClient, table: &str) -> Result<
     let mut count = 0;
     loop {
         let scan = notification_scan(ctx.schema(), from.clone(), Vec::new());
-        let page = ctx.store().scan_page(table, &scan, 1000).await?;
+        let page = ctx.store().scan_page(table, &scan, COUNT_PAGE).await?;
         count += page
             .iter()
             .flat_map(|r| &r.cells)
             .filter(|c| parse_notification(&c.qualifier).is_some())
             .count();
-        match page.last() {
-            Some(last) if page.len() == 1000 => from = [last.row.as_slice(), &[0]].concat(),
-            _ => return Ok(count),
+        match next_page_start(&page, COUNT_PAGE) {
+            Some(next) => from = next,
+            None => return Ok(count),
         }
     }
 }
@@ -648,12 +647,7 @@ impl Inner {
             .scan_page(&p.table, &scan, self.config.scan_rows)
             .await?;
         self.counters.scans.fetch_add(1, Ordering::Relaxed);
-        let next = match page.last() {
-            Some(last) if page.len() as i32 >= self.config.scan_rows => {
-                [last.row.as_slice(), &[0]].concat()
-            }
-            _ => p.start.clone(),
-        };
+        let next = next_page_start(&page, self.config.scan_rows).unwrap_or_else(|| p.start.clone());
         self.cursors.lock().insert(p.clone(), next);
         let jobs = self.jobs(&p.table, &page);
         let found = jobs.len();

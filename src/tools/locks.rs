@@ -69,12 +69,8 @@ pub fn list_locks(hbase: &HBaseClient, schema: &Schema, table: &str) -> Result<V
     for row in hbase.scan(table, &scan)? {
         let row = row?;
         for cell in &row.cells {
-            let corrupt = |reason: String| Error::Corrupted {
-                what: "lock",
-                table: table.to_string(),
-                row: row.row.clone(),
-                column: cell.qualifier.clone(),
-                reason,
+            let corrupt = |reason: String| {
+                Error::corrupted_cell("lock", table, &row.row, &cell.qualifier, reason)
             };
             let LockState::Locked(lock) =
                 decode_lock_state(Some(&cell.value)).map_err(|e| corrupt(e.0))?

@@ -17,7 +17,8 @@ use crate::txn::background::Background;
 use crate::txn::fusion::ReadFusion;
 use crate::txn::liveness::Liveness;
 use crate::txn::meta::{
-    meta_row, MetaCache, GLOBAL_ROW, META_FAMILY, META_REFRESH, MIG_BUSY_STATES, MIG_STATE,
+    meta_row, read_row, MetaCache, GLOBAL_ROW, META_FAMILY, META_REFRESH, MIG_BUSY_STATES,
+    MIG_STATE,
 };
 use crate::txn::open_txns::OpenTransactions;
 use crate::txn::options::{Seam, TxnOptions};
@@ -130,13 +131,8 @@ impl Context {
 
     /// `table`'s row of the meta table, cached for at most `META_REFRESH`.
     pub async fn table_meta(&self, table: &str) -> Result<Arc<RowResult>> {
-        self.meta_row(&meta_row(table)).await
-    }
-
-    /// A row of the meta table, cached for at most `META_REFRESH`.
-    pub async fn meta_row(&self, row: &[u8]) -> Result<Arc<RowResult>> {
         self.meta
-            .row(self.store(), &self.opts.schema.meta_table, row)
+            .row(self.store(), &self.opts.schema.meta_table, &meta_row(table))
             .await
     }
 
@@ -162,10 +158,7 @@ impl Context {
         }
         // Aged from before the read is sent, as the meta cache ages its rows.
         let asked = now.max(1);
-        let global = self
-            .meta
-            .refresh(self.store(), &self.opts.schema.meta_table, GLOBAL_ROW)
-            .await?;
+        let global = read_row(self.store(), &self.opts.schema.meta_table, GLOBAL_ROW).await?;
         let safe_point = crate::txn::safe_point::decode(&global, &self.opts.schema.meta_table)?;
         // The safe point only rises; the pair is published value first, so whoever sees a
         // read's time also sees its value (or a later one).
@@ -205,24 +198,25 @@ impl Context {
                 self.check_not_migrating(&key.table).await?;
                 checked = Some(key.table.as_str());
             }
-            let (families, cached) = self.table_families(&key.table, false).await?;
-            if families.contains(&key.family)
-                || (cached
-                    && self
-                        .table_families(&key.table, true)
-                        .await?
-                        .0
-                        .contains(&key.family))
-            {
-                continue;
-            }
-            return Err(Error::FamilyNotFound {
-                table: key.table.clone(),
-                family: String::from_utf8_lossy(&key.family).into_owned(),
-                message: "the table has no such column family".into(),
-            });
+            self.check_family(&key.table, &key.family).await?;
         }
         Ok(())
+    }
+
+    /// `FamilyNotFound` unless transactional table `table` has `family` (see
+    /// [`Context::check_families`]).
+    pub async fn check_family(&self, table: &str, family: &[u8]) -> Result<()> {
+        let (families, cached) = self.table_families(table, false).await?;
+        if families.contains(family)
+            || (cached && self.table_families(table, true).await?.0.contains(family))
+        {
+            return Ok(());
+        }
+        Err(Error::FamilyNotFound {
+            table: table.to_string(),
+            family: String::from_utf8_lossy(family).into_owned(),
+            message: "the table has no such column family".into(),
+        })
     }
 
     /// The table's families, and whether they came from the cache (else they were just

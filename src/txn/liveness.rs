@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 
 use crate::error::Result;
-use crate::hbase::{Delete, FamilyDescriptor, Get, Put, TableDescriptor};
+use crate::hbase::{Delete, FamilyDescriptor, Get, Put, RowResult, TableDescriptor};
 use crate::txn::store::HBaseAccess;
 
 /// ```
@@ -33,12 +33,12 @@ impl Default for LivenessConfig {
     }
 }
 
-const FAMILY: &[u8] = b"l";
+/// The liveness table's one family.
+pub(crate) const LIVENESS_FAMILY: &[u8] = b"l";
 const QUALIFIER: &[u8] = b"a";
 /// The oldest start_ts among the client's open transactions (BE u64), empty when none: GC
 /// keeps the safe point at or below every one published (docs/gc.md).
 pub(crate) const OLDEST_QUALIFIER: &[u8] = b"o";
-pub(crate) const LIVENESS_FAMILY: &[u8] = FAMILY;
 /// A positive answer is reused this long: a lock's owner rarely dies in the meantime, and a
 /// reader that waits on a lock would otherwise ask on every backoff step.
 const ALIVE_CACHE: Duration = Duration::from_millis(200);
@@ -50,7 +50,7 @@ impl LivenessConfig {
     /// ```
     pub fn table_descriptor(&self) -> TableDescriptor {
         TableDescriptor::new(self.table.clone()).family(
-            FamilyDescriptor::new(FAMILY)
+            FamilyDescriptor::new(LIVENESS_FAMILY)
                 .max_versions(1)
                 .ttl_secs(self.ttl_secs)
                 .in_memory(true),
@@ -66,6 +66,14 @@ impl LivenessConfig {
     pub fn refresh_interval(&self) -> Duration {
         Duration::from_millis((self.ttl_secs.max(1) as u64 * 1000) / 3)
     }
+}
+
+/// The oldest open start_ts a liveness row publishes; `None` when it publishes none (or a
+/// value that does not decode: a row being rewritten by an older client).
+pub(crate) fn published_oldest(row: &RowResult) -> Option<u64> {
+    row.value(LIVENESS_FAMILY, OLDEST_QUALIFIER)
+        .and_then(|v| <[u8; 8]>::try_from(v).ok())
+        .map(u64::from_be_bytes)
 }
 
 pub(crate) struct Liveness {
@@ -100,9 +108,9 @@ impl Liveness {
         oldest_open: Option<u64>,
     ) -> Result<()> {
         let put = Put::new(self.owner.as_bytes().to_vec())
-            .add(FAMILY, QUALIFIER, wall_ms.to_be_bytes().to_vec())
+            .add(LIVENESS_FAMILY, QUALIFIER, wall_ms.to_be_bytes().to_vec())
             .add(
-                FAMILY,
+                LIVENESS_FAMILY,
                 OLDEST_QUALIFIER,
                 oldest_open.map_or(Vec::new(), |ts| ts.to_be_bytes().to_vec()),
             );
@@ -136,7 +144,7 @@ impl Liveness {
             }
         }
         on_rpc();
-        let get = Get::new(owner.as_bytes().to_vec()).column(FAMILY, QUALIFIER);
+        let get = Get::new(owner.as_bytes().to_vec()).column(LIVENESS_FAMILY, QUALIFIER);
         let rows = store
             .get_many(&self.config.table, std::slice::from_ref(&get))
             .await?;

@@ -20,10 +20,12 @@ pub(crate) const META_FAMILY: &[u8] = b"m";
 /// The migration marker of a table's meta row (`percolator migrate`): `applying` while its
 /// data is being adopted, `adopted` once done, `disabling` while it is returned to plain use.
 pub(crate) const MIG_STATE: &[u8] = b"mig:state";
+pub(crate) const MIG_APPLYING: &[u8] = b"applying";
+pub(crate) const MIG_ADOPTED: &[u8] = b"adopted";
+pub(crate) const MIG_DISABLING: &[u8] = b"disabling";
 /// The marker states during which transaction clients refuse the table.
-pub(crate) const MIG_BUSY_STATES: [&[u8]; 2] = [b"applying", b"disabling"];
+pub(crate) const MIG_BUSY_STATES: [&[u8]; 2] = [MIG_APPLYING, MIG_DISABLING];
 /// The row of state that belongs to no one table.
-#[allow(dead_code)] // for the GC safe point and other global state
 pub(crate) const GLOBAL_ROW: &[u8] = b"global";
 /// How long a client trusts a cached meta row before it reads it again. Whoever changes meta
 /// state that clients act on (a migration marker, the observed columns) waits this long
@@ -86,7 +88,7 @@ impl MetaCache {
         row: &[u8],
     ) -> Result<Arc<RowResult>> {
         // Aged from when the read was sent, not answered: a cached row is then never older
-        // than its age says, however slow the reply (the GC safe point relies on it).
+        // than its age says, however slow the reply (a migration marker relies on it).
         let asked = Instant::now();
         let fresh = Arc::new(read_row(store, meta_table, row).await?);
         self.rows

@@ -25,6 +25,7 @@ mod heartbeat;
 pub(crate) mod liveness;
 pub(crate) mod meta;
 pub(crate) mod mutation;
+pub(crate) mod notify;
 mod open_txns;
 mod options;
 mod primaries;
@@ -34,7 +35,7 @@ mod schema;
 pub(crate) mod session;
 mod snapshot;
 mod stats;
-mod store;
+pub(crate) mod store;
 mod transaction;
 
 // The byte formats and the pure protocol steps: public only for tests that script the

@@ -48,6 +48,12 @@ pub(crate) struct Registration {
     start_ts: u64,
 }
 
+impl Registration {
+    pub fn start_ts(&self) -> u64 {
+        self.start_ts
+    }
+}
+
 impl Drop for Registration {
     fn drop(&mut self) {
         let mut starts = self.open.shard(self.start_ts).lock();

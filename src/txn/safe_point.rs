@@ -11,6 +11,11 @@ use crate::txn::meta::{GLOBAL_ROW, META_FAMILY};
 /// The safe point's cell in the meta table's global row: big-endian u64.
 pub(crate) const SAFE_POINT_QUALIFIER: &[u8] = b"gc:safe_point";
 
+/// How a safe point is stored.
+pub(crate) fn encode(safe_point: u64) -> Vec<u8> {
+    safe_point.to_be_bytes().to_vec()
+}
+
 /// The safe point stored in `global` (the meta table's global row); 0 when none is stored.
 pub(crate) fn decode(global: &RowResult, meta_table: &str) -> Result<u64> {
     match global.value(META_FAMILY, SAFE_POINT_QUALIFIER) {

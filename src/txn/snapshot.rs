@@ -13,6 +13,7 @@ use crate::txn::codec::{decode_lock_state, split_column_qualifier, Lock, LockSta
 use crate::txn::resolver::LockResolver;
 use crate::txn::schema::Schema;
 use crate::txn::session::Session;
+use crate::txn::store::row_after;
 
 /// Write-record versions fetched per column on the first try: the newest is almost always a
 /// commit, and a read that meets rollback records asks again for 8 times as many. A second
@@ -287,7 +288,7 @@ impl<'a> SnapshotReader<'a> {
                 cursor.from = last.row.clone();
                 cursor.skip = Some(last.row.clone());
             } else {
-                cursor.from = [last.row.as_slice(), &[0]].concat();
+                cursor.from = row_after(&last.row);
             }
         }
         Ok(out)
@@ -312,8 +313,8 @@ impl<'a> SnapshotReader<'a> {
                 column: q.clone(),
                 reason: e.0,
             })?;
-            // Observer acknowledgments are transactional cells of the notify family: not the
-            // user's columns.
+            // Observer acknowledgments are transactional cells of a project family (`_pa`):
+            // not the user's columns.
             if schema.is_percolator_family(&family) {
                 continue;
             }

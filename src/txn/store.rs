@@ -10,6 +10,20 @@ use crate::hbase::{
     TableDescriptor,
 };
 
+/// The smallest row key after `row`: where a scan resumes after it.
+pub(crate) fn row_after(row: &[u8]) -> Vec<u8> {
+    [row, &[0]].concat()
+}
+
+/// Where the scan after `page` (asked for `rows` rows) starts, or `None` when the page was
+/// short and the range is done.
+pub(crate) fn next_page_start(page: &[RowResult], rows: i32) -> Option<Vec<u8>> {
+    match page.last() {
+        Some(last) if page.len() >= rows as usize => Some(row_after(&last.row)),
+        _ => None,
+    }
+}
+
 /// What the transaction layer asks of HBase.
 ///
 /// ```
@@ -39,6 +53,15 @@ pub trait HBaseAccess: Send + Sync + 'static {
     async fn scan_page(&self, table: &str, scan: &Scan, rows: i32) -> Result<Vec<RowResult>>;
     async fn put(&self, table: &str, put: &Put) -> Result<()>;
     async fn delete(&self, table: &str, delete: &Delete) -> Result<()>;
+
+    /// Several deletes of one table. Production sends them in one round trip; the default
+    /// (for test stores) sends them one by one, all at once.
+    async fn delete_many(&self, table: &str, deletes: &[Delete]) -> Result<()> {
+        for done in futures::future::join_all(deletes.iter().map(|d| self.delete(table, d))).await {
+            done?;
+        }
+        Ok(())
+    }
     async fn table_descriptor(&self, table: &str) -> Result<TableDescriptor>;
 }
 
@@ -67,6 +90,13 @@ impl HBaseAccess for AsyncHBaseClient {
         AsyncHBaseClient::delete(self, table, delete).await
     }
 
+    async fn delete_many(&self, table: &str, deletes: &[Delete]) -> Result<()> {
+        if deletes.is_empty() {
+            return Ok(());
+        }
+        AsyncHBaseClient::delete_many(self, table, deletes).await
+    }
+
     async fn table_descriptor(&self, table: &str) -> Result<TableDescriptor> {
         AsyncHBaseClient::table_descriptor(self, table).await
     }
@@ -93,6 +123,10 @@ impl HBaseAccess for HBaseClient {
 
     async fn delete(&self, table: &str, delete: &Delete) -> Result<()> {
         HBaseAccess::delete(&self.asynchronous(), table, delete).await
+    }
+
+    async fn delete_many(&self, table: &str, deletes: &[Delete]) -> Result<()> {
+        HBaseAccess::delete_many(&self.asynchronous(), table, deletes).await
     }
 
     async fn table_descriptor(&self, table: &str) -> Result<TableDescriptor> {

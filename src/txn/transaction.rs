@@ -41,9 +41,9 @@ enum State {
 /// ```
 pub struct AsyncTransaction {
     session: Session,
-    start_ts: OnceCell<u64>,
-    /// Publishes `start_ts` as open until this transaction is dropped (docs/gc.md).
-    registration: std::sync::OnceLock<Registration>,
+    /// The start timestamp once taken, published as open until this transaction is dropped
+    /// (docs/gc.md).
+    start: OnceCell<Registration>,
     writes: BTreeMap<CellKey, Write>,
     /// The first written key becomes the primary.
     first: Option<CellKey>,
@@ -57,8 +57,7 @@ impl AsyncTransaction {
         Stats::bump(&session.ctx().stats().begun);
         AsyncTransaction {
             session,
-            start_ts: OnceCell::new(),
-            registration: std::sync::OnceLock::new(),
+            start: OnceCell::new(),
             writes: BTreeMap::new(),
             first: None,
             notified: BTreeSet::new(),
@@ -70,8 +69,7 @@ impl AsyncTransaction {
         let registration = session.ctx().open_txns().register(ts);
         AsyncTransaction {
             session,
-            start_ts: OnceCell::new_with(Some(ts)),
-            registration: registration.into(),
+            start: OnceCell::new_with(Some(registration)),
             writes: BTreeMap::new(),
             first: None,
             notified: BTreeSet::new(),
@@ -100,20 +98,19 @@ impl AsyncTransaction {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub async fn start_ts(&self) -> Result<u64> {
-        self.start_ts
+        let start = self
+            .start
             .get_or_try_init(|| async {
                 let ctx = self.session.ctx();
-                let ts = ctx.timestamp().await?;
-                let _ = self.registration.set(ctx.open_txns().register(ts));
-                Ok(ts)
+                Ok::<_, Error>(ctx.open_txns().register(ctx.timestamp().await?))
             })
-            .await
-            .copied()
+            .await?;
+        Ok(start.start_ts())
     }
 
     /// The start timestamp if it is fixed already (for error reports).
     fn known_start_ts(&self) -> u64 {
-        self.start_ts.get().copied().unwrap_or(0)
+        self.start.get().map_or(0, Registration::start_ts)
     }
 
     /// HBase RPCs this transaction has made so far (reads, prewrites, commits, resolution).
@@ -692,8 +689,8 @@ impl AsyncTransaction {
         Ok(())
     }
 
-    /// Buffers a write to a cell of the notify family (an observer's acknowledgment), which
-    /// user code cannot write.
+    /// Buffers a write to a cell of a project family (an observer's acknowledgment in `_pa`),
+    /// which user code cannot write.
     pub(crate) fn set_system(&mut self, key: CellKey, value: Vec<u8>) -> Result<()> {
         self.check_writable()?;
         self.buffer_unchecked(key, Write::Put(value));
@@ -760,7 +757,7 @@ impl AsyncTransaction {
         ordered.push((primary, primary_write));
         ordered.extend(writes);
         let notify =
-            crate::observer::notify_flags(self.session.ctx(), &ordered, &self.notified).await?;
+            crate::txn::notify::notify_flags(self.session.ctx(), &ordered, &self.notified).await?;
         Committer::new(self.session.clone(), start_ts, ordered, notify)
             .commit()
             .await

@@ -117,6 +117,12 @@ pub fn run(
     config: &BenchConfig,
     mut each: impl FnMut(&str, &WorkloadResult),
 ) -> Result<BenchReport> {
+    let wants_notify = config.workloads.iter().any(|w| w == NOTIFY);
+    if wants_notify && config.api == Api::Sync {
+        return Err(crate::Error::IllegalArgument {
+            message: "the notify workload runs on the async API only (--api async)".into(),
+        });
+    }
     let suffix = format!("{}_{}", std::process::id(), rand::random::<u32>());
     let tables = Tables {
         raw: format!("bench_raw_{suffix}"),
@@ -133,17 +139,12 @@ pub fn run(
         .admin()
         .create_table(&TableDescriptor::new(tables.raw.clone()).family(FamilyDescriptor::new(F)))?;
     txn::setup::create_table(&stack.hbase, &options.schema, &tables.txn, &[F])?;
-    let schema = options.schema.clone();
+    if wants_notify {
+        txn::setup::create_table(&stack.hbase, &options.schema, &tables.notify, &[F])?;
+    }
     let client = stack.client(options)?;
     populate(stack, &client, &tables, config.rows)?;
-    let wants_notify = config.workloads.iter().any(|w| w == NOTIFY);
-    if wants_notify && config.api == Api::Sync {
-        return Err(crate::Error::IllegalArgument {
-            message: "the notify workload runs on the async API only (--api async)".into(),
-        });
-    }
     let notify = if wants_notify {
-        txn::setup::create_table(&stack.hbase, &schema, &tables.notify, &[F])?;
         let bench = NotifyBench::start(client.asynchronous(), &tables.notify);
         Some(Arc::new(crate::runtime::wait(
             client.asynchronous().runtime(),

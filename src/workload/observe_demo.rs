@@ -212,7 +212,6 @@ pub fn run(config: &ObserveDemoConfig) -> Result<ObserveDemoReport> {
         .with_lease_ttl(Duration::from_secs(2))
         .with_crash(Arc::new(move |_| rand::random::<f64>() < rate));
     let mut report = ObserveDemoReport::default();
-    let mut totals = WorkerStats::default();
     let start_worker = |report: &mut ObserveDemoReport| -> Result<ObserverWorker> {
         report.workers_started += 1;
         let client = new_client()?;
@@ -277,13 +276,7 @@ pub fn run(config: &ObserveDemoConfig) -> Result<ObserveDemoReport> {
             let i = rand::thread_rng().gen_range(0..workers.len());
             workers[i].kill();
         }
-        replace_dead(
-            &mut workers,
-            &mut report,
-            &mut totals,
-            &runtime,
-            &start_worker,
-        )?;
+        replace_dead(&mut workers, &mut report, &runtime, &start_worker)?;
         let second = started.elapsed().as_secs();
         if second == last_line {
             continue;
@@ -306,13 +299,7 @@ pub fn run(config: &ObserveDemoConfig) -> Result<ObserveDemoReport> {
     );
     let drained = Instant::now();
     loop {
-        replace_dead(
-            &mut workers,
-            &mut report,
-            &mut totals,
-            &runtime,
-            &start_worker,
-        )?;
+        replace_dead(&mut workers, &mut report, &runtime, &start_worker)?;
         let pending = crate::runtime::wait(&runtime, async {
             Ok::<_, Error>(
                 pending_notifications(&writer_client, &tables.docs).await?
@@ -326,12 +313,9 @@ pub fn run(config: &ObserveDemoConfig) -> Result<ObserveDemoReport> {
         std::thread::sleep(Duration::from_millis(200));
     }
     for w in workers.drain(..) {
-        add(&mut totals, &w.stats());
+        add(&mut report, &w.stats());
         crate::runtime::wait(&runtime, w.shutdown());
     }
-    report.processed = totals.processed;
-    report.already_acked = totals.already_acked;
-    report.errors = totals.errors;
     crate::runtime::wait(&runtime, verify(&writer_client, &tables, &mut report))?;
     crate::runtime::wait(&runtime, writer_client.shutdown());
     if config.json {
@@ -359,17 +343,17 @@ pub fn run(config: &ObserveDemoConfig) -> Result<ObserveDemoReport> {
     Ok(report)
 }
 
-fn add(totals: &mut WorkerStats, s: &WorkerStats) {
-    totals.processed += s.processed;
-    totals.already_acked += s.already_acked;
-    totals.errors += s.errors;
+/// Counts a worker's runs (when it is replaced or shut down) in the report.
+fn add(report: &mut ObserveDemoReport, s: &WorkerStats) {
+    report.processed += s.processed;
+    report.already_acked += s.already_acked;
+    report.errors += s.errors;
 }
 
 /// Replaces workers that died (at a seam or killed) by fresh ones with fresh clients.
 fn replace_dead(
     workers: &mut [ObserverWorker],
     report: &mut ObserveDemoReport,
-    totals: &mut WorkerStats,
     runtime: &tokio::runtime::Handle,
     start: &dyn Fn(&mut ObserveDemoReport) -> Result<ObserverWorker>,
 ) -> Result<()> {
@@ -378,7 +362,7 @@ fn replace_dead(
             report.workers_died += 1;
             let fresh = start(report)?;
             let dead = std::mem::replace(slot, fresh);
-            add(totals, &dead.stats());
+            add(report, &dead.stats());
             crate::runtime::wait(runtime, dead.shutdown());
         }
     }
