@@ -16,6 +16,7 @@ use percolator::observer::{
 };
 use percolator::txn::Seam;
 use percolator::{AsyncTransaction, Client, Result};
+use txn_support::faulty::{CasKind, Fault, FaultyStore};
 use txn_support::{Env, FAMILY};
 
 /// Copies `f:q` to `f:copy` and counts its committed runs in `f:runs`; fails its first
@@ -243,8 +244,11 @@ fn a_failing_observer_is_retried_with_backoff_and_never_dropped() {
 }
 
 /// A worker dies at `seam` on its first time there; a second worker (after the first one's
-/// leases expire) finishes the work: the change is processed exactly once.
-fn dies_at(seam: WorkerSeam) {
+/// leases expire) finishes the work: the change is processed exactly once. With
+/// `drop_commit`, the first worker's commit point CAS is lost on its way (its outcome unknown
+/// to the worker), so the worker settles its commit by re-reading the primary and committing
+/// again without the notifications' delete, which otherwise rides in that CAS: they stay.
+fn dies_at(seam: WorkerSeam, drop_commit: bool) {
     let env = Env::start();
     let t = env.table("obs_crash");
     let client = env.client();
@@ -253,8 +257,13 @@ fn dies_at(seam: WorkerSeam) {
         let fired = Arc::clone(&fired);
         Arc::new(move |s: WorkerSeam| s == seam && fired.fetch_add(1, Ordering::SeqCst) == 0)
     };
+    let store = FaultyStore::new(env.hbase.clone(), env.schema.clone());
+    if drop_commit {
+        store.inject(CasKind::Commit, "r", Fault::DropRequest, 1);
+    }
+    let worker_client = env.client_on(store.clone(), env.tso.clone(), env.options());
     let first = start(
-        &client,
+        &worker_client,
         copy_set(&t, CopyCounter::new("copy")),
         config().with_crash(crash),
     );
@@ -267,15 +276,13 @@ fn dies_at(seam: WorkerSeam) {
         );
         std::thread::sleep(Duration::from_millis(10));
     }
+    assert_eq!(!store.fired().is_empty(), drop_commit);
     let committed_before = runs(&client, &t, "r");
     match seam {
         WorkerSeam::BeforeProcess => assert_eq!(committed_before, 0),
         WorkerSeam::AfterCommit | WorkerSeam::MidScan => {
             assert_eq!(committed_before, 1);
-            assert_eq!(
-                pending(&client, &t),
-                usize::from(seam == WorkerSeam::AfterCommit)
-            );
+            assert_eq!(pending(&client, &t), usize::from(drop_commit));
         }
     }
     rt().block_on(first.shutdown());
@@ -288,26 +295,32 @@ fn dies_at(seam: WorkerSeam) {
         1,
         "at most one committed run per change"
     );
-    if seam == WorkerSeam::AfterCommit {
+    if drop_commit {
         assert_eq!(second.stats().already_acked, 1, "the rerun found the ack");
     }
     rt().block_on(second.shutdown());
+    worker_client.shutdown();
     client.shutdown();
 }
 
 #[test]
 fn a_worker_dying_before_processing_loses_nothing() {
-    dies_at(WorkerSeam::BeforeProcess);
+    dies_at(WorkerSeam::BeforeProcess, false);
 }
 
 #[test]
-fn a_worker_dying_after_its_commit_before_clearing_runs_nothing_twice() {
-    dies_at(WorkerSeam::AfterCommit);
+fn a_worker_dying_after_its_commit_leaves_nothing_to_run_again() {
+    dies_at(WorkerSeam::AfterCommit, false);
+}
+
+#[test]
+fn a_worker_dying_after_a_commit_it_had_to_settle_runs_nothing_twice() {
+    dies_at(WorkerSeam::AfterCommit, true);
 }
 
 #[test]
 fn a_worker_dying_mid_scan_loses_nothing() {
-    dies_at(WorkerSeam::MidScan);
+    dies_at(WorkerSeam::MidScan, false);
 }
 
 #[test]
@@ -369,6 +382,49 @@ fn two_workers_share_the_partitions_through_leases() {
     wait_until(&client, &t, "every row", || true);
     rt().block_on(a.shutdown());
     rt().block_on(b.shutdown());
+    client.shutdown();
+}
+
+/// Rows of `t`'s workers in the meta table (alive or not).
+fn worker_rows(env: &Env, t: &str) -> usize {
+    let prefix = format!("obs-worker/{t}/");
+    let mut stop = prefix.clone().into_bytes();
+    *stop.last_mut().unwrap() += 1;
+    let scan = percolator::hbase::Scan::range(prefix.into_bytes(), stop);
+    env.hbase
+        .scan(&env.schema.meta_table, &scan)
+        .unwrap()
+        .count()
+}
+
+/// A killed worker leaves its row and leases behind: the survivor takes every partition once
+/// the leases expire, and deletes the dead worker's row, so killed workers do not pile up.
+#[test]
+fn a_dead_workers_row_and_leases_are_taken_over() {
+    let env = Env::start();
+    let t = env.table("obs_dead_row");
+    let client = env.client();
+    let dead = start(&client, copy_set(&t, CopyCounter::new("copy")), config());
+    let survivor = start(&client, copy_set(&t, CopyCounter::new("copy")), config());
+    assert_eq!(worker_rows(&env, &t), 2);
+    dead.kill();
+    rt().block_on(dead.shutdown());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while survivor.stats().partitions != 16 || worker_rows(&env, &t) != 1 {
+        assert!(
+            Instant::now() < deadline,
+            "{} partitions, {} worker rows",
+            survivor.stats().partitions,
+            worker_rows(&env, &t)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    set(&client, &t, "r", "v");
+    wait_until(&client, &t, "the survivor's run", || {
+        read(&client, &t, "r", "copy").is_some()
+    });
+    rt().block_on(survivor.shutdown());
+    assert_eq!(worker_rows(&env, &t), 0, "a clean shutdown removes the row");
     client.shutdown();
 }
 

@@ -472,6 +472,40 @@ fn commit_costs_one_cas_per_cell_per_phase() {
     client.shutdown();
 }
 
+/// A prewrite has two CAS variants (lock cell released below start_ts, or absent) and HBase
+/// checks one: the client tries first what its earlier prewrites in the table found, and the
+/// other straight after a failure, never reading the lock cell for a wrong guess alone.
+#[test]
+fn prewrite_tries_first_the_variant_the_table_predicts() {
+    let env = Env::start();
+    let t = env.table("guess");
+    let client = env.client();
+    let cost = |row: usize, value: &str| {
+        let before = client.stats().hbase_rpcs;
+        client
+            .run(|txn| txn.set(&t, format!("r{row}"), "f", "q", value))
+            .unwrap();
+        client.stats().hbase_rpcs - before
+    };
+    // A first read fills the client's caches of the table's families and meta row.
+    let first = client.begin().unwrap();
+    assert_eq!(first.get(&t, "r0", "f", "q").unwrap(), None);
+    let inserts: Vec<u64> = (0..5).map(|row| cost(row, "new")).collect();
+    assert_eq!(
+        inserts,
+        [3, 3, 3, 3, 2],
+        "a wrong guess costs one more CAS; four inserts turn the guess"
+    );
+    let updates: Vec<u64> = (0..3).map(|row| cost(row, "changed")).collect();
+    assert_eq!(updates, [3, 3, 2], "updates turn it back");
+    for row in 0..5 {
+        let key = env.key(&t, &format!("r{row}"));
+        let expected: &[u8] = if row < 3 { b"changed" } else { b"new" };
+        assert_eq!(read(&env, &key).as_deref(), Some(expected));
+    }
+    client.shutdown();
+}
+
 /// Background secondary commits are tracked: dropping the client right after `commit` neither
 /// loses them nor deadlocks (the last reference may be released by the background job itself).
 #[test]

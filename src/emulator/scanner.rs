@@ -96,6 +96,16 @@ impl Scanner {
         }
     }
 
+    /// The family of a scan that reads one: only rows storing a version in it can return
+    /// anything.
+    fn one_family(&self) -> Option<&[u8]> {
+        let mut families = self.spec.read.columns.families();
+        match (families.next(), families.next()) {
+            (Some(family), None) => Some(family),
+            _ => None,
+        }
+    }
+
     /// Up to `n` results; an empty list once the scan is exhausted.
     pub fn next(&mut self, n: usize, now_ms: i64) -> ServerResult<Vec<RowChunk>> {
         let mut out = Vec::new();
@@ -109,9 +119,13 @@ impl Scanner {
             }
             let schema = self.table.schema_for_data()?;
             let (lower, upper) = self.bounds();
-            let rows = self
-                .table
-                .rows_in_range(lower, upper, self.spec.reversed, ROWS_PER_FETCH);
+            let rows = self.table.rows_in_range(
+                self.one_family(),
+                lower,
+                upper,
+                self.spec.reversed,
+                ROWS_PER_FETCH,
+            );
             if rows.is_empty() {
                 self.exhausted = true;
                 break;

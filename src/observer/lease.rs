@@ -2,9 +2,10 @@
 //! besides HBase. A table's rows are split into `partitions` ranges by their first byte; a
 //! worker holds a partition while its lease cell (owner and expiry, wall clock) is its own and
 //! unexpired, renews it by checkAndMutate on the exact bytes it wrote, and takes over a lease
-//! that expired. Live workers announce themselves in rows that expire the same way; each
-//! worker holds at most ceil(partitions / live workers), so a worker that joins gets a share
-//! as the others give theirs up. Leases only spread the work: correctness never depends on
+//! that expired. Live workers announce themselves in rows that expire the same way (and that
+//! any worker deletes once they have been expired for another ttl); each worker holds at most
+//! ceil(partitions / live workers), so a worker that joins gets a share as the others give
+//! theirs up. Leases only spread the work: correctness never depends on
 //! them (see `run`).
 
 use crate::error::Result;
@@ -106,7 +107,10 @@ impl Leases<'_> {
         self.ctx.store().delete(self.meta(), &delete).await
     }
 
-    /// Workers of `table` whose rows have not expired (at least 1: this one).
+    /// Workers of `table` whose rows have not expired (at least 1: this one). Rows of workers
+    /// that died (expired for longer than one more ttl) are deleted on the way, each only if
+    /// it still holds the expiry read, so a worker that was merely slow and has heartbeated
+    /// since keeps its row; a row that cannot be read as an expiry counts as dead.
     pub async fn live_workers(&self, table: &str) -> Result<usize> {
         let start = Self::worker_rows(table);
         let mut stop = start.clone();
@@ -118,12 +122,31 @@ impl Leases<'_> {
             .scan_page(self.meta(), &scan, 10_000)
             .await?;
         let now = self.ctx.now_ms();
-        let live = rows
-            .iter()
-            .filter_map(|r| r.value(META_FAMILY, ALIVE_Q))
-            .filter_map(|v| std::str::from_utf8(v).ok()?.parse::<u64>().ok())
-            .filter(|&expires| expires > now)
-            .count();
+        let mut live = 0;
+        for row in &rows {
+            let Some(value) = row.value(META_FAMILY, ALIVE_Q) else {
+                continue;
+            };
+            let expires = std::str::from_utf8(value)
+                .ok()
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or(0);
+            if expires > now {
+                live += 1;
+            } else if expires.saturating_add(self.ttl_ms) < now {
+                let cam = CheckAndMutate::new(
+                    row.row.clone(),
+                    META_FAMILY,
+                    ALIVE_Q,
+                    CompareOp::Equal,
+                    value,
+                )
+                .delete(Delete::new(row.row.clone()));
+                if let Err(e) = self.ctx.store().check_and_mutate(self.meta(), &cam).await {
+                    tracing::debug!(error = %e, "a dead worker's row was not removed");
+                }
+            }
+        }
         Ok(live.max(1))
     }
 

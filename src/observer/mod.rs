@@ -13,6 +13,8 @@
 mod lease;
 mod model;
 mod run;
+#[cfg(test)]
+mod run_tests;
 mod worker;
 
 pub use model::ObservedColumn;

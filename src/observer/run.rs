@@ -1,22 +1,22 @@
 //! One observer run: the transaction that processes one notified (row, column), acknowledges
 //! the change and clears the notifications it has covered. The rules (docs/observers.md):
-//! - The run's snapshot must include every change whose notification it clears: it reads the
-//!   column (which settles every lock below its start_ts) and then the column's newest write
-//!   record; a record above its start_ts means a change it cannot see, so it gives up
+//! - The run's snapshot must include every change whose notification it clears: the row read
+//!   that settles every lock on the column below its start_ts also returns the column's newest
+//!   write record; a record above its start_ts means a change it cannot see, so it gives up
 //!   (`Stale`) and a later run with a newer snapshot takes over.
 //! - The acknowledgment (commit_ts of the newest change processed) is a transactional cell:
 //!   two runs of one change both write it, so at most one of them commits.
-//! - Notifications are cleared only after the commit, by their exact versions as scanned: a
-//!   notification written meanwhile, at any version, survives.
+//! - Notifications are cleared with the commit (in the commit point's CAS) or after it, by
+//!   their exact versions as scanned: a notification written meanwhile, at any version,
+//!   survives.
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
 
 use crate::error::Result;
-use crate::hbase::{Delete, DeleteType, Get};
+use crate::hbase::{Delete, DeleteType};
 use crate::observer::model::{ack_key, notification_qualifier, ObservedColumn};
-use crate::txn::codec::{column_qualifier, decode_write, WriteKind};
 use crate::{AsyncClient, AsyncTransaction};
 
 /// User code run, in a transaction the worker supplies, when an observed column changes.
@@ -87,7 +87,8 @@ pub(crate) enum Outcome {
 pub enum WorkerSeam {
     /// A notification was scanned; its run has not started.
     BeforeProcess,
-    /// The run committed; its notifications are not cleared yet.
+    /// The run committed (its notifications went with the commit point, unless the commit had
+    /// to be settled by re-reading the primary: then they are not cleared yet).
     AfterCommit,
     /// Between two pages of a partition's scan.
     MidScan,
@@ -112,78 +113,71 @@ pub(crate) async fn run_once(
     let mut txn = client.begin().await?;
     let start_ts = txn.start_ts().await?;
     let ack = ack_key(&schema, name, column, row)?;
-    // Reading the column settles every lock on it below start_ts (waiting for, rolling
-    // forward or back); the acknowledgment comes in the same round trip.
-    let acked = txn
-        .get_many(&[column.key(row)?, ack.clone()])
-        .await?
-        .pop()
-        .flatten()
-        .and_then(|v| <[u8; 8]>::try_from(v.as_slice()).ok())
+    // One row read settles every lock on the column below start_ts (waiting for, rolling
+    // forward or back) and, in the same atomic read, finds the column's newest change at any
+    // version: a change above start_ts is one the snapshot does not show, so the run gives up
+    // (`Stale`) and a later run with a newer snapshot takes over. The observer's own read of
+    // the column is then served from this one.
+    let read = txn
+        .get_many_with_newest(&[column.key(row)?, ack.clone()])
+        .await?;
+    let newest = read[0].1;
+    let acked = read[1]
+        .0
+        .as_deref()
+        .and_then(|v| <[u8; 8]>::try_from(v).ok())
         .map_or(0, u64::from_be_bytes);
-    let newest = newest_write(client, column, row).await?;
     if newest > start_ts {
         return Ok(Outcome::Stale);
     }
-    let outcome = if newest <= acked {
+    let clearing = clear_delete(&schema, column, row, seen);
+    if newest <= acked {
         txn.rollback();
-        Outcome::AlreadyAcked
-    } else {
-        observer.process(&mut txn, row, column).await?;
-        txn.set_system(ack, newest.to_be_bytes().to_vec())?;
-        let commit_ts = txn.commit().await?;
-        observer.committed(row, column, commit_ts);
-        if die_at(WorkerSeam::AfterCommit) {
-            return Ok(Outcome::Died);
-        }
-        Outcome::Processed(commit_ts)
-    };
-    clear(client, column, row, seen).await?;
-    Ok(outcome)
+        apply_clear(client, column, clearing).await?;
+        return Ok(Outcome::AlreadyAcked);
+    }
+    // The acknowledgment is written first so that it is the primary: the notifications are in
+    // its row, and their delete lands in the commit point's own CAS.
+    txn.set_system(ack, newest.to_be_bytes().to_vec())?;
+    observer.process(&mut txn, row, column).await?;
+    let committed = txn.commit_with(clearing.clone()).await?;
+    observer.committed(row, column, committed.commit_ts);
+    if die_at(WorkerSeam::AfterCommit) {
+        return Ok(Outcome::Died);
+    }
+    // A commit settled by re-reading its primary did not apply the delete: clear now.
+    if !committed.extra_applied {
+        apply_clear(client, column, clearing).await?;
+    }
+    Ok(Outcome::Processed(committed.commit_ts))
 }
 
-/// Write records read at once when looking for the newest change past rollback records.
-const NEWEST_VERSIONS: i32 = 8;
-
-/// The commit_ts of the column's newest change (0 if none), read raw, unbounded by any
-/// snapshot. Rollback records are no change; a column with more rollbacks on top than one read
-/// returns counts the oldest of them, which at worst runs the observer once for nothing.
-async fn newest_write(client: &AsyncClient, column: &ObservedColumn, row: &[u8]) -> Result<u64> {
-    let ctx = client.ctx();
-    let get = Get::new(row.to_vec())
-        .column(
-            ctx.schema().write_family.clone(),
-            column_qualifier(&column.family, &column.qualifier),
-        )
-        .max_versions(NEWEST_VERSIONS);
-    let found = ctx.store().get_many(&column.table, &[get]).await?;
-    let cells = found
-        .first()
-        .map(|r| r.cells.as_slice())
-        .unwrap_or_default();
-    let change = cells
-        .iter()
-        .find(|c| decode_write(&c.value).map_or(true, |w| w.kind != WriteKind::Rollback));
-    let unread_below = cells.len() >= NEWEST_VERSIONS as usize;
-    let change = change.or(cells.last().filter(|_| unread_below));
-    Ok(change.map_or(0, |c| c.timestamp as u64))
-}
-
-/// Deletes exactly the notification versions `seen` of `column` in `row`.
-async fn clear(
-    client: &AsyncClient,
+/// The delete of exactly the notification versions `seen` of `column` in `row` (`None` when
+/// none were seen): a notification written meanwhile, at any version, survives it.
+fn clear_delete(
+    schema: &crate::txn::Schema,
     column: &ObservedColumn,
     row: &[u8],
     seen: &[u64],
-) -> Result<()> {
+) -> Option<Delete> {
     if seen.is_empty() {
-        return Ok(());
+        return None;
     }
-    let ctx = client.ctx();
     let q = notification_qualifier(&column.family, &column.qualifier);
     let mut delete = Delete::new(row.to_vec()).delete_type(DeleteType::Column);
     for &v in seen {
-        delete = delete.column_at(ctx.schema().notify_family.clone(), q.clone(), v as i64);
+        delete = delete.column_at(schema.notify_family.clone(), q.clone(), v as i64);
     }
-    ctx.store().delete(&column.table, &delete).await
+    Some(delete)
+}
+
+async fn apply_clear(
+    client: &AsyncClient,
+    column: &ObservedColumn,
+    clearing: Option<Delete>,
+) -> Result<()> {
+    match clearing {
+        Some(delete) => client.ctx().store().delete(&column.table, &delete).await,
+        None => Ok(()),
+    }
 }

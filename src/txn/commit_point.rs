@@ -7,6 +7,7 @@
 //! bytes meanwhile), the commit is repeated against the bytes actually stored.
 
 use crate::error::{Error, Result};
+use crate::hbase::Delete;
 use crate::key::CellKey;
 use crate::txn::actions::{self, TxnStatus};
 use crate::txn::resolver::LockResolver;
@@ -15,12 +16,17 @@ use crate::txn::session::Session;
 /// Writes the commit point of transaction `start_ts` whose primary is `primary`, at
 /// `commit_ts`. `Ok` means committed; `RolledBack` means another client rolled it back first;
 /// `CommitUndetermined` means the outcome could not be learned.
+///
+/// `extra` (a delete in the primary's row) rides in the commit point's CAS, so it lands
+/// exactly when the transaction commits; `Ok(true)` says it landed. A commit settled by
+/// re-reading the primary returns `Ok(false)`: the caller applies `extra` itself if it must.
 pub(crate) async fn commit_primary(
     session: &Session,
     primary: &CellKey,
     start_ts: u64,
     commit_ts: u64,
-) -> Result<()> {
+    extra: Option<&Delete>,
+) -> Result<bool> {
     let ctx = session.ctx();
     // Retired first: no heartbeat rewrites the lock once the commit is on its way.
     let Some(stored) = ctx.primaries().retire(start_ts) else {
@@ -33,10 +39,15 @@ pub(crate) async fn commit_primary(
         &stored.bytes,
         commit_ts,
     );
+    let cam = match extra {
+        Some(delete) if delete.row == primary.row => cam.delete(delete.clone()),
+        _ => cam,
+    };
     match session.cas(&primary.table, &cam).await {
-        Ok(true) => Ok(()),
+        Ok(true) => Ok(extra.is_some_and(|d| d.row == primary.row)),
         Ok(false) | Err(Error::OutcomeUnknown { .. }) => {
-            settle(session, primary, start_ts, commit_ts).await
+            settle(session, primary, start_ts, commit_ts).await?;
+            Ok(false)
         }
         Err(e) => Err(e),
     }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::error::{Error, Result};
-use crate::hbase::CheckAndMutate;
+use crate::hbase::{CheckAndMutate, Delete};
 use crate::key::CellKey;
 use crate::txn::actions::{self, after_failed_prewrite, PrewriteNext};
 use crate::txn::commit_point;
@@ -33,6 +33,16 @@ pub(crate) struct Committer {
     start_ts: u64,
     /// Shared, not copied: the prewrites and the background secondary commits read them.
     muts: Vec<Arc<Mutation>>,
+    /// A delete in the primary's row that lands with the commit point (observers clear their
+    /// notifications so).
+    primary_extra: Option<Delete>,
+}
+
+/// A commit that went through.
+pub(crate) struct Committed {
+    pub commit_ts: u64,
+    /// Whether the primary's extra delete landed with the commit point.
+    pub extra_applied: bool,
 }
 
 impl Committer {
@@ -62,11 +72,18 @@ impl Committer {
             session,
             start_ts,
             muts,
+            primary_extra: None,
         }
     }
 
+    /// Makes `delete` (in the primary's row) land with the commit point.
+    pub fn with_primary_extra(mut self, delete: Option<Delete>) -> Committer {
+        self.primary_extra = delete;
+        self
+    }
+
     /// Commits and returns commit_ts.
-    pub async fn commit(self) -> Result<u64> {
+    pub async fn commit(self) -> Result<Committed> {
         let ctx = Arc::clone(self.session.ctx());
         let keys: Vec<&CellKey> = self.muts.iter().map(|m| &m.key).collect();
         ctx.check_families(keys).await?;
@@ -98,7 +115,14 @@ impl Committer {
             }
         };
         let primary = &self.muts[0].key;
-        commit_point::commit_primary(&self.session, primary, self.start_ts, commit_ts).await?;
+        let extra_applied = commit_point::commit_primary(
+            &self.session,
+            primary,
+            self.start_ts,
+            commit_ts,
+            self.primary_extra.as_ref(),
+        )
+        .await?;
         Stats::bump(&ctx.stats().committed);
         if ctx.crash_at(Seam::AfterPrimaryCommit) {
             return Err(self.crashed(Seam::AfterPrimaryCommit));
@@ -117,7 +141,10 @@ impl Committer {
                 secondaries.commit().await;
             });
         }
-        Ok(commit_ts)
+        Ok(Committed {
+            commit_ts,
+            extra_applied,
+        })
     }
 
     fn crashed(&self, seam: Seam) -> Error {
@@ -165,14 +192,26 @@ impl Committer {
     async fn try_prewrite(&self, m: &Mutation) -> Result<()> {
         let ctx = self.session.ctx();
         let schema = ctx.schema();
-        let mut absent = false;
+        let table = m.key.table.as_str();
+        let mut absent = ctx.lock_guess().absent_first(table);
+        let mut guessed = true;
         let started = Instant::now();
         let mut waits = 0;
         for _ in 0..PREWRITE_ROUNDS {
             let cam = m.prewrite_cas(schema, absent);
-            match self.session.cas(&m.key.table, &cam).await {
-                Ok(true) => return Ok(()),
-                Ok(false) | Err(Error::OutcomeUnknown { .. }) => {}
+            match self.session.cas(table, &cam).await {
+                Ok(true) => {
+                    ctx.lock_guess().learn(table, absent);
+                    return Ok(());
+                }
+                // A wrong guess of the variant costs one more CAS, not a read and a CAS; a
+                // failure of both is read and classified below.
+                Ok(false) if guessed => {
+                    guessed = false;
+                    absent = !absent;
+                    continue;
+                }
+                Ok(false) | Err(Error::OutcomeUnknown { .. }) => guessed = false,
                 Err(e) => return Err(e),
             }
             let raw = self.session.lock_cell(&m.key).await?;

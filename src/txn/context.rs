@@ -16,6 +16,7 @@ use crate::oracle::TimestampSource;
 use crate::txn::background::Background;
 use crate::txn::fusion::ReadFusion;
 use crate::txn::liveness::Liveness;
+use crate::txn::lock_guess::LockCellGuess;
 use crate::txn::meta::{
     meta_row, read_row, MetaCache, GLOBAL_ROW, META_FAMILY, META_REFRESH, MIG_BUSY_STATES,
     MIG_STATE,
@@ -40,6 +41,7 @@ pub(crate) struct Context {
     dead: AtomicBool,
     background: Background,
     reads: ReadFusion,
+    lock_guess: LockCellGuess,
     meta: MetaCache,
     open: Arc<OpenTransactions>,
     /// The GC safe point as last read, and when that read was sent (nanoseconds after
@@ -69,6 +71,7 @@ impl Context {
             dead: AtomicBool::new(false),
             background: Background::new(runtime),
             reads: ReadFusion::default(),
+            lock_guess: LockCellGuess::default(),
             meta: MetaCache::default(),
             open: Arc::default(),
             safe_point: AtomicU64::new(0),
@@ -100,6 +103,10 @@ impl Context {
 
     pub fn stats(&self) -> &Stats {
         &self.stats
+    }
+
+    pub fn lock_guess(&self) -> &LockCellGuess {
+        &self.lock_guess
     }
 
     pub fn primaries(&self) -> &Primaries {

@@ -6,7 +6,8 @@
 //! - `store`: the seam to HBase ([`HBaseAccess`]); `session`: one transaction's counted
 //!   round trips; `context`: what a client's transactions share.
 //! - The protocol, each part owning its state: `snapshot` (the snapshot reader), `resolver`
-//!   (the lock resolver), `committer` (two-phase commit and the secondaries) and
+//!   (the lock resolver), `committer` (two-phase commit and the secondaries, with `lock_guess`
+//!   choosing each prewrite's CAS variant) and
 //!   `commit_point` (the one write that decides a transaction).
 //! - `heartbeat`, `primaries`, `liveness`: keeping a client's locks and liveness row fresh;
 //!   `background`: tracked tasks drained on shutdown; `open_txns`: the open start_ts the
@@ -23,6 +24,7 @@ pub(crate) mod context;
 mod fusion;
 mod heartbeat;
 pub(crate) mod liveness;
+mod lock_guess;
 pub(crate) mod meta;
 pub(crate) mod mutation;
 pub(crate) mod notify;

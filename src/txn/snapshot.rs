@@ -8,7 +8,7 @@ use std::time::Instant;
 use crate::error::{Error, Result};
 use crate::hbase::{Get, RowResult, Scan, TimeRange};
 use crate::key::CellKey;
-use crate::txn::actions::{corrupted, read_column, ts, ReadDecision};
+use crate::txn::actions::{corrupted, newest_change, read_column, ts, ReadDecision};
 use crate::txn::codec::{decode_lock_state, split_column_qualifier, Lock, LockState};
 use crate::txn::resolver::LockResolver;
 use crate::txn::schema::Schema;
@@ -101,25 +101,55 @@ impl<'a> SnapshotReader<'a> {
 
     /// Reads `keys` (any tables and rows); values in the order of `keys`.
     pub async fn read(&self, keys: &[CellKey]) -> Result<Vec<Option<Vec<u8>>>> {
+        Ok(self
+            .read_keys(keys, false)
+            .await?
+            .into_iter()
+            .map(|(v, _)| v)
+            .collect())
+    }
+
+    /// Reads `keys` as [`read`](Self::read) does, and for each also the commit_ts of its
+    /// newest change at any version (0 if none), taken from the same row read that found no
+    /// lock at or below the snapshot: every transaction that started before the snapshot is
+    /// settled in it, so a newest change above the snapshot is one the values do not show.
+    pub async fn read_with_newest(&self, keys: &[CellKey]) -> Result<Vec<(Option<Vec<u8>>, u64)>> {
+        self.read_keys(keys, true).await
+    }
+
+    async fn read_keys(
+        &self,
+        keys: &[CellKey],
+        newest: bool,
+    ) -> Result<Vec<(Option<Vec<u8>>, u64)>> {
         // The common case, one table, reads the keys where they are.
         if keys.iter().all(|k| k.table == keys[0].table) {
-            return self.read_table(keys).await;
+            return self.read_table(keys, newest).await;
         }
         let mut by_table: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
         for (i, k) in keys.iter().enumerate() {
             by_table.entry(k.table.as_str()).or_default().push(i);
         }
-        let mut out = vec![None; keys.len()];
+        let mut out = vec![(None, 0); keys.len()];
         for idxs in by_table.into_values() {
             let table_keys: Vec<CellKey> = idxs.iter().map(|&i| keys[i].clone()).collect();
-            for (i, v) in idxs.into_iter().zip(self.read_table(&table_keys).await?) {
+            for (i, v) in idxs
+                .into_iter()
+                .zip(self.read_table(&table_keys, newest).await?)
+            {
                 out[i] = v;
             }
         }
         Ok(out)
     }
 
-    async fn read_table(&self, keys: &[CellKey]) -> Result<Vec<Option<Vec<u8>>>> {
+    /// `newest`: also fetch write records above the snapshot and report each key's newest
+    /// change (0 otherwise).
+    async fn read_table(
+        &self,
+        keys: &[CellKey],
+        newest: bool,
+    ) -> Result<Vec<(Option<Vec<u8>>, u64)>> {
         let Some(first) = keys.first() else {
             return Ok(Vec::new());
         };
@@ -132,13 +162,14 @@ impl<'a> SnapshotReader<'a> {
         let resolver = LockResolver::new(self.session);
         let qualifiers: Vec<Vec<u8>> = keys.iter().map(|k| schema.qualifier(k)).collect();
         let mut out: Vec<Option<Vec<u8>>> = vec![None; keys.len()];
+        let mut newest_changes = vec![0; keys.len()];
         let mut pending: Vec<usize> = (0..keys.len()).collect();
         let mut versions = FIRST_VERSIONS;
         let started = Instant::now();
         let mut waits = 0u32;
         while !pending.is_empty() {
-            let (gets, members) =
-                row_gets(schema, keys, &qualifiers, &pending, self.snapshot, versions);
+            let up_to = (!newest).then_some(self.snapshot);
+            let (gets, members) = row_gets(schema, keys, &qualifiers, &pending, up_to, versions);
             let rows = self.session.get_many(table, &gets).await?;
             let mut retry = Vec::new();
             let mut fetch = Vec::new();
@@ -152,9 +183,13 @@ impl<'a> SnapshotReader<'a> {
                     let lock = decode_lock_state(raw).map_err(|e| corrupted("lock", key, e))?;
                     let writes: Vec<_> = row.versions(&schema.write_family, q).cloned().collect();
                     let complete = writes.len() < versions as usize;
-                    match read_column(self.snapshot, &lock, &writes, complete)
-                        .map_err(|e| corrupted("write record", key, e))?
-                    {
+                    let decision = read_column(self.snapshot, &lock, &writes, complete)
+                        .map_err(|e| corrupted("write record", key, e))?;
+                    if newest && !matches!(decision, ReadDecision::Blocked(_)) {
+                        newest_changes[i] = newest_change(&writes, complete)
+                            .map_err(|e| corrupted("write record", key, e))?;
+                    }
+                    match decision {
                         ReadDecision::Value(v) => out[i] = Some(v),
                         ReadDecision::Missing => out[i] = None,
                         ReadDecision::FetchData { start_ts } => fetch.push((i, start_ts)),
@@ -182,7 +217,7 @@ impl<'a> SnapshotReader<'a> {
             }
             pending = retry;
         }
-        Ok(out)
+        Ok(out.into_iter().zip(newest_changes).collect())
     }
 
     /// Reads large values at the exact version their write record names.
@@ -351,14 +386,14 @@ impl<'a> SnapshotReader<'a> {
     }
 }
 
-/// One Get per row of the pending keys (lock and write columns at `snapshot`), and for each
-/// Get the indices of the keys it serves.
+/// One Get per row of the pending keys (lock and write columns, up to the snapshot if given),
+/// and for each Get the indices of the keys it serves.
 fn row_gets(
     schema: &Schema,
     keys: &[CellKey],
     qualifiers: &[Vec<u8>],
     pending: &[usize],
-    snapshot: u64,
+    up_to: Option<u64>,
     versions: i32,
 ) -> (Vec<Get>, Vec<Vec<usize>>) {
     let mut rows: BTreeMap<&[u8], Vec<usize>> = BTreeMap::new();
@@ -367,9 +402,10 @@ fn row_gets(
     }
     rows.into_iter()
         .map(|(row, members)| {
-            let mut get = Get::new(row.to_vec())
-                .time_range(TimeRange::up_to(ts(snapshot)))
-                .max_versions(versions);
+            let mut get = Get::new(row.to_vec()).max_versions(versions);
+            if let Some(snapshot) = up_to {
+                get = get.time_range(TimeRange::up_to(ts(snapshot)));
+            }
             for &i in &members {
                 get = get
                     .column(schema.lock_family.clone(), qualifiers[i].clone())

@@ -1,12 +1,13 @@
 //! The async transaction: snapshot reads, buffered writes, commit.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use tokio::sync::OnceCell;
 
 use crate::error::{Error, Result};
+use crate::hbase::Delete;
 use crate::key::CellKey;
-use crate::txn::committer::Committer;
+use crate::txn::committer::{Committed, Committer};
 use crate::txn::mutation::Write;
 use crate::txn::open_txns::Registration;
 use crate::txn::session::Session;
@@ -49,6 +50,9 @@ pub struct AsyncTransaction {
     first: Option<CellKey>,
     /// Columns given a weak notification ([`notify`](Self::notify)).
     notified: BTreeSet<CellKey>,
+    /// Values read at the snapshot already by [`get_many_with_newest`](Self::get_many_with_newest),
+    /// served again without a round trip.
+    remembered: HashMap<CellKey, Option<Vec<u8>>>,
     state: State,
 }
 
@@ -61,6 +65,7 @@ impl AsyncTransaction {
             writes: BTreeMap::new(),
             first: None,
             notified: BTreeSet::new(),
+            remembered: HashMap::new(),
             state: State::Active,
         }
     }
@@ -73,6 +78,7 @@ impl AsyncTransaction {
             writes: BTreeMap::new(),
             first: None,
             notified: BTreeSet::new(),
+            remembered: HashMap::new(),
             state: State::ReadOnly,
         }
     }
@@ -224,7 +230,7 @@ impl AsyncTransaction {
         self.check_readable()?;
         let unbuffered: Vec<CellKey> = keys
             .iter()
-            .filter(|k| self.buffered(k).is_none())
+            .filter(|k| self.known(k).is_none())
             .cloned()
             .collect();
         let snapshot = self.start_ts().await?;
@@ -236,11 +242,38 @@ impl AsyncTransaction {
         let mut fetched = fetched.into_iter();
         Ok(keys
             .iter()
-            .map(|k| match self.buffered(k) {
-                Some(buffered) => buffered.map(<[u8]>::to_vec),
+            .map(|k| match self.known(k) {
+                Some(known) => known.map(<[u8]>::to_vec),
                 None => fetched.next().flatten(),
             })
             .collect())
+    }
+
+    /// Reads `keys` at the snapshot (from storage: call it before writing them), and for each
+    /// the commit_ts of its newest change at any version, 0 if none (see
+    /// `SnapshotReader::read_with_newest`). Observers learn from it whether their snapshot shows
+    /// every change they acknowledge. Later reads of these keys cost no round trip.
+    pub(crate) async fn get_many_with_newest(
+        &mut self,
+        keys: &[CellKey],
+    ) -> Result<Vec<(Option<Vec<u8>>, u64)>> {
+        self.check_readable()?;
+        let snapshot = self.start_ts().await?;
+        let read = SnapshotReader::new(&self.session, snapshot)
+            .read_with_newest(keys)
+            .await?;
+        self.session.ctx().check_snapshot(snapshot).await?;
+        for (key, (value, _)) in keys.iter().zip(&read) {
+            self.remembered.insert(key.clone(), value.clone());
+        }
+        Ok(read)
+    }
+
+    /// What a read of `key` returns without a round trip: this transaction's own write, or a
+    /// value it has read already and remembered.
+    fn known(&self, key: &CellKey) -> Option<Option<&[u8]>> {
+        self.buffered(key)
+            .or_else(|| self.remembered.get(key).map(|v| v.as_deref()))
     }
 
     /// What this transaction wrote to `key`, if it changed its value: `Some(None)` for a
@@ -742,13 +775,23 @@ impl AsyncTransaction {
     /// # })?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub async fn commit(mut self) -> Result<u64> {
+    pub async fn commit(self) -> Result<u64> {
+        Ok(self.commit_with(None).await?.commit_ts)
+    }
+
+    /// Commits with `extra`, a delete in the primary's row (the first written), landing in the
+    /// commit point's CAS; `Committed::extra_applied` says whether it did. A read-only
+    /// transaction commits nothing, so nothing is applied either.
+    pub(crate) async fn commit_with(mut self, extra: Option<Delete>) -> Result<Committed> {
         self.check_readable()?;
         let read_only = self.state == State::ReadOnly;
         self.state = State::Committed;
         let start_ts = self.start_ts().await?;
         let Some(primary) = self.first.take().filter(|_| !read_only) else {
-            return Ok(start_ts);
+            return Ok(Committed {
+                commit_ts: start_ts,
+                extra_applied: false,
+            });
         };
         self.session.ctx().check_snapshot(start_ts).await?;
         let mut writes = std::mem::take(&mut self.writes);
@@ -759,6 +802,7 @@ impl AsyncTransaction {
         let notify =
             crate::txn::notify::notify_flags(self.session.ctx(), &ordered, &self.notified).await?;
         Committer::new(self.session.clone(), start_ts, ordered, notify)
+            .with_primary_extra(extra)
             .commit()
             .await
     }

@@ -4,7 +4,7 @@
 //! call leaves the row as it was), and takes "now" once per call, as a region server's mini
 //! batch does. Delete timestamps are resolved against the row as it was before the batch.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::read::{read_row, ReadSpec};
 use super::row::{Cell, Row};
@@ -166,8 +166,17 @@ fn resolve_delete<'s>(
         .collect()
 }
 
-/// Applies a batch to a locked row. `put_ts` is the timestamp of cells that carry none.
-fn apply(row: &mut Row, schema: &TableSchema, mutations: &[Mutation], now: i64, put_ts: i64) {
+/// Applies a batch to a locked row; returns the families it touched, whose row lists the
+/// caller brings in step under the same lock. `put_ts` is the timestamp of cells that carry
+/// none.
+fn apply<'s>(
+    row: &mut Row,
+    schema: &'s TableSchema,
+    mutations: &'s [Mutation],
+    now: i64,
+    put_ts: i64,
+) -> BTreeSet<&'s [u8]> {
+    let mut touched: BTreeSet<&[u8]> = BTreeSet::new();
     let resolved: Vec<Vec<Marker>> = mutations
         .iter()
         .map(|m| match m {
@@ -182,6 +191,7 @@ fn apply(row: &mut Row, schema: &TableSchema, mutations: &[Mutation], now: i64, 
         if let Mutation::Put(cells) = m {
             for c in cells {
                 let f = schema.family(&c.family).expect("families checked first");
+                touched.insert(&f.name);
                 row.put(
                     f,
                     &c.qualifier,
@@ -191,6 +201,11 @@ fn apply(row: &mut Row, schema: &TableSchema, mutations: &[Mutation], now: i64, 
             }
         }
         for marker in markers {
+            let (Marker::Version(f, ..)
+            | Marker::Columns(f, ..)
+            | Marker::Family(f, _)
+            | Marker::FamilyVersion(f, _)) = marker;
+            touched.insert(&f.name);
             match marker {
                 Marker::Version(f, q, ts) => row.delete_version(f, q, ts),
                 Marker::Columns(f, q, ts) => row.delete_columns(f, q, ts),
@@ -199,6 +214,7 @@ fn apply(row: &mut Row, schema: &TableSchema, mutations: &[Mutation], now: i64, 
             }
         }
     }
+    touched
 }
 
 /// A Get: the selected cells of one row (empty when the row has none).
@@ -227,7 +243,8 @@ pub fn mutate(table: &Table, key: &[u8], mutations: &[Mutation], now: i64) -> Se
     check_families(table, &schema, mutations)?;
     let handle = table.row_or_insert(key);
     let mut row = handle.lock();
-    apply(&mut row, &schema, mutations, now, now);
+    let touched = apply(&mut row, &schema, mutations, now, now);
+    table.index_families(key, &handle, &row, touched);
     Ok(())
 }
 
@@ -251,7 +268,8 @@ pub fn check_and_mutate(
     check_families(table, &schema, mutations)?;
     // Never write below the checked cell, even if the clock went backwards (HBASE-14070).
     let put_ts = latest.map_or(now, |(ts, _)| now.max(ts));
-    apply(&mut row, &schema, mutations, now, put_ts);
+    let touched = apply(&mut row, &schema, mutations, now, put_ts);
+    table.index_families(key, &handle, &row, touched);
     Ok(true)
 }
 
@@ -313,6 +331,7 @@ pub fn read_modify_write(
         let fschema = schema.family(&c.family).expect("checked above");
         row.put(fschema, &c.qualifier, c.timestamp, c.value.clone());
     }
+    table.index_families(key, &handle, &row, out.iter().map(|c| c.family.as_slice()));
     out.sort_by(|a, b| (&a.family, &a.qualifier).cmp(&(&b.family, &b.qualifier)));
     Ok(out)
 }

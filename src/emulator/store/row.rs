@@ -180,6 +180,14 @@ impl Row {
             .map(|(_, version)| version)
     }
 
+    /// Whether any column of `family` stores a version (markers alone do not count: they
+    /// return nothing).
+    pub fn stores_versions_in(&self, family: &[u8]) -> bool {
+        self.families
+            .get(family)
+            .is_some_and(|f| f.columns.values().any(|c| !c.versions.is_empty()))
+    }
+
     /// Removes a family's data and markers (the family was dropped from the table).
     pub fn drop_family(&mut self, family: &[u8]) {
         self.families.remove(family);

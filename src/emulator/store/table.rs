@@ -4,9 +4,14 @@
 //! find or insert a row (or to copy out a batch of row handles for a scan); all reads and
 //! writes of a row's cells happen under that row's own mutex, which is HBase's row lock. So
 //! writers to different rows never wait on each other for longer than a map lookup.
+//!
+//! Each family also lists the rows that store a version in it, as a region server keeps a
+//! store per family: a scan of one family walks only those rows, however many rows the table
+//! has (observers scan a sparse notification family this way). Writers update the list under
+//! the row lock, after the row's own change, so a scan never misses a row that has the family.
 
 use std::collections::hash_map::DefaultHasher;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::hash::{Hash, Hasher};
 use std::ops::Bound;
 use std::sync::Arc;
@@ -18,6 +23,8 @@ use super::schema::{TableName, TableSchema};
 use crate::emulator::error::{ServerError, ServerResult};
 
 pub type RowHandle = Arc<Mutex<Row>>;
+/// Rows by key, in key order.
+type Rows = BTreeMap<Vec<u8>, RowHandle>;
 
 #[derive(Debug)]
 struct TableState {
@@ -31,7 +38,9 @@ pub struct Table {
     /// Creation time in ms: the region id of the table's single region.
     region_id: i64,
     state: RwLock<TableState>,
-    rows: RwLock<BTreeMap<Vec<u8>, RowHandle>>,
+    rows: RwLock<Rows>,
+    /// Per family, the rows storing at least one version in it (see the module docs).
+    family_rows: RwLock<HashMap<Vec<u8>, Rows>>,
 }
 
 impl Table {
@@ -44,6 +53,7 @@ impl Table {
                 enabled: true,
             }),
             rows: RwLock::new(BTreeMap::new()),
+            family_rows: RwLock::new(HashMap::new()),
         }
     }
 
@@ -97,6 +107,11 @@ impl Table {
                 .collect()
         };
         if !dropped.is_empty() {
+            let mut family_rows = self.family_rows.write();
+            for family in &dropped {
+                family_rows.remove(family);
+            }
+            drop(family_rows);
             for handle in self.all_rows() {
                 let mut row = handle.lock();
                 for family in &dropped {
@@ -140,8 +155,11 @@ impl Table {
     }
 
     /// Up to `max` rows within the bounds, ascending (or descending when `reversed`).
+    /// Up to `max` rows in the range, in scan order: every row, or with `family` only the rows
+    /// storing a version in that family.
     pub fn rows_in_range(
         &self,
+        family: Option<&[u8]>,
         lower: Bound<&[u8]>,
         upper: Bound<&[u8]>,
         reversed: bool,
@@ -150,13 +168,53 @@ impl Table {
         if range_is_empty(lower, upper) {
             return Vec::new();
         }
-        let rows = self.rows.read();
-        let range = rows.range::<[u8], _>((lower, upper));
-        let pick = |(k, v): (&Vec<u8>, &RowHandle)| (k.clone(), v.clone());
-        if reversed {
-            range.rev().take(max).map(pick).collect()
-        } else {
-            range.take(max).map(pick).collect()
+        let pick = |rows: &Rows| {
+            let range = rows.range::<[u8], _>((lower, upper));
+            let pick = |(k, v): (&Vec<u8>, &RowHandle)| (k.clone(), v.clone());
+            if reversed {
+                range.rev().take(max).map(pick).collect()
+            } else {
+                range.take(max).map(pick).collect()
+            }
+        };
+        match family {
+            None => pick(&self.rows.read()),
+            Some(family) => self
+                .family_rows
+                .read()
+                .get(family)
+                .map_or_else(Vec::new, pick),
+        }
+    }
+
+    /// Records whether the row `key` (locked by the caller, which has just changed it) stores
+    /// a version in each of `families`.
+    pub fn index_families<'f>(
+        &self,
+        key: &[u8],
+        handle: &RowHandle,
+        row: &Row,
+        families: impl IntoIterator<Item = &'f [u8]>,
+    ) {
+        for family in families {
+            let stored = row.stores_versions_in(family);
+            let listed = self
+                .family_rows
+                .read()
+                .get(family)
+                .is_some_and(|rows| rows.contains_key(key));
+            if stored == listed {
+                continue;
+            }
+            let mut family_rows = self.family_rows.write();
+            if stored {
+                family_rows
+                    .entry(family.to_vec())
+                    .or_default()
+                    .insert(key.to_vec(), Arc::clone(handle));
+            } else if let Some(rows) = family_rows.get_mut(family) {
+                rows.remove(key);
+            }
         }
     }
 
@@ -167,6 +225,7 @@ impl Table {
     /// Drops every row (truncate).
     pub fn clear(&self) {
         self.rows.write().clear();
+        self.family_rows.write().clear();
     }
 }
 
@@ -208,17 +267,21 @@ mod tests {
         let b = |s: &'static [u8]| Bound::Included(s);
         let x = |s: &'static [u8]| Bound::Excluded(s);
         assert_eq!(
-            keys(t.rows_in_range(b(b"a"), x(b"c"), false, 10)),
+            keys(t.rows_in_range(None, b(b"a"), x(b"c"), false, 10)),
             vec![b"a".to_vec(), b"b".to_vec()]
         );
         assert_eq!(
-            keys(t.rows_in_range(x(b"a"), b(b"c"), true, 10)),
+            keys(t.rows_in_range(None, x(b"a"), b(b"c"), true, 10)),
             vec![b"c".to_vec(), b"b".to_vec()]
         );
-        assert!(t.rows_in_range(x(b"b"), x(b"b"), false, 10).is_empty());
-        assert!(t.rows_in_range(b(b"c"), x(b"a"), false, 10).is_empty());
+        assert!(t
+            .rows_in_range(None, x(b"b"), x(b"b"), false, 10)
+            .is_empty());
+        assert!(t
+            .rows_in_range(None, b(b"c"), x(b"a"), false, 10)
+            .is_empty());
         assert_eq!(
-            t.rows_in_range(Bound::Unbounded, Bound::Unbounded, false, 2)
+            t.rows_in_range(None, Bound::Unbounded, Bound::Unbounded, false, 2)
                 .len(),
             2
         );

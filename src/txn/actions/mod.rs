@@ -10,7 +10,7 @@ mod status;
 
 pub use commit::{commit, refresh_lock};
 pub use prewrite::{after_failed_prewrite, prewrite, PrewriteNext};
-pub use read::{read_column, ReadDecision};
+pub use read::{newest_change, read_column, ReadDecision};
 pub use rollback::{fence, rollback};
 pub use status::{txn_status, TxnStatus};
 

@@ -59,9 +59,39 @@ pub fn read_column(
     })
 }
 
+/// The commit_ts of the column's newest change (0 if none) among `writes`, its write-record
+/// cells at every version, newest first. Rollback records are no change. When every cell
+/// fetched is a rollback and older ones were cut off (`complete` false), the oldest fetched
+/// counts: at worst an observer then runs once for nothing.
+pub fn newest_change(writes: &[Cell], complete: bool) -> Result<u64, CodecError> {
+    for cell in writes {
+        if decode_write(&cell.value)?.kind != WriteKind::Rollback {
+            return Ok(cell.timestamp as u64);
+        }
+    }
+    Ok(match writes.last() {
+        Some(oldest) if !complete => oldest.timestamp as u64,
+        _ => 0,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_newest_change_looks_past_rollbacks_at_any_version() {
+        let writes = [
+            rec(50, WriteKind::Rollback, 50, None),
+            rec(40, WriteKind::Lock, 35, None),
+            rec(30, WriteKind::Put, 25, Some(b"v")),
+        ];
+        assert_eq!(newest_change(&writes, true).unwrap(), 40);
+        assert_eq!(newest_change(&writes[2..], true).unwrap(), 30);
+        assert_eq!(newest_change(&writes[..1], true).unwrap(), 0);
+        assert_eq!(newest_change(&writes[..1], false).unwrap(), 50);
+        assert_eq!(newest_change(&[], true).unwrap(), 0);
+    }
     use crate::txn::actions::fixtures::{lock, write_cell as rec};
 
     #[test]

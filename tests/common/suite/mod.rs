@@ -73,6 +73,7 @@ macro_rules! with_cases {
             scan::dropped_scanner_is_closed,
             scan::get_scanner_results_reads_once,
             scan::idle_scanners_expire,
+            scan::one_family_scans_follow_every_change,
             filter::row_filters,
             filter::cell_filters,
             filter::value_filters,

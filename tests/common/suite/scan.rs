@@ -3,7 +3,10 @@
 use std::time::Duration;
 
 use percolator::emulator::EmulatorConfig;
-use percolator::hbase::{FamilyDescriptor, Put, RowResult, Scan, TimeRange};
+use percolator::hbase::{
+    CheckAndMutate, CompareOp, Delete, DeleteType, FamilyDescriptor, Increment, Put, RowResult,
+    Scan, TimeRange,
+};
 use percolator::{Error, Result};
 
 use super::{rows, versions};
@@ -209,4 +212,61 @@ pub fn idle_scanners_expire(gw: &Gateway) {
     let err = scanner.next().expect("an error, not the end").unwrap_err();
     assert!(matches!(err, Error::IllegalArgument { .. }), "got {err:?}");
     assert!(scanner.next().is_none(), "iteration ends after the error");
+}
+
+/// A scan of one family returns exactly the rows with a visible cell in it, whatever the other
+/// families hold, as rows gain, lose (every delete type, inside a checkAndMutate too) and
+/// regain cells there. (The emulator lists each family's rows to scan them, as a region
+/// server keeps a store per family; this is the behaviour that must not change.)
+pub fn one_family_scans_follow_every_change(gw: &Gateway) {
+    let t = gw.table(vec![FamilyDescriptor::new("f"), FamilyDescriptor::new("n")]);
+    let c = gw.client();
+    for row in ["a", "b", "c", "d"] {
+        c.put(t.name(), &Put::new(row).add("f", "q", "data"))
+            .unwrap();
+    }
+    let notified = |expected: &[&str]| {
+        let found = scan_rows(gw, t.name(), &Scan::new().family("n"));
+        assert_eq!(found, expected, "rows with a cell in n");
+    };
+    notified(&[]);
+    for row in ["b", "c", "d"] {
+        c.put(t.name(), &Put::new(row).add_at("n", "x", 10, ""))
+            .unwrap();
+    }
+    notified(&["b", "c", "d"]);
+    // Exact version: the cell goes and the row with it; the marker hides a later put there.
+    let exact = |row: &str| {
+        Delete::new(row)
+            .delete_type(DeleteType::Column)
+            .column_at("n", "x", 10)
+    };
+    c.delete(t.name(), &exact("b")).unwrap();
+    notified(&["c", "d"]);
+    c.put(t.name(), &Put::new("b").add_at("n", "x", 10, ""))
+        .unwrap();
+    notified(&["c", "d"]);
+    c.put(t.name(), &Put::new("b").add_at("n", "x", 11, ""))
+        .unwrap();
+    notified(&["b", "c", "d"]);
+    // Inside a checkAndMutate, beside a put to the other family.
+    let cam = CheckAndMutate::new("c", "f", "q", CompareOp::Equal, "data")
+        .put(Put::new("c").add("f", "q", "done"))
+        .delete(exact("c"));
+    assert!(c.check_and_mutate(t.name(), &cam).unwrap());
+    notified(&["b", "d"]);
+    // Whole family, whole row; the row's other family stays readable.
+    let family = Delete::new("d").family("n").delete_type(DeleteType::Family);
+    c.delete(t.name(), &family).unwrap();
+    c.delete(t.name(), &Delete::new("b")).unwrap();
+    notified(&[]);
+    assert_eq!(
+        scan_rows(gw, t.name(), &Scan::new().family("f")),
+        ["a", "c", "d"]
+    );
+    c.put(t.name(), &Put::new("a").add("n", "y", "")).unwrap();
+    notified(&["a"]);
+    c.increment(t.name(), &Increment::new("c").add("n", "hits", 1))
+        .unwrap();
+    notified(&["a", "c"]);
 }
