@@ -4,7 +4,7 @@
 //! call leaves the row as it was), and takes "now" once per call, as a region server's mini
 //! batch does. Delete timestamps are resolved against the row as it was before the batch.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use super::read::{read_row, ReadSpec};
 use super::row::{Cell, Row};
@@ -166,17 +166,22 @@ fn resolve_delete<'s>(
         .collect()
 }
 
-/// Applies a batch to a locked row; returns the families it touched, whose row lists the
-/// caller brings in step under the same lock. `put_ts` is the timestamp of cells that carry
-/// none.
+/// Applies a batch to a locked row; returns the families it touched, each with whether it
+/// deleted anything there, for the caller to bring the table's row lists in step under the
+/// same lock. `put_ts` is the timestamp of cells that carry none.
 fn apply<'s>(
     row: &mut Row,
     schema: &'s TableSchema,
     mutations: &'s [Mutation],
     now: i64,
     put_ts: i64,
-) -> BTreeSet<&'s [u8]> {
-    let mut touched: BTreeSet<&[u8]> = BTreeSet::new();
+) -> Vec<(&'s [u8], bool)> {
+    let mut touched: Vec<(&[u8], bool)> = Vec::new();
+    let mut touch =
+        |family: &'s [u8], deleted: bool| match touched.iter_mut().find(|(f, _)| *f == family) {
+            Some((_, d)) => *d |= deleted,
+            None => touched.push((family, deleted)),
+        };
     let resolved: Vec<Vec<Marker>> = mutations
         .iter()
         .map(|m| match m {
@@ -191,7 +196,7 @@ fn apply<'s>(
         if let Mutation::Put(cells) = m {
             for c in cells {
                 let f = schema.family(&c.family).expect("families checked first");
-                touched.insert(&f.name);
+                touch(&f.name, false);
                 row.put(
                     f,
                     &c.qualifier,
@@ -205,7 +210,7 @@ fn apply<'s>(
             | Marker::Columns(f, ..)
             | Marker::Family(f, _)
             | Marker::FamilyVersion(f, _)) = marker;
-            touched.insert(&f.name);
+            touch(&f.name, true);
             match marker {
                 Marker::Version(f, q, ts) => row.delete_version(f, q, ts),
                 Marker::Columns(f, q, ts) => row.delete_columns(f, q, ts),
@@ -244,7 +249,7 @@ pub fn mutate(table: &Table, key: &[u8], mutations: &[Mutation], now: i64) -> Se
     let handle = table.row_or_insert(key);
     let mut row = handle.lock();
     let touched = apply(&mut row, &schema, mutations, now, now);
-    table.index_families(key, &handle, &row, touched);
+    table.index_families(key, &handle, &mut row, touched);
     Ok(())
 }
 
@@ -269,7 +274,7 @@ pub fn check_and_mutate(
     // Never write below the checked cell, even if the clock went backwards (HBASE-14070).
     let put_ts = latest.map_or(now, |(ts, _)| now.max(ts));
     let touched = apply(&mut row, &schema, mutations, now, put_ts);
-    table.index_families(key, &handle, &row, touched);
+    table.index_families(key, &handle, &mut row, touched);
     Ok(true)
 }
 
@@ -331,7 +336,8 @@ pub fn read_modify_write(
         let fschema = schema.family(&c.family).expect("checked above");
         row.put(fschema, &c.qualifier, c.timestamp, c.value.clone());
     }
-    table.index_families(key, &handle, &row, out.iter().map(|c| c.family.as_slice()));
+    let touched = out.iter().map(|c| (c.family.as_slice(), false));
+    table.index_families(key, &handle, &mut row, touched);
     out.sort_by(|a, b| (&a.family, &a.qualifier).cmp(&(&b.family, &b.qualifier)));
     Ok(out)
 }

@@ -33,6 +33,8 @@ pub(super) struct FamilyData {
     /// DeleteFamilyVersion markers: hide every column's version at exactly that timestamp.
     family_version_deletes: BTreeSet<i64>,
     pub(super) columns: BTreeMap<Vec<u8>, ColumnData>,
+    /// Whether the table's list of this family's rows has this row (`Table::index_families`).
+    pub(super) listed: bool,
 }
 
 #[derive(Debug, Default)]
@@ -46,6 +48,11 @@ pub(super) struct ColumnData {
 }
 
 impl FamilyData {
+    /// Whether any column stores a version (markers alone do not count: they return nothing).
+    pub(super) fn stores_versions(&self) -> bool {
+        self.columns.values().any(|c| !c.versions.is_empty())
+    }
+
     fn hides(&self, ts: i64) -> bool {
         self.family_delete.is_some_and(|d| ts <= d) || self.family_version_deletes.contains(&ts)
     }
@@ -178,14 +185,6 @@ impl Row {
                 schema.keeps(n, ts, now_ms, schema.max_versions as usize)
             })
             .map(|(_, version)| version)
-    }
-
-    /// Whether any column of `family` stores a version (markers alone do not count: they
-    /// return nothing).
-    pub fn stores_versions_in(&self, family: &[u8]) -> bool {
-        self.families
-            .get(family)
-            .is_some_and(|f| f.columns.values().any(|c| !c.versions.is_empty()))
     }
 
     /// Removes a family's data and markers (the family was dropped from the table).

@@ -187,25 +187,29 @@ impl Table {
         }
     }
 
-    /// Records whether the row `key` (locked by the caller, which has just changed it) stores
-    /// a version in each of `families`.
+    /// Brings the lists of `families` in step with the row `key`, locked by the caller, which
+    /// has just changed them: each with whether the change deleted anything there (puts only
+    /// add versions, so a listed family that was only put to needs no look). The row records
+    /// whether it is listed, so the table's lock is taken only when that changes.
     pub fn index_families<'f>(
         &self,
         key: &[u8],
         handle: &RowHandle,
-        row: &Row,
-        families: impl IntoIterator<Item = &'f [u8]>,
+        row: &mut Row,
+        families: impl IntoIterator<Item = (&'f [u8], bool)>,
     ) {
-        for family in families {
-            let stored = row.stores_versions_in(family);
-            let listed = self
-                .family_rows
-                .read()
-                .get(family)
-                .is_some_and(|rows| rows.contains_key(key));
-            if stored == listed {
+        for (family, deleted) in families {
+            let Some(data) = row.families.get_mut(family) else {
+                continue;
+            };
+            if data.listed && !deleted {
                 continue;
             }
+            let stored = data.stores_versions();
+            if stored == data.listed {
+                continue;
+            }
+            data.listed = stored;
             let mut family_rows = self.family_rows.write();
             if stored {
                 family_rows
