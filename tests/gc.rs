@@ -354,10 +354,16 @@ fn percolator_gc_reports_a_round_as_json_and_refuses_bad_input_with_a_non_zero_e
     assert_eq!(report["tables"][0]["write_records_removed"], 2, "{report}");
     assert_eq!(report["tables"][0]["cells"], 1, "{report}");
     assert_eq!(get(&client, &key), Some(b"c".to_vec()));
-    // Without --json, a line per round and one per table (stderr is no terminal here: no
-    // progress line).
+    assert!(out.stderr.is_empty(), "no progress with --json: {out:?}");
+    // Without --json, a line per round and one per table; stderr is no terminal here, so the
+    // progress of each table comes as plain lines (the last one when it is done).
     let text = gc(&["--life-time", "5s", "--once", &table]);
     assert!(text.status.success(), "{text:?}");
+    let progress = String::from_utf8_lossy(&text.stderr).into_owned();
+    assert!(
+        progress.contains(&format!("gc {table}: 1 rows")) && progress.contains("(done)"),
+        "{progress}"
+    );
     let text = String::from_utf8_lossy(&text.stdout).into_owned();
     assert!(
         text.starts_with("safe point ") && text.contains("1 cells scanned"),

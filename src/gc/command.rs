@@ -1,14 +1,18 @@
-//! `percolator gc`: one round (`--once`) or rounds every `--interval` until Ctrl-C, with a
-//! progress line on a terminal and a report per round (text, or JSON lines with `--json`).
+//! `percolator gc`: one round (`--once`) or rounds every `--interval` until Ctrl-C, with
+//! progress per table (a bar on a terminal, a line every few seconds otherwise, none with
+//! `--json`) and a report per round (text, or JSON lines with `--json`).
 //! With `--interval`, a round that fails with a retryable error (a live lock, a busy region)
 //! is logged and the next one starts over; anything else ends the command, non-zero.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::time::Duration;
+
+use parking_lot::Mutex;
 
 use crate::error::{Error, Result, RetryClass};
 use crate::gc::{GcOptions, GcProgress, GcReport, GcWorker};
 use crate::hbase::HBaseConfig;
+use crate::tools::progress::{Progress, ProgressMode};
 use crate::txn::{LivenessConfig, Schema, TxnOptions};
 
 /// `percolator gc` options (also its command-line arguments).
@@ -94,13 +98,30 @@ impl GcCommand {
     }
 
     async fn rounds(&self, gc: &GcWorker, interval: Duration) -> Result<()> {
-        let terminal = std::io::stderr().is_terminal();
+        let mode = if self.json {
+            ProgressMode::Off
+        } else {
+            ProgressMode::Auto
+        };
         loop {
-            let round = gc
-                .run_once(&self.tables, &|p: &GcProgress| show_progress(p, terminal))
-                .await;
-            if terminal {
-                eprintln!();
+            // One bar per table, as the round reaches it; the report follows the round.
+            let shown: Mutex<Option<(String, Progress)>> = Mutex::new(None);
+            let show = |p: &GcProgress| {
+                let mut shown = shown.lock();
+                if shown.as_ref().is_none_or(|(table, _)| *table != p.table) {
+                    if let Some((_, done)) = shown.take() {
+                        done.finish();
+                    }
+                    let label = format!("gc {}", p.table);
+                    *shown = Some((p.table.clone(), Progress::new(mode, label, None)));
+                }
+                if let Some((_, progress)) = shown.as_mut() {
+                    progress.set(p.report.rows);
+                }
+            };
+            let round = gc.run_once(&self.tables, &show).await;
+            if let Some((_, done)) = shown.into_inner() {
+                done.finish();
             }
             match round {
                 Ok(report) => self.print(&report)?,
@@ -149,20 +170,6 @@ impl GcCommand {
             text
         };
         writeln!(out, "{line}").map_err(|e| Error::io("writing the report", e))
-    }
-}
-
-/// A progress line redrawn in place on a terminal; nothing otherwise (the report follows).
-fn show_progress(p: &GcProgress, terminal: bool) {
-    if terminal {
-        let r = &p.report;
-        eprint!(
-            "\r{}: {} rows, {} cells scanned, {} versions removed   ",
-            p.table,
-            r.rows,
-            r.cells,
-            r.removed()
-        );
     }
 }
 

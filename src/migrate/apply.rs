@@ -15,10 +15,10 @@ use crate::clock::{Clock, SystemClock};
 use crate::error::{MigrationIssue, Result};
 use crate::hbase::{HBaseClient, Put, Scan};
 use crate::migrate::plan::{plan, Plan};
-use crate::migrate::progress::{Progress, ProgressMode};
 use crate::migrate::state::{
     self, adopt, issue, write_marker, Adopt, CrashHook, FamilySettings, Marker, Step,
 };
+use crate::tools::progress::{Progress, ProgressMode};
 use crate::txn::codec::{column_qualifier, encode_write, WriteKind, WriteRecord};
 use crate::txn::meta::{META_REFRESH, MIG_STATE};
 use crate::txn::store::row_after;

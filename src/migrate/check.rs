@@ -5,8 +5,8 @@ use serde::Serialize;
 use crate::clock::{Clock, SystemClock};
 use crate::error::{Error, Result};
 use crate::hbase::{Get, HBaseClient, Scan};
-use crate::migrate::progress::{Progress, ProgressMode};
 use crate::migrate::state::{self, adopt, Adopt, FamilySettings, Marker};
+use crate::tools::progress::{Progress, ProgressMode};
 use crate::txn::codec::WriteKind;
 use crate::txn::Schema;
 

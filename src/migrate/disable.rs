@@ -14,9 +14,9 @@ use crate::error::{Error, MigrationIssue, Result};
 use crate::hbase::{
     Delete, DeleteType, HBaseClient, Put, RowMutations, RowResult, Scan, TimeRange,
 };
-use crate::migrate::progress::{Progress, ProgressMode};
 use crate::migrate::state::{self, issue, write_marker, CrashHook, Marker, Step, LEGACY_TS_LIMIT};
 use crate::tools::locks::{list_locks, resolve_locks};
+use crate::tools::progress::{Progress, ProgressMode};
 use crate::txn::codec::{decode_write, split_column_qualifier, WriteKind};
 use crate::txn::meta::{META_REFRESH, MIG_STATE};
 use crate::txn::{Client, Schema, ALL_VERSIONS};

@@ -9,19 +9,17 @@
 //! - `state`: the per-table marker in the meta table and the family settings.
 //! - `plan`: what `apply` would do, read-only; `apply`: the resumable adoption;
 //!   `check`: `verify` and `status`; `disable`: back to plain use.
-//! - `progress`: a bar on a terminal, plain lines otherwise.
 
 mod apply;
 mod check;
 mod disable;
 mod plan;
-mod progress;
 mod state;
 
+pub use crate::tools::ProgressMode;
 pub(crate) use apply::apply_planned;
 pub use apply::{apply, ApplyOptions, ApplyReport};
 pub use check::{status, verify, TableStatus, Verification};
 pub use disable::{disable, DisableOptions, DisableReport};
 pub use plan::{plan, Plan, SettingChange};
-pub use progress::ProgressMode;
 pub use state::{plausible_ms, CrashHook, Step, LEGACY_TS_LIMIT};

@@ -5,8 +5,8 @@ use serde::Serialize;
 use crate::clock::{Clock, SystemClock};
 use crate::error::{MigrationIssue, Result};
 use crate::hbase::{HBaseClient, Scan};
-use crate::migrate::progress::{Progress, ProgressMode};
 use crate::migrate::state::{self, issue, plausible_ms, Marker, LEGACY_TS_LIMIT};
+use crate::tools::progress::{Progress, ProgressMode};
 use crate::txn::Schema;
 
 /// One family setting `apply` changes, and why transactions need it.

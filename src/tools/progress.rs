@@ -1,5 +1,5 @@
-//! Progress of long migration work: a bar (rows, rate, ETA) when stderr is a terminal, a plain
-//! line every few seconds when it is not (logs, CI), or nothing.
+//! Progress of long work (migration, GC): a bar (rows, rate, ETA) when stderr is a terminal, a
+//! plain line every few seconds when it is not (logs, CI), or nothing.
 
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};
@@ -9,7 +9,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 /// How progress is shown.
 ///
 /// ```
-/// assert_eq!(percolator::migrate::ProgressMode::default(), percolator::migrate::ProgressMode::Auto);
+/// assert_eq!(percolator::tools::ProgressMode::default(), percolator::migrate::ProgressMode::Auto);
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum ProgressMode {
@@ -66,9 +66,14 @@ impl Progress {
     }
 
     pub fn inc(&mut self, rows: u64) {
-        self.done += rows;
+        self.set(self.done + rows);
+    }
+
+    /// Moves to `done` rows in all (work that reports running totals).
+    pub fn set(&mut self, done: u64) {
+        self.done = done;
         if let Some(bar) = &self.bar {
-            bar.inc(rows);
+            bar.set_position(done);
         } else if self.lines && self.last_line.elapsed() >= LINE_EVERY {
             self.last_line = Instant::now();
             eprintln!("{}", self.line());
