@@ -301,6 +301,8 @@ fn row_mutations(
     let mut exact = Delete::new(row.row.clone()).delete_type(DeleteType::Column);
     for (q, recs) in &writes {
         let (family, qualifier) = split_column_qualifier(q).map_err(|e| corrupt(q, e.0))?;
+        // The newest change, as `actions::read_column` finds it at the newest snapshot, except
+        // that a delete must stay apart from "no change at all": it becomes a plain delete.
         let mut value = None;
         for (_, raw) in recs {
             let rec = decode_write(raw).map_err(|e| corrupt(q, e.0))?;
