@@ -89,6 +89,9 @@ impl ScanCursor {
     }
 }
 
+/// Values read, in the order of the keys asked for.
+type Values = Vec<Option<Vec<u8>>>;
+
 pub(crate) struct SnapshotReader<'a> {
     session: &'a Session,
     snapshot: u64,
@@ -101,12 +104,7 @@ impl<'a> SnapshotReader<'a> {
 
     /// Reads `keys` (any tables and rows); values in the order of `keys`.
     pub async fn read(&self, keys: &[CellKey]) -> Result<Vec<Option<Vec<u8>>>> {
-        Ok(self
-            .read_keys(keys, false)
-            .await?
-            .into_iter()
-            .map(|(v, _)| v)
-            .collect())
+        Ok(self.read_keys(keys, false).await?.0)
     }
 
     /// Reads `keys` as [`read`](Self::read) does, and for each also the commit_ts of its
@@ -114,14 +112,12 @@ impl<'a> SnapshotReader<'a> {
     /// lock at or below the snapshot: every transaction that started before the snapshot is
     /// settled in it, so a newest change above the snapshot is one the values do not show.
     pub async fn read_with_newest(&self, keys: &[CellKey]) -> Result<Vec<(Option<Vec<u8>>, u64)>> {
-        self.read_keys(keys, true).await
+        let (values, newest) = self.read_keys(keys, true).await?;
+        Ok(values.into_iter().zip(newest).collect())
     }
 
-    async fn read_keys(
-        &self,
-        keys: &[CellKey],
-        newest: bool,
-    ) -> Result<Vec<(Option<Vec<u8>>, u64)>> {
+    /// Values, and newest changes (all 0 unless `newest`), in the order of `keys`.
+    async fn read_keys(&self, keys: &[CellKey], newest: bool) -> Result<(Values, Vec<u64>)> {
         // The common case, one table, reads the keys where they are.
         if keys.iter().all(|k| k.table == keys[0].table) {
             return self.read_table(keys, newest).await;
@@ -130,28 +126,24 @@ impl<'a> SnapshotReader<'a> {
         for (i, k) in keys.iter().enumerate() {
             by_table.entry(k.table.as_str()).or_default().push(i);
         }
-        let mut out = vec![(None, 0); keys.len()];
+        let mut values = vec![None; keys.len()];
+        let mut newest_changes = vec![0; keys.len()];
         for idxs in by_table.into_values() {
             let table_keys: Vec<CellKey> = idxs.iter().map(|&i| keys[i].clone()).collect();
-            for (i, v) in idxs
-                .into_iter()
-                .zip(self.read_table(&table_keys, newest).await?)
-            {
-                out[i] = v;
+            let (v, n) = self.read_table(&table_keys, newest).await?;
+            for ((i, v), n) in idxs.into_iter().zip(v).zip(n) {
+                values[i] = v;
+                newest_changes[i] = n;
             }
         }
-        Ok(out)
+        Ok((values, newest_changes))
     }
 
     /// `newest`: also fetch write records above the snapshot and report each key's newest
-    /// change (0 otherwise).
-    async fn read_table(
-        &self,
-        keys: &[CellKey],
-        newest: bool,
-    ) -> Result<Vec<(Option<Vec<u8>>, u64)>> {
+    /// change.
+    async fn read_table(&self, keys: &[CellKey], newest: bool) -> Result<(Values, Vec<u64>)> {
         let Some(first) = keys.first() else {
-            return Ok(Vec::new());
+            return Ok((Vec::new(), Vec::new()));
         };
         let table = first.table.as_str();
         let ctx = self.session.ctx();
@@ -217,7 +209,7 @@ impl<'a> SnapshotReader<'a> {
             }
             pending = retry;
         }
-        Ok(out.into_iter().zip(newest_changes).collect())
+        Ok((out, newest_changes))
     }
 
     /// Reads large values at the exact version their write record names.

@@ -78,6 +78,7 @@ pub fn newest_change(writes: &[Cell], complete: bool) -> Result<u64, CodecError>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::txn::actions::fixtures::{lock, write_cell as rec};
 
     #[test]
     fn the_newest_change_looks_past_rollbacks_at_any_version() {
@@ -92,7 +93,6 @@ mod tests {
         assert_eq!(newest_change(&writes[..1], false).unwrap(), 50);
         assert_eq!(newest_change(&[], true).unwrap(), 0);
     }
-    use crate::txn::actions::fixtures::{lock, write_cell as rec};
 
     #[test]
     fn newest_committed_put_at_or_below_the_snapshot_wins() {
