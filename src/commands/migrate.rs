@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::{client, hbase, print_json, progress};
+use super::{client, hbase, print_json};
 use crate::error::Result;
 use crate::hbase::{FamilyDescriptor, HBaseClient, HBaseConfig, Put, TableDescriptor};
 use crate::migrate::{self, ApplyOptions, ProgressMode};
@@ -127,7 +127,7 @@ pub fn migrate(command: &MigrateCommand) -> Result<bool> {
             let plans = a
                 .tables
                 .iter()
-                .map(|t| migrate::plan(&hb, &schema, t, None, progress(a.json)))
+                .map(|t| migrate::plan(&hb, &schema, t, None, ProgressMode::unless_json(a.json)))
                 .collect::<Result<Vec<_>>>()?;
             if a.json {
                 print_json(&plans);
@@ -140,7 +140,7 @@ pub fn migrate(command: &MigrateCommand) -> Result<bool> {
             let hb = hbase(&a.common.hbase)?;
             let ts = a.oracle.as_deref().map(oracle_ts).transpose()?;
             let opts = ApplyOptions {
-                progress: progress(a.common.json),
+                progress: ProgressMode::unless_json(a.common.json),
                 checkpoint_rows: a.checkpoint_rows.max(1),
                 oracle_ts: ts,
                 ..ApplyOptions::default()
@@ -187,7 +187,7 @@ pub fn migrate(command: &MigrateCommand) -> Result<bool> {
             let results = a
                 .tables
                 .iter()
-                .map(|t| migrate::verify(&hb, &schema, t, progress(a.json)))
+                .map(|t| migrate::verify(&hb, &schema, t, ProgressMode::unless_json(a.json)))
                 .collect::<Result<Vec<_>>>()?;
             if a.json {
                 print_json(&results);
@@ -233,7 +233,7 @@ pub fn migrate(command: &MigrateCommand) -> Result<bool> {
             for t in &a.common.tables {
                 let opts = migrate::DisableOptions {
                     force: a.force,
-                    progress: progress(a.common.json),
+                    progress: ProgressMode::unless_json(a.common.json),
                     ..Default::default()
                 };
                 let r = migrate::disable(&hb, &schema, t, resolver.as_ref(), &opts);

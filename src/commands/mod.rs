@@ -10,7 +10,6 @@ use std::time::Duration;
 
 use crate::error::Result;
 use crate::hbase::{HBaseClient, HBaseConfig};
-use crate::migrate::ProgressMode;
 use crate::txn::{Client, TxnOptions};
 
 pub use data::{data, DataArgs, DataCommand};
@@ -38,10 +37,4 @@ fn print_json(value: &impl serde::Serialize) {
     );
 }
 
-fn progress(json: bool) -> ProgressMode {
-    if json {
-        ProgressMode::Off
-    } else {
-        ProgressMode::Auto
-    }
-}
+

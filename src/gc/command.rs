@@ -98,11 +98,7 @@ impl GcCommand {
     }
 
     async fn rounds(&self, gc: &GcWorker, interval: Duration) -> Result<()> {
-        let mode = if self.json {
-            ProgressMode::Off
-        } else {
-            ProgressMode::Auto
-        };
+        let mode = ProgressMode::unless_json(self.json);
         loop {
             // One bar per table, as the round reaches it; the report follows the round.
             let shown: Mutex<Option<(String, Progress)>> = Mutex::new(None);

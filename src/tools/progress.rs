@@ -22,6 +22,23 @@ pub enum ProgressMode {
     Off,
 }
 
+impl ProgressMode {
+    /// `Off` for a command that prints JSON (its output is for scripts), else `Auto`.
+    ///
+    /// ```
+    /// use percolator::tools::ProgressMode;
+    /// assert_eq!(ProgressMode::unless_json(true), ProgressMode::Off);
+    /// assert_eq!(ProgressMode::unless_json(false), ProgressMode::Auto);
+    /// ```
+    pub fn unless_json(json: bool) -> ProgressMode {
+        if json {
+            ProgressMode::Off
+        } else {
+            ProgressMode::Auto
+        }
+    }
+}
+
 /// The bar when the total is known, and the spinner when it is not (a resumed pass).
 const BAR: &str = "{msg} [{bar:30}] {pos}/{len} rows {per_sec} ETA {eta}";
 const SPINNER: &str = "{msg} {spinner} {pos} rows {per_sec}";

@@ -39,12 +39,13 @@ pub(crate) async fn commit_primary(
         &stored.bytes,
         commit_ts,
     );
-    let cam = match extra {
-        Some(delete) if delete.row == primary.row => cam.delete(delete.clone()),
-        _ => cam,
+    let rides = extra.filter(|d| d.row == primary.row);
+    let cam = match rides {
+        Some(delete) => cam.delete(delete.clone()),
+        None => cam,
     };
     match session.cas(&primary.table, &cam).await {
-        Ok(true) => Ok(extra.is_some_and(|d| d.row == primary.row)),
+        Ok(true) => Ok(rides.is_some()),
         Ok(false) | Err(Error::OutcomeUnknown { .. }) => {
             settle(session, primary, start_ts, commit_ts).await?;
             Ok(false)

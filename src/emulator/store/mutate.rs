@@ -206,17 +206,25 @@ fn apply<'s>(
             }
         }
         for marker in markers {
-            let (Marker::Version(f, ..)
-            | Marker::Columns(f, ..)
-            | Marker::Family(f, _)
-            | Marker::FamilyVersion(f, _)) = marker;
+            let f = match marker {
+                Marker::Version(f, q, ts) => {
+                    row.delete_version(f, q, ts);
+                    f
+                }
+                Marker::Columns(f, q, ts) => {
+                    row.delete_columns(f, q, ts);
+                    f
+                }
+                Marker::Family(f, ts) => {
+                    row.delete_family(f, ts);
+                    f
+                }
+                Marker::FamilyVersion(f, ts) => {
+                    row.delete_family_version(f, ts);
+                    f
+                }
+            };
             touch(&f.name, true);
-            match marker {
-                Marker::Version(f, q, ts) => row.delete_version(f, q, ts),
-                Marker::Columns(f, q, ts) => row.delete_columns(f, q, ts),
-                Marker::Family(f, ts) => row.delete_family(f, ts),
-                Marker::FamilyVersion(f, ts) => row.delete_family_version(f, ts),
-            }
         }
     }
     touched

@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use super::row::{Cell, FamilyData, Row};
+use super::row::{Cell, Row};
 use super::schema::TableSchema;
 use crate::emulator::error::{ServerError, ServerResult};
 use crate::emulator::filter::{Filter, FilterState};
@@ -73,6 +73,14 @@ impl ColumnSelection {
     pub fn families(&self) -> impl Iterator<Item = &Vec<u8>> {
         self.0.keys()
     }
+
+    /// `None`: the family is not read; `Some(None)`: all its columns; else those columns.
+    fn of_family(&self, family: &[u8]) -> Option<Option<&BTreeSet<Vec<u8>>>> {
+        if self.0.is_empty() {
+            return Some(None);
+        }
+        self.0.get(family).map(Option::as_ref)
+    }
 }
 
 /// Everything a Get or a Scan says about which cells of a row to return.
@@ -116,54 +124,42 @@ pub fn read_row(
     filter_state: &mut FilterState,
 ) -> Vec<Cell> {
     let mut cells = Vec::new();
-    let mut visit =
-        |name: &Vec<u8>, family: &FamilyData, qualifiers: Option<&BTreeSet<Vec<u8>>>| {
-            let Some(fschema) = schema.family(name) else {
-                return;
-            };
-            let range = spec
-                .family_time_ranges
-                .get(name)
-                .unwrap_or(&spec.time_range);
-            // At most VERSIONS; without a filter the requested count is final too (filters see
-            // versions before they are counted).
-            let wanted = match spec.filter {
-                None => fschema.max_versions.min(spec.max_versions),
-                Some(_) => fschema.max_versions,
-            } as usize;
-            let mut read_column = |qualifier: &Vec<u8>, column| {
-                let in_range = family
-                    .live_versions(column, range.max)
-                    .filter(|(ts, _)| range.contains(*ts));
-                for (n, (ts, value)) in in_range.enumerate() {
-                    if !fschema.keeps(n, ts, now_ms, wanted) {
-                        break;
-                    }
-                    cells.push(Cell {
-                        family: name.clone(),
-                        qualifier: qualifier.clone(),
-                        timestamp: ts,
-                        value: value.clone(),
-                    });
-                }
-            };
-            match qualifiers {
-                None => family.columns.iter().for_each(|(q, c)| read_column(q, c)),
-                Some(qualifiers) => qualifiers
-                    .iter()
-                    .filter_map(|q| family.columns.get_key_value(q))
-                    .for_each(|(q, c)| read_column(q, c)),
-            }
+    for (name, family) in &row.families {
+        let (Some(fschema), Some(selected)) = (schema.family(name), spec.columns.of_family(name))
+        else {
+            continue;
         };
-    if spec.columns.0.is_empty() {
-        for (name, family) in &row.families {
-            visit(name, family, None);
-        }
-    } else {
-        // Only the families asked for, as a region server reads only their stores.
-        for (name, qualifiers) in &spec.columns.0 {
-            if let Some((name, family)) = row.families.get_key_value(name) {
-                visit(name, family, qualifiers.as_ref());
+        let range = spec
+            .family_time_ranges
+            .get(name)
+            .unwrap_or(&spec.time_range);
+        let columns: Vec<_> = match selected {
+            None => family.columns.iter().collect(),
+            Some(qualifiers) => qualifiers
+                .iter()
+                .filter_map(|q| family.columns.get_key_value(q))
+                .collect(),
+        };
+        // At most VERSIONS; without a filter the requested count is final too (filters see
+        // versions before they are counted).
+        let wanted = match spec.filter {
+            None => fschema.max_versions.min(spec.max_versions),
+            Some(_) => fschema.max_versions,
+        } as usize;
+        for (qualifier, column) in columns {
+            let in_range = family
+                .live_versions(column, range.max)
+                .filter(|(ts, _)| range.contains(*ts));
+            for (n, (ts, value)) in in_range.enumerate() {
+                if !fschema.keeps(n, ts, now_ms, wanted) {
+                    break;
+                }
+                cells.push(Cell {
+                    family: name.clone(),
+                    qualifier: qualifier.clone(),
+                    timestamp: ts,
+                    value: value.clone(),
+                });
             }
         }
     }

@@ -154,9 +154,8 @@ impl Table {
         self.rows.write().entry(key.to_vec()).or_default().clone()
     }
 
-    /// Up to `max` rows within the bounds, ascending (or descending when `reversed`).
-    /// Up to `max` rows in the range, in scan order: every row, or with `family` only the rows
-    /// storing a version in that family.
+    /// Up to `max` rows within the bounds, ascending (or descending when `reversed`): every
+    /// row, or with `family` only the rows storing a version in that family.
     pub fn rows_in_range(
         &self,
         family: Option<&[u8]>,
@@ -210,6 +209,11 @@ impl Table {
                 continue;
             }
             data.listed = stored;
+            // A write that took its handle before a truncate must not list a row the table
+            // no longer has.
+            if stored && !self.holds(key, handle) {
+                continue;
+            }
             let mut family_rows = self.family_rows.write();
             if stored {
                 family_rows
@@ -220,6 +224,14 @@ impl Table {
                 rows.remove(key);
             }
         }
+    }
+
+    /// Whether `handle` is the table's row `key` (not one a truncate has dropped).
+    fn holds(&self, key: &[u8], handle: &RowHandle) -> bool {
+        self.rows
+            .read()
+            .get(key)
+            .is_some_and(|h| Arc::ptr_eq(h, handle))
     }
 
     fn all_rows(&self) -> Vec<RowHandle> {
