@@ -387,10 +387,9 @@ fn two_workers_share_the_partitions_through_leases() {
 
 /// Rows of `t`'s workers in the meta table (alive or not).
 fn worker_rows(env: &Env, t: &str) -> usize {
-    let prefix = format!("obs-worker/{t}/");
-    let mut stop = prefix.clone().into_bytes();
-    *stop.last_mut().unwrap() += 1;
-    let scan = percolator::hbase::Scan::range(prefix.into_bytes(), stop);
+    let (start, stop) =
+        percolator::tools::scan_range(Some(&format!("obs-worker/{t}/")), None, None);
+    let scan = percolator::hbase::Scan::range(start, stop);
     env.hbase
         .scan(&env.schema.meta_table, &scan)
         .unwrap()

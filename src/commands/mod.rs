@@ -36,5 +36,3 @@ fn print_json(value: &impl serde::Serialize) {
         serde_json::to_string_pretty(value).unwrap_or_default()
     );
 }
-
-

@@ -25,7 +25,7 @@ pub const LEGACY_TS_LIMIT: i64 = 1 << 48;
 /// A day: cell timestamps further in the future than this are not plausibly wall-clock ms.
 const FUTURE_SLACK_MS: i64 = 24 * 3600 * 1000;
 
-pub(crate) use crate::hbase::TTL_FOREVER;
+use crate::hbase::TTL_FOREVER;
 
 /// Whether a cell timestamp reads as a plain client's wall-clock milliseconds (applications
 /// that set their own versions cannot be adopted: their versions do not order with time).
@@ -154,10 +154,9 @@ pub(crate) fn user_families<'d>(
     schema: &'d Schema,
     desc: &'d TableDescriptor,
 ) -> impl Iterator<Item = &'d FamilyDescriptor> + 'd {
-    let ours: Vec<Vec<u8>> = schema.families().into_iter().map(|f| f.name).collect();
     desc.families
         .iter()
-        .filter(move |f| !ours.contains(&f.name))
+        .filter(move |f| !schema.is_percolator_family(&f.name))
 }
 
 /// `scan` reading what adoption compares: the user families and the write family.

@@ -12,6 +12,7 @@ use crate::error::Result;
 use crate::hbase::{CheckAndMutate, CompareOp, Delete, Put, Scan};
 use crate::txn::context::Context;
 use crate::txn::meta::META_FAMILY;
+use crate::txn::store::prefix_end;
 
 const LEASE_Q: &[u8] = b"obs:lease";
 const ALIVE_Q: &[u8] = b"obs:alive";
@@ -113,8 +114,7 @@ impl Leases<'_> {
     /// since keeps its row; a row that cannot be read as an expiry counts as dead.
     pub async fn live_workers(&self, table: &str) -> Result<usize> {
         let start = Self::worker_rows(table);
-        let mut stop = start.clone();
-        *stop.last_mut().expect("non-empty prefix") += 1;
+        let stop = prefix_end(&start);
         let scan = Scan::range(start, stop).column(META_FAMILY, ALIVE_Q);
         let rows = self
             .ctx

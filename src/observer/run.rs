@@ -68,8 +68,8 @@ pub trait Observer: Send + Sync + 'static {
 /// How one run ended.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Outcome {
-    /// The observer ran and its transaction committed at this timestamp.
-    Processed(u64),
+    /// The observer ran and its transaction committed.
+    Processed,
     /// Nothing newer than the acknowledgment: notifications cleared, nothing committed.
     AlreadyAcked,
     /// A change committed above the run's snapshot: notifications left for a later run.
@@ -109,10 +109,10 @@ pub(crate) async fn run_once(
     die_at: &(dyn Fn(WorkerSeam) -> bool + Sync),
 ) -> Result<Outcome> {
     let ctx = client.ctx();
-    let schema = ctx.schema().clone();
+    let schema = ctx.schema();
     let mut txn = client.begin().await?;
     let start_ts = txn.start_ts().await?;
-    let ack = ack_key(&schema, name, column, row)?;
+    let ack = ack_key(schema, name, column, row)?;
     // One row read settles every lock on the column below start_ts (waiting for, rolling
     // forward or back) and, in the same atomic read, finds the column's newest change at any
     // version: a change above start_ts is one the snapshot does not show, so the run gives up
@@ -130,7 +130,7 @@ pub(crate) async fn run_once(
     if newest > start_ts {
         return Ok(Outcome::Stale);
     }
-    let clearing = clear_delete(&schema, column, row, seen);
+    let clearing = clear_delete(schema, column, row, seen);
     if newest <= acked {
         txn.rollback();
         apply_clear(client, column, clearing).await?;
@@ -149,7 +149,7 @@ pub(crate) async fn run_once(
     if !committed.extra_applied {
         apply_clear(client, column, clearing).await?;
     }
-    Ok(Outcome::Processed(committed.commit_ts))
+    Ok(Outcome::Processed)
 }
 
 /// The delete of exactly the notification versions `seen` of `column` in `row` (`None` when

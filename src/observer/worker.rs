@@ -2,7 +2,7 @@
 //! partitions' notifications, run the observers and clear what they covered. A failed run is
 //! retried with exponential backoff, never dropped; `shutdown` drains every task.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -226,6 +226,8 @@ struct Inner {
     config: WorkerConfig,
     partitions: Vec<Partition>,
     owned: Mutex<BTreeSet<Partition>>,
+    /// Partitions a scanner of this worker is scanning now.
+    busy: Mutex<HashSet<Partition>>,
     cursors: Mutex<HashMap<Partition, Vec<u8>>>,
     backoffs: Mutex<Backoffs>,
     next: AtomicUsize,
@@ -291,6 +293,7 @@ impl ObserverWorker {
             config,
             partitions,
             owned: Mutex::default(),
+            busy: Mutex::default(),
             cursors: Mutex::default(),
             backoffs: Mutex::default(),
             next: AtomicUsize::new(0),
@@ -609,14 +612,13 @@ impl Inner {
             if self.stopping() {
                 return;
             }
-            let owned: Vec<Partition> = self.owned.lock().iter().cloned().collect();
             let mut found = 0;
-            if !owned.is_empty() {
-                let i = self.next.fetch_add(1, Ordering::Relaxed) % owned.len();
-                match self.scan_partition(&owned[i]).await {
+            if let Some(p) = self.take_partition() {
+                match self.scan_partition(&p).await {
                     Ok(n) => found = n,
                     Err(e) => tracing::debug!(error = %e, "notification scan failed"),
                 }
+                self.busy.lock().remove(&p);
             }
             if found > 0 {
                 idle = self.config.min_idle;
@@ -628,6 +630,21 @@ impl Inner {
             }
             idle = (idle * 2).min(self.config.max_idle);
         }
+    }
+
+    /// The next owned partition, in turn, that no other scanner of this worker is scanning:
+    /// two scanners of one partition would read the same page and run its notifications twice.
+    fn take_partition(&self) -> Option<Partition> {
+        let held = self.owned.lock();
+        let mut busy = self.busy.lock();
+        let owned: Vec<&Partition> = held.iter().collect();
+        let start = self.next.fetch_add(1, Ordering::Relaxed);
+        let free = (0..owned.len())
+            .map(|k| owned[(start + k) % owned.len()])
+            .find(|p| !busy.contains(*p))?
+            .clone();
+        busy.insert(free.clone());
+        Some(free)
     }
 
     /// One page of `p` from its cursor (random at first, then wrapping around); runs what it
@@ -719,7 +736,7 @@ impl Inner {
         let c = &self.counters;
         match outcome {
             Ok(Outcome::Died) => return,
-            Ok(Outcome::Processed(_)) => c.processed.fetch_add(1, Ordering::Relaxed),
+            Ok(Outcome::Processed) => c.processed.fetch_add(1, Ordering::Relaxed),
             Ok(Outcome::AlreadyAcked) => c.already_acked.fetch_add(1, Ordering::Relaxed),
             Ok(Outcome::Stale) => c.stale.fetch_add(1, Ordering::Relaxed),
             Err(e) => {

@@ -2,6 +2,8 @@
 //! valid UTF-8; other bytes as `0x` and lowercase hex in text output, and as
 //! `{"hex": "..."}` in JSON, so that a script can tell them apart from a string.
 
+use crate::txn::store::prefix_end;
+
 /// Splits `FAMILY:QUALIFIER` at its first colon (the qualifier may contain colons).
 ///
 /// ```
@@ -64,16 +66,7 @@ pub fn scan_range(
     stop: Option<&str>,
 ) -> (Vec<u8>, Vec<u8>) {
     if let Some(p) = prefix {
-        let start = p.as_bytes().to_vec();
-        // The first row after every row with the prefix: drop trailing 0xff bytes, add one.
-        let mut stop = start.clone();
-        while stop.last() == Some(&0xff) {
-            stop.pop();
-        }
-        if let Some(last) = stop.last_mut() {
-            *last += 1;
-        }
-        return (start, stop);
+        return (p.as_bytes().to_vec(), prefix_end(p.as_bytes()));
     }
     (
         start.unwrap_or_default().as_bytes().to_vec(),

@@ -2,6 +2,8 @@
 //! resolution through the normal protocol (a transactional read of the locked cell resolves an
 //! abandoned lock, and waits out, then reports, a live one).
 
+use std::collections::HashMap;
+
 use crate::clock::{Clock, SystemClock};
 use crate::error::{Error, Result};
 use crate::hbase::{Get, HBaseClient, Scan};
@@ -106,12 +108,19 @@ pub fn check_owners(
     liveness: &LivenessConfig,
     locks: &mut [LockInfo],
 ) -> Result<()> {
+    // One read per owner: a dead client often leaves many locks.
+    let mut alive: HashMap<String, bool> = HashMap::new();
     for lock in locks.iter_mut() {
+        if let Some(&known) = alive.get(&lock.owner) {
+            lock.alive = Some(known);
+            continue;
+        }
         let row = match hbase.get(&liveness.table, &Get::new(lock.owner.as_bytes().to_vec())) {
             Ok(row) => row,
             Err(Error::TableNotFound { .. }) => Default::default(),
             Err(e) => return Err(e),
         };
+        alive.insert(lock.owner.clone(), !row.is_empty());
         lock.alive = Some(!row.is_empty());
     }
     Ok(())

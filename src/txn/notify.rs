@@ -102,9 +102,13 @@ pub(crate) async fn notify_flags(
         flags.push(is_observed(&row, key));
     }
     // A table made transactional before observers existed lacks the notify family.
+    let mut checked: Option<&str> = None;
     for ((key, _), _) in writes.iter().zip(&flags).filter(|(_, &f)| f) {
-        ctx.check_family(&key.table, &ctx.schema().notify_family)
-            .await?;
+        if checked != Some(key.table.as_str()) {
+            ctx.check_family(&key.table, &ctx.schema().notify_family)
+                .await?;
+            checked = Some(key.table.as_str());
+        }
     }
     Ok(flags)
 }

@@ -15,6 +15,18 @@ pub(crate) fn row_after(row: &[u8]) -> Vec<u8> {
     [row, &[0]].concat()
 }
 
+/// The first row after every row that starts with `prefix` (empty: the end of the table).
+pub(crate) fn prefix_end(prefix: &[u8]) -> Vec<u8> {
+    let mut stop = prefix.to_vec();
+    while stop.last() == Some(&0xff) {
+        stop.pop();
+    }
+    if let Some(last) = stop.last_mut() {
+        *last += 1;
+    }
+    stop
+}
+
 /// Where the scan after `page` (asked for `rows` rows) starts, or `None` when the page was
 /// short and the range is done.
 pub(crate) fn next_page_start(page: &[RowResult], rows: i32) -> Option<Vec<u8>> {

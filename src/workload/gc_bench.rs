@@ -70,9 +70,10 @@ pub fn run(config: &GcBenchConfig) -> Result<GcBenchReport> {
     for t in [&with, &without] {
         txn::setup::create_table(&stack.hbase, &schema, t, &["f"])?;
     }
+    let liveness = format!("gcb_liveness_{suffix}");
     let options = stack
         .txn_options(LivenessConfig {
-            table: format!("gcb_liveness_{suffix}"),
+            table: liveness.clone(),
             ttl_secs: 3,
         })?
         .to_builder()
@@ -134,7 +135,6 @@ pub fn run(config: &GcBenchConfig) -> Result<GcBenchReport> {
         gc_safe_point_lag_secs: lag,
     };
     let admin = stack.hbase.admin();
-    let liveness = format!("gcb_liveness_{suffix}");
     for t in [&with, &without, &liveness, &schema.meta_table] {
         if let Err(e) = admin.disable_table(t).and_then(|()| admin.delete_table(t)) {
             tracing::warn!(table = %t, error = %e, "could not drop a bench table");
