@@ -18,8 +18,6 @@ use crate::txn::RetryPolicy;
 
 /// Lock cells per scan round trip.
 const LOCK_PAGE: i32 = 1000;
-/// Tries per lock before the pass gives up (a primary that keeps moving under the resolver).
-const LOCK_TRIES: u32 = 20;
 
 /// Decides every lock with start_ts below `safe_point` in `tables`; returns how many it found.
 pub(crate) async fn resolve_below(
@@ -77,7 +75,9 @@ async fn decide(
     bytes: &[u8],
     retry: &RetryPolicy,
 ) -> Result<()> {
-    for attempt in 0..LOCK_TRIES {
+    // As many tries as a transaction's retry policy allows (a primary that keeps moving under
+    // the resolver), then the pass gives up on this lock.
+    for attempt in 0..retry.max_attempts {
         if resolver.resolve(key, lock, bytes).await? {
             return Ok(());
         }

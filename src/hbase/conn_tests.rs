@@ -2,8 +2,10 @@
 //! without decoding them): several calls in flight answered in order, and a connection dying
 //! mid-pipeline (sent calls follow the retry rules, unsent ones are replayed).
 
-use std::io::{Read, Write};
+use std::io::{Cursor, Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::sync::mpsc;
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -17,10 +19,12 @@ use crate::thrift::hbase::{TGet, TResult};
 use crate::Error;
 
 /// What the gateway does on one accepted connection.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 enum Script {
     /// Answers every request as it comes.
     Serve,
+    /// Answers every request as it comes, and reports how many each read of the socket brought.
+    ServeCountingReads(mpsc::Sender<usize>),
     /// Reads `read` requests, answers the first `answer` of them in one write, then hangs up.
     ReadThenAnswer { read: usize, answer: usize },
     /// Reads one request and never answers (until the client gives up).
@@ -53,6 +57,21 @@ fn run(mut stream: TcpStream, script: Script) {
                 }
             }
         }
+        Script::ServeCountingReads(reads) => {
+            let mut buf = vec![0u8; 64 << 10];
+            while let Ok(n @ 1..) = stream.read(&mut buf) {
+                let mut got = Cursor::new(&buf[..n]);
+                let mut count = 0;
+                while let Some(frame) = read_frame(&mut got) {
+                    count += 1;
+                    if stream.write_all(&answer(&frame)).is_err() {
+                        return;
+                    }
+                }
+                assert_eq!(got.position() as usize, n, "the test's requests are small");
+                let _ = reads.send(count);
+            }
+        }
         Script::ReadThenAnswer { read, answer: n } => {
             let frames: Vec<Vec<u8>> = (0..read).map_while(|_| read_frame(&mut stream)).collect();
             let replies: Vec<u8> = frames.iter().take(n).flat_map(|f| answer(f)).collect();
@@ -66,7 +85,7 @@ fn run(mut stream: TcpStream, script: Script) {
     }
 }
 
-fn read_frame(stream: &mut TcpStream) -> Option<Vec<u8>> {
+fn read_frame(stream: &mut impl Read) -> Option<Vec<u8>> {
     let mut size = [0u8; 4];
     stream.read_exact(&mut size).ok()?;
     let mut frame = vec![0u8; u32::from_be_bytes(size) as usize];
@@ -145,6 +164,39 @@ async fn calls_in_flight_together_are_answered_in_order() {
     let rows: Vec<Vec<u8>> = [a, b, d, e].into_iter().map(|r| r.unwrap().row).collect();
     assert_eq!(rows, [b"r0", b"r1", b"r2", b"r3"]);
     assert_eq!(c.rpc_count(), 4);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn calls_made_ready_by_one_event_leave_in_one_write() {
+    let (reads_tx, reads) = mpsc::channel();
+    let (addr, _gw) = gateway(vec![Script::ServeCountingReads(reads_tx)]);
+    let c = Arc::new(client(&addr, |c| c).await);
+    c.get("t", &Get::new("warm")).await.unwrap();
+    assert_eq!(reads.recv().unwrap(), 1);
+    // Four tasks woken by one event on the runtime's thread, as transactions are by one
+    // oracle answer.
+    let (go, ready) = tokio::sync::watch::channel(false);
+    let calls: Vec<_> = (0..4)
+        .map(|i| {
+            let (c, mut ready) = (Arc::clone(&c), ready.clone());
+            tokio::spawn(async move {
+                ready.wait_for(|go| *go).await.unwrap();
+                c.get("t", &Get::new(format!("r{i}"))).await.unwrap().row
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    tokio::spawn(async move { go.send(true).unwrap() })
+        .await
+        .unwrap();
+    for (i, call) in calls.into_iter().enumerate() {
+        assert_eq!(call.await.unwrap(), format!("r{i}").into_bytes());
+    }
+    assert_eq!(
+        reads.recv().unwrap(),
+        4,
+        "the four requests left in one write"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

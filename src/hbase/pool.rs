@@ -44,6 +44,9 @@ pub(crate) struct Pool {
 struct Slots {
     open: Vec<Arc<Connection>>,
     opening: usize,
+    /// When idle connections are next looked for. Between sweeps only the connection a call
+    /// picks is checked: aging every connection on every call cost a microsecond a call.
+    next_sweep: Option<Instant>,
 }
 
 /// A call's use of a connection; the connection's load counts it until it is dropped.
@@ -140,22 +143,35 @@ impl Pool {
         let limits = self.limits;
         let now = Instant::now();
         let mut slots = self.state.lock();
-        slots
-            .open
-            .retain(|c| !(c.is_broken() || c.is_stale(now, limits.max_idle)));
-        let room = slots.open.len() + slots.opening < limits.size;
-        // The busiest connection still under the limit: calls made together then share a
-        // connection, and their requests leave in one write (see `conn`). Past the limit, the
-        // least loaded once the pool is full.
-        let packed = slots
-            .open
-            .iter()
-            .filter(|c| c.in_flight() < limits.pipeline)
-            .max_by_key(|c| c.in_flight());
-        let least = || slots.open.iter().min_by_key(|c| c.in_flight());
-        match packed.or_else(|| least().filter(|_| !room)) {
-            Some(conn) => Pick::Lease(Lease::new(Arc::clone(conn))),
-            None if !room => {
+        let mut sweep = slots.next_sweep.is_none_or(|at| now >= at);
+        let chosen = loop {
+            if sweep {
+                slots
+                    .open
+                    .retain(|c| !(c.is_broken() || c.is_stale(now, limits.max_idle)));
+                slots.next_sweep = Some(now + limits.max_idle / 8);
+            } else {
+                slots.open.retain(|c| !c.is_broken());
+            }
+            let room = slots.open.len() + slots.opening < limits.size;
+            // The busiest connection still under the limit: calls made together then share a
+            // connection, and their requests leave in one write (see `conn`). Past the limit,
+            // the least loaded once the pool is full.
+            let packed = slots
+                .open
+                .iter()
+                .filter(|c| c.in_flight() < limits.pipeline)
+                .max_by_key(|c| c.in_flight());
+            let least = || slots.open.iter().min_by_key(|c| c.in_flight());
+            let chosen = packed.or_else(|| least().filter(|_| !room));
+            match chosen {
+                Some(conn) if !sweep && conn.is_stale(now, limits.max_idle) => sweep = true,
+                _ => break chosen.map(Arc::clone).ok_or(room),
+            }
+        };
+        match chosen {
+            Ok(conn) => Pick::Lease(Lease::new(conn)),
+            Err(room) if !room => {
                 // Every slot is a connect in progress: wait for one to finish.
                 opened.enable();
                 Pick::Wait

@@ -14,7 +14,7 @@ use crate::txn::context::Context;
 use crate::txn::meta::META_FAMILY;
 use crate::txn::store::prefix_end;
 
-const LEASE_Q: &[u8] = b"obs:lease";
+pub(super) const LEASE_Q: &[u8] = b"obs:lease";
 const ALIVE_Q: &[u8] = b"obs:alive";
 const WORKER_ROWS: &[u8] = b"obs-worker/";
 
@@ -49,7 +49,7 @@ impl Partition {
             .collect()
     }
 
-    fn lease_row(&self) -> Vec<u8> {
+    pub(super) fn lease_row(&self) -> Vec<u8> {
         format!("obs-lease/{}/{:03}", self.table, self.index).into_bytes()
     }
 
@@ -150,20 +150,35 @@ impl Leases<'_> {
         Ok(live.max(1))
     }
 
-    /// Takes or renews `p`'s lease: true when this worker holds it until now + ttl.
-    pub async fn acquire(&self, p: &Partition) -> Result<bool> {
+    /// Takes `p`'s lease: the lease value now stored when this worker holds it until now +
+    /// ttl (keep it for [`renew`](Self::renew)), `None` when another worker holds it.
+    pub async fn acquire(&self, p: &Partition) -> Result<Option<Vec<u8>>> {
         let row = p.lease_row();
         let current = crate::txn::meta::read_row(self.ctx.store(), self.meta(), &row).await?;
         let stored = current.value(META_FAMILY, LEASE_Q).map(<[u8]>::to_vec);
-        let now = self.ctx.now_ms();
         if let Some((owner, expires)) = stored.as_deref().and_then(parse_lease) {
-            if owner != self.owner && expires > now {
-                return Ok(false);
+            if owner != self.owner && expires > self.ctx.now_ms() {
+                return Ok(None);
             }
         }
         // Absent: compare EQUAL to empty, which HBase matches against a missing cell.
-        let expected = stored.unwrap_or_default();
-        let next = lease_value(self.owner, now + self.ttl_ms);
+        self.replace(p, stored.unwrap_or_default()).await
+    }
+
+    /// Extends a lease this worker took, `held` being the value it last stored: one CAS on
+    /// that value, no read. If the lease changed meanwhile (it expired and another worker
+    /// took it, say), it is looked at again as by [`acquire`](Self::acquire).
+    pub async fn renew(&self, p: &Partition, held: &[u8]) -> Result<Option<Vec<u8>>> {
+        match self.replace(p, held.to_vec()).await? {
+            Some(next) => Ok(Some(next)),
+            None => self.acquire(p).await,
+        }
+    }
+
+    /// Stores this worker's lease until now + ttl if the stored value is `expected`.
+    async fn replace(&self, p: &Partition, expected: Vec<u8>) -> Result<Option<Vec<u8>>> {
+        let row = p.lease_row();
+        let next = lease_value(self.owner, self.ctx.now_ms() + self.ttl_ms);
         let cam = CheckAndMutate::new(
             row.clone(),
             META_FAMILY,
@@ -171,8 +186,9 @@ impl Leases<'_> {
             CompareOp::Equal,
             expected,
         )
-        .put(Put::new(row).add(META_FAMILY, LEASE_Q, next));
-        self.ctx.store().check_and_mutate(self.meta(), &cam).await
+        .put(Put::new(row).add(META_FAMILY, LEASE_Q, next.clone()));
+        let stored = self.ctx.store().check_and_mutate(self.meta(), &cam).await?;
+        Ok(stored.then_some(next))
     }
 
     /// Gives `p` up if this worker still holds it.

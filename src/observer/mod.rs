@@ -11,6 +11,8 @@
 //! - `worker`: [`ObserverWorker`], the tasks that scan, run and clear.
 
 mod lease;
+#[cfg(test)]
+mod lease_tests;
 mod model;
 mod run;
 #[cfg(test)]

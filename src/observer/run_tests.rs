@@ -34,7 +34,7 @@ impl Observer for Copy {
     }
 }
 
-fn stack_and_client() -> (Stack, Client) {
+pub(super) fn stack_and_client() -> (Stack, Client) {
     let stack = Stack::start(None, None).expect("embedded stack");
     let liveness = LivenessConfig {
         table: "obs_run_liveness".into(),

@@ -225,7 +225,8 @@ struct Inner {
     observers: ObserverSet,
     config: WorkerConfig,
     partitions: Vec<Partition>,
-    owned: Mutex<BTreeSet<Partition>>,
+    /// Partitions this worker holds, with the lease value it last stored for each.
+    owned: Mutex<BTreeMap<Partition, Vec<u8>>>,
     /// Partitions a scanner of this worker is scanning now.
     busy: Mutex<HashSet<Partition>>,
     cursors: Mutex<HashMap<Partition, Vec<u8>>>,
@@ -365,7 +366,7 @@ impl ObserverWorker {
             return;
         }
         let owned: Vec<Partition> = std::mem::take(&mut *self.inner.owned.lock())
-            .into_iter()
+            .into_keys()
             .collect();
         let leases = self.inner.leases();
         for p in &owned {
@@ -567,24 +568,25 @@ impl Inner {
             .cloned()
             .collect();
         let target = partitions.len().div_ceil(live);
-        let held: Vec<Partition> = self
+        let held: Vec<(Partition, Vec<u8>)> = self
             .owned
             .lock()
             .iter()
-            .filter(|p| mine(p))
-            .cloned()
+            .filter(|(p, _)| mine(p))
+            .map(|(p, v)| (p.clone(), v.clone()))
             .collect();
-        for p in &held {
-            if !leases.acquire(p).await? {
-                self.owned.lock().remove(p);
-            }
+        for (p, value) in held {
+            match leases.renew(&p, &value).await? {
+                Some(next) => self.owned.lock().insert(p, next),
+                None => self.owned.lock().remove(&p),
+            };
         }
-        let count = || self.owned.lock().iter().filter(|p| mine(p)).count();
+        let count = || self.owned.lock().keys().filter(|p| mine(p)).count();
         let surplus = count().saturating_sub(target);
         let giving: Vec<Partition> = self
             .owned
             .lock()
-            .iter()
+            .keys()
             .filter(|p| mine(p))
             .take(surplus)
             .cloned()
@@ -599,8 +601,11 @@ impl Inner {
             if count() >= target || self.stopping() {
                 break;
             }
-            if !self.owned.lock().contains(&p) && leases.acquire(&p).await? {
-                self.owned.lock().insert(p);
+            if self.owned.lock().contains_key(&p) {
+                continue;
+            }
+            if let Some(value) = leases.acquire(&p).await? {
+                self.owned.lock().insert(p, value);
             }
         }
         Ok(())
@@ -637,7 +642,7 @@ impl Inner {
     fn take_partition(&self) -> Option<Partition> {
         let held = self.owned.lock();
         let mut busy = self.busy.lock();
-        let owned: Vec<&Partition> = held.iter().collect();
+        let owned: Vec<&Partition> = held.keys().collect();
         let start = self.next.fetch_add(1, Ordering::Relaxed);
         let free = (0..owned.len())
             .map(|k| owned[(start + k) % owned.len()])
