@@ -756,6 +756,30 @@ fn the_command_line_migrates_and_reads_and_writes_transactionally() {
     assert!(code == 2 && err.lines().count() == 1, "{err}");
 }
 
+/// `apply` refuses `disabling` (its marker says so), alone or listed after a plain table, and
+/// then changes neither.
+fn apply_refuses_a_table_being_disabled(env: &Env, disabling: &str) {
+    let s = &env.schema;
+    let err = migrate::apply(&env.hbase, s, disabling, &quiet()).unwrap_err();
+    assert_issue(&err, MigrationIssue::Blocked);
+    let plan = migrate::plan(&env.hbase, s, disabling, None, ProgressMode::Off).unwrap();
+    assert_eq!(plan.state, "disabling");
+    assert!(plan.blockers[0].contains("disable"), "{:?}", plan.blockers);
+
+    let plain = legacy_table(env, "mig_dis_first");
+    let (code, _, err) = percolator(&["migrate", "apply", "--hbase", &env.addr, &plain, disabling]);
+    assert_eq!(code, 2);
+    assert!(err.contains("migrate disable"), "{err}");
+    assert_eq!(
+        migrate::status(&env.hbase, s, &plain).unwrap().state,
+        "plain"
+    );
+    assert_eq!(
+        migrate::status(&env.hbase, s, disabling).unwrap().state,
+        "disabling"
+    );
+}
+
 #[test]
 fn disable_killed_at_every_step_then_rerun_ends_as_an_uninterrupted_run() {
     let env = Env::start();
@@ -783,6 +807,9 @@ fn disable_killed_at_every_step_then_rerun_ends_as_an_uninterrupted_run() {
         };
         let err = migrate::disable(&env.hbase, &env.schema, &table, None, &opts).unwrap_err();
         assert_issue(&err, MigrationIssue::Interrupted);
+        if k == 1 {
+            apply_refuses_a_table_being_disabled(&env, &table);
+        }
         let client = env.client();
         let refused = client.begin().unwrap().get(&table, "r001", "g", "b");
         assert!(

@@ -12,11 +12,11 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use crate::clock::{Clock, SystemClock};
-use crate::error::{MigrationIssue, Result};
+use crate::error::Result;
 use crate::hbase::{HBaseClient, Put, Scan};
 use crate::migrate::plan::{plan, Plan};
 use crate::migrate::state::{
-    self, adopt, issue, write_marker, Adopt, CrashHook, FamilySettings, Marker, Step,
+    self, adopt, write_marker, Adopt, CrashHook, FamilySettings, Marker, Step,
 };
 use crate::tools::progress::{Progress, ProgressMode};
 use crate::txn::codec::{column_qualifier, encode_write, WriteKind, WriteRecord};
@@ -140,13 +140,7 @@ pub(crate) fn apply_planned(
     let mut total_rows = None;
     match marker.state() {
         Some(s) if s == state::APPLYING => report.resumed = true,
-        Some(s) if s == state::DISABLING => {
-            return Err(issue(
-                table,
-                MigrationIssue::Blocked,
-                "the table is being returned to plain use: run `percolator migrate disable` to finish first",
-            ))
-        }
+        // Every other state, `disabling` included, is the plan's to refuse.
         _ => {
             let plan = match planned {
                 Some(plan) => plan,
@@ -155,11 +149,21 @@ pub(crate) fn apply_planned(
             plan.refusal()?;
             total_rows = Some(plan.rows);
             let desc = hbase.admin().table_descriptor(table)?;
-            let original: Vec<FamilySettings> =
-                state::user_families(schema, &desc).map(FamilySettings::of).collect();
+            let original: Vec<FamilySettings> = state::user_families(schema, &desc)
+                .map(FamilySettings::of)
+                .collect();
             let original = serde_json::to_vec(&original).unwrap_or_default();
             let now = SystemClock.now_ms().to_string().into_bytes();
-            write_marker(hbase, schema, table, &[(MIG_STATE, state::APPLYING.to_vec()), (state::ORIGINAL, original), (state::SINCE, now)])?;
+            write_marker(
+                hbase,
+                schema,
+                table,
+                &[
+                    (MIG_STATE, state::APPLYING.to_vec()),
+                    (state::ORIGINAL, original),
+                    (state::SINCE, now),
+                ],
+            )?;
             state::crash(&opts.crash_at, table, Step::Marked)?;
         }
     }

@@ -109,6 +109,12 @@ pub fn plan(
             plan.nothing_to_do = true;
             return Ok(plan);
         }
+        // Refused here, not when `apply` reaches the table: a run over several tables checks
+        // every plan before it changes any.
+        Some(s) if s == state::DISABLING => plan.blockers.push(
+            "the table is being returned to plain use: run `percolator migrate disable` to finish first"
+                .into(),
+        ),
         Some(_) => {}
         None if present.len() == ours.len() && schema.check(&desc).is_ok() => {
             plan.state = "transactional (created so)".into();
