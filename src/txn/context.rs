@@ -3,7 +3,7 @@
 //! background work). Its fields are private; protocol steps go through its methods.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -24,6 +24,7 @@ use crate::txn::meta::{
 use crate::txn::open_txns::OpenTransactions;
 use crate::txn::options::{Seam, TxnOptions};
 use crate::txn::primaries::Primaries;
+use crate::txn::refresh::Refreshed;
 use crate::txn::schema::Schema;
 use crate::txn::stats::Stats;
 use crate::txn::store::HBaseAccess;
@@ -44,12 +45,9 @@ pub(crate) struct Context {
     lock_guess: LockCellGuess,
     meta: MetaCache,
     open: Arc<OpenTransactions>,
-    /// The GC safe point as last read, and when that read was sent (nanoseconds after
-    /// `epoch`, 0 for never): every read checks it, so it sits in atomics rather than behind
-    /// the meta cache's lock and hash map.
-    safe_point: AtomicU64,
-    safe_point_asked: AtomicU64,
-    epoch: Instant,
+    /// The GC safe point: every read checks it, so it has a cell of its own rather than a
+    /// place behind the meta cache's hash map.
+    safe_point: Refreshed<u64>,
 }
 
 impl Context {
@@ -74,9 +72,7 @@ impl Context {
             lock_guess: LockCellGuess::default(),
             meta: MetaCache::default(),
             open: Arc::default(),
-            safe_point: AtomicU64::new(0),
-            safe_point_asked: AtomicU64::new(0),
-            epoch: Instant::now(),
+            safe_point: Refreshed::new(META_REFRESH),
         }
     }
 
@@ -157,25 +153,15 @@ impl Context {
 
     /// `SnapshotTooOld` if GC's safe point, as cached, is above `start_ts` (docs/gc.md).
     pub async fn check_snapshot(&self, start_ts: u64) -> Result<()> {
-        let asked = self.safe_point_asked.load(Ordering::Acquire);
-        let now = self.since_epoch();
-        if asked != 0 && now.saturating_sub(asked) < META_REFRESH.as_nanos() as u64 {
-            let safe_point = self.safe_point.load(Ordering::Acquire);
-            return crate::txn::safe_point::check(start_ts, safe_point);
-        }
-        // Aged from before the read is sent, as the meta cache ages its rows.
-        let asked = now.max(1);
-        let global = read_row(self.store(), &self.opts.schema.meta_table, GLOBAL_ROW).await?;
-        let safe_point = crate::txn::safe_point::decode(&global, &self.opts.schema.meta_table)?;
-        // The safe point only rises; the pair is published value first, so whoever sees a
-        // read's time also sees its value (or a later one).
-        self.safe_point.fetch_max(safe_point, Ordering::AcqRel);
-        self.safe_point_asked.fetch_max(asked, Ordering::AcqRel);
-        crate::txn::safe_point::check(start_ts, self.safe_point.load(Ordering::Acquire))
-    }
-
-    fn since_epoch(&self) -> u64 {
-        u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX)
+        let meta_table = &self.opts.schema.meta_table;
+        let safe_point = self
+            .safe_point
+            .get(Instant::now, || async {
+                let global = read_row(self.store(), meta_table, GLOBAL_ROW).await?;
+                crate::txn::safe_point::decode(&global, meta_table)
+            })
+            .await?;
+        crate::txn::safe_point::check(start_ts, safe_point)
     }
 
     pub async fn timestamp(&self) -> Result<u64> {

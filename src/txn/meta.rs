@@ -13,6 +13,7 @@ use parking_lot::RwLock;
 
 use crate::error::{Error, Result};
 use crate::hbase::{FamilyDescriptor, Get, RowResult, TableDescriptor};
+use crate::txn::refresh::Refreshed;
 use crate::txn::store::HBaseAccess;
 
 /// The meta table's one family.
@@ -53,31 +54,39 @@ pub fn meta_table_descriptor(name: &str) -> TableDescriptor {
     TableDescriptor::new(name).family(FamilyDescriptor::new(META_FAMILY).max_versions(1))
 }
 
-/// A meta row and when it was read.
-type CachedRow = (Arc<RowResult>, Instant);
+/// One meta row as this client knows it.
+type RowCell = Arc<Refreshed<Arc<RowResult>>>;
 
-/// Meta rows read by this client, each with when it was read.
+/// Meta rows read by this client, each trusted for [`META_REFRESH`] (see `refresh`).
 #[derive(Default)]
 pub(crate) struct MetaCache {
-    rows: RwLock<HashMap<Vec<u8>, CachedRow>>,
+    rows: RwLock<HashMap<Vec<u8>, RowCell>>,
 }
 
 impl MetaCache {
-    /// `row` of the meta table `meta_table`, from the cache unless older than [`META_REFRESH`].
-    /// A missing meta table reads as empty rows: tables made transactional before it existed
-    /// have no meta state.
+    /// `row` of the meta table `meta_table`, read again once past half of [`META_REFRESH`]
+    /// by one caller at a time. A missing meta table reads as empty rows: tables made
+    /// transactional before it existed have no meta state.
     pub async fn row(
         &self,
         store: &dyn HBaseAccess,
         meta_table: &str,
         row: &[u8],
     ) -> Result<Arc<RowResult>> {
-        if let Some((cached, at)) = self.rows.read().get(row) {
-            if at.elapsed() < META_REFRESH {
-                return Ok(cached.clone());
-            }
+        // Every transaction comes here: the common case clones nothing but the row's `Arc`.
+        let young = self
+            .rows
+            .read()
+            .get(row)
+            .and_then(|c| c.young(Instant::now()));
+        if let Some(young) = young {
+            return Ok(young);
         }
-        self.refresh(store, meta_table, row).await
+        self.cell(row)
+            .get(Instant::now, || async {
+                Ok(Arc::new(read_row(store, meta_table, row).await?))
+            })
+            .await
     }
 
     /// Reads `row` now, whatever the cache holds.
@@ -87,14 +96,20 @@ impl MetaCache {
         meta_table: &str,
         row: &[u8],
     ) -> Result<Arc<RowResult>> {
-        // Aged from when the read was sent, not answered: a cached row is then never older
-        // than its age says, however slow the reply (a migration marker relies on it).
         let asked = Instant::now();
         let fresh = Arc::new(read_row(store, meta_table, row).await?);
-        self.rows
-            .write()
-            .insert(row.to_vec(), (fresh.clone(), asked));
+        self.cell(row).put(fresh.clone(), asked);
         Ok(fresh)
+    }
+
+    fn cell(&self, row: &[u8]) -> RowCell {
+        if let Some(cell) = self.rows.read().get(row) {
+            return cell.clone();
+        }
+        let mut rows = self.rows.write();
+        rows.entry(row.to_vec())
+            .or_insert_with(|| Arc::new(Refreshed::new(META_REFRESH)))
+            .clone()
     }
 }
 
@@ -111,3 +126,7 @@ pub(crate) async fn read_row(
         Err(e) => Err(e),
     }
 }
+
+#[cfg(test)]
+#[path = "meta_tests.rs"]
+mod tests;

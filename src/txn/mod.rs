@@ -31,6 +31,7 @@ pub(crate) mod notify;
 mod open_txns;
 mod options;
 mod primaries;
+mod refresh;
 pub(crate) mod resolver;
 pub(crate) mod safe_point;
 mod schema;
