@@ -351,28 +351,25 @@ async fn drive(shared: Arc<Shared>) {
     // Whether the task has let other ready tasks run since requests were last queued.
     let mut gathered = false;
     loop {
-        if !gathered && out_at == out.len() && !shared.state.lock().outbox.is_empty() {
-            // The first request of a moment wakes this task at once; the callers woken with
-            // it (by one oracle answer, or one batch of replies) queue theirs during this
-            // yield, and all leave in the one write below (on the embedded bench, a third
-            // less CPU per raw put and a quarter less per transactional one).
-            gathered = true;
-            tokio::task::yield_now().await;
-        }
+        let mut gather = false;
         let next = {
             let mut state = shared.state.lock();
             if let Some(cause) = &state.broken {
                 Err(cause.clone())
             } else {
                 if out_at == out.len() && !state.outbox.is_empty() {
-                    // Waiters join `pending` before their bytes reach the socket: a reply
-                    // cannot come before its request, and a failure mid-write finds them.
-                    out.clear();
-                    out_at = 0;
-                    std::mem::swap(&mut out, &mut state.outbox);
-                    gathered = false;
-                    let unsent = std::mem::take(&mut state.unsent);
-                    state.pending.extend(unsent);
+                    if gathered {
+                        // Waiters join `pending` before their bytes reach the socket: a reply
+                        // cannot come before its request, and a failure mid-write finds them.
+                        out.clear();
+                        out_at = 0;
+                        std::mem::swap(&mut out, &mut state.outbox);
+                        gathered = false;
+                        let unsent = std::mem::take(&mut state.unsent);
+                        state.pending.extend(unsent);
+                    } else {
+                        gather = true;
+                    }
                 }
                 Ok(if current.is_none() {
                     state.pending.pop_front()
@@ -392,6 +389,15 @@ async fn drive(shared: Arc<Shared>) {
             }
             Ok(Some(waiter)) => current = Some(waiter),
             Ok(None) => {}
+        }
+        if gather {
+            // The first request of a moment wakes this task at once; the callers woken with
+            // it (by one oracle answer, or one batch of replies) queue theirs during this
+            // yield, and all leave in one write (on the embedded bench, a third less CPU per
+            // raw put and a quarter less per transactional one).
+            gathered = true;
+            tokio::task::yield_now().await;
+            continue;
         }
         if out_at < out.len() {
             match shared.stream.try_write(&out[out_at..]) {

@@ -138,34 +138,33 @@ pub(crate) fn apply_planned(
     };
     let marker = Marker::read(hbase, schema, table)?;
     let mut total_rows = None;
-    match marker.state() {
-        Some(s) if s == state::APPLYING => report.resumed = true,
+    if marker.state() == Some(state::APPLYING) {
+        report.resumed = true;
+    } else {
         // Every other state, `disabling` included, is the plan's to refuse.
-        _ => {
-            let plan = match planned {
-                Some(plan) => plan,
-                None => plan(hbase, schema, table, opts.oracle_ts, opts.progress)?,
-            };
-            plan.refusal()?;
-            total_rows = Some(plan.rows);
-            let desc = hbase.admin().table_descriptor(table)?;
-            let original: Vec<FamilySettings> = state::user_families(schema, &desc)
-                .map(FamilySettings::of)
-                .collect();
-            let original = serde_json::to_vec(&original).unwrap_or_default();
-            let now = SystemClock.now_ms().to_string().into_bytes();
-            write_marker(
-                hbase,
-                schema,
-                table,
-                &[
-                    (MIG_STATE, state::APPLYING.to_vec()),
-                    (state::ORIGINAL, original),
-                    (state::SINCE, now),
-                ],
-            )?;
-            state::crash(&opts.crash_at, table, Step::Marked)?;
-        }
+        let plan = match planned {
+            Some(plan) => plan,
+            None => plan(hbase, schema, table, opts.oracle_ts, opts.progress)?,
+        };
+        plan.refusal()?;
+        total_rows = Some(plan.rows);
+        let desc = hbase.admin().table_descriptor(table)?;
+        let original: Vec<FamilySettings> = state::user_families(schema, &desc)
+            .map(FamilySettings::of)
+            .collect();
+        let original = serde_json::to_vec(&original).unwrap_or_default();
+        let now = SystemClock.now_ms().to_string().into_bytes();
+        write_marker(
+            hbase,
+            schema,
+            table,
+            &[
+                (MIG_STATE, state::APPLYING.to_vec()),
+                (state::ORIGINAL, original),
+                (state::SINCE, now),
+            ],
+        )?;
+        state::crash(&opts.crash_at, table, Step::Marked)?;
     }
     let marker = Marker::read(hbase, schema, table)?;
     state::settle(&marker, opts.settle);

@@ -1,3 +1,5 @@
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -53,8 +55,25 @@ impl Rig {
 }
 
 /// Polls `f` once: its output if it is ready without waiting.
-fn ready_now<F: std::future::Future>(f: F) -> Option<F::Output> {
+fn ready_now<F: Future>(f: F) -> Option<F::Output> {
     f.now_or_never()
+}
+
+/// `f`, polled once and found waiting (at the gate, or for another caller's read).
+fn waiting<F: Future>(f: F, why: &str) -> Pin<Box<F>> {
+    let mut f = Box::pin(f);
+    assert!(ready_now(f.as_mut()).is_none(), "{why}");
+    f
+}
+
+/// A cell holding 1 from one read, `age` ago; its next read answers 2.
+async fn aged(rig: &Rig, age: Duration) -> Refreshed<u64> {
+    let cell = Refreshed::new(LIFE);
+    rig.gate.add_permits(1);
+    rig.get(&cell).await.unwrap();
+    *rig.value.lock() = Ok(2);
+    rig.advance(age);
+    cell
 }
 
 #[tokio::test]
@@ -83,17 +102,10 @@ async fn within_half_its_life_a_value_costs_no_read() {
 
 #[tokio::test]
 async fn past_half_its_life_one_caller_reads_and_the_others_use_the_value() {
-    let (rig, cell) = (Rig::new(), Refreshed::new(LIFE));
-    rig.gate.add_permits(1);
-    rig.get(&cell).await.unwrap();
-    *rig.value.lock() = Ok(2);
-    rig.advance(LIFE / 2 + Duration::from_millis(1));
+    let rig = Rig::new();
+    let cell = aged(&rig, LIFE / 2 + Duration::from_millis(1)).await;
 
-    let mut reader = Box::pin(rig.get(&cell));
-    assert!(
-        ready_now(reader.as_mut()).is_none(),
-        "the first caller reads"
-    );
+    let reader = waiting(rig.get(&cell), "the first caller reads");
     for _ in 0..4 {
         let other = ready_now(rig.get(&cell)).expect("no wait while the value is alive");
         assert_eq!(other.unwrap(), 1);
@@ -106,18 +118,13 @@ async fn past_half_its_life_one_caller_reads_and_the_others_use_the_value() {
 
 #[tokio::test]
 async fn a_value_past_its_life_is_never_served() {
-    let (rig, cell) = (Rig::new(), Refreshed::new(LIFE));
-    rig.gate.add_permits(1);
-    rig.get(&cell).await.unwrap();
-    *rig.value.lock() = Ok(2);
-    rig.advance(LIFE);
+    let rig = Rig::new();
+    let cell = aged(&rig, LIFE).await;
 
-    let mut reader = Box::pin(rig.get(&cell));
-    let mut waiter = Box::pin(rig.get(&cell));
-    assert!(ready_now(reader.as_mut()).is_none());
-    assert!(
-        ready_now(waiter.as_mut()).is_none(),
-        "an expired value waits for the read in flight"
+    let reader = waiting(rig.get(&cell), "the first caller reads");
+    let waiter = waiting(
+        rig.get(&cell),
+        "an expired value waits for the read in flight",
     );
     rig.gate.add_permits(2);
     let (a, b) = tokio::join!(reader, waiter);
@@ -133,10 +140,8 @@ async fn a_value_past_its_life_is_never_served() {
 async fn a_failed_read_lets_the_next_caller_read() {
     let (rig, cell) = (Rig::new(), Refreshed::new(LIFE));
     *rig.value.lock() = Err(Error::Shutdown);
-    let mut reader = Box::pin(rig.get(&cell));
-    let mut waiter = Box::pin(rig.get(&cell));
-    assert!(ready_now(reader.as_mut()).is_none());
-    assert!(ready_now(waiter.as_mut()).is_none());
+    let reader = waiting(rig.get(&cell), "the first caller reads");
+    let waiter = waiting(rig.get(&cell), "the others wait for its read");
     rig.gate.add_permits(1);
     assert!(reader.await.is_err(), "the reader sees its own failure");
     *rig.value.lock() = Ok(3);
@@ -148,10 +153,8 @@ async fn a_failed_read_lets_the_next_caller_read() {
 #[tokio::test]
 async fn a_dropped_reader_lets_the_next_caller_read() {
     let (rig, cell) = (Rig::new(), Refreshed::new(LIFE));
-    let mut reader = Box::pin(rig.get(&cell));
-    let mut waiter = Box::pin(rig.get(&cell));
-    assert!(ready_now(reader.as_mut()).is_none());
-    assert!(ready_now(waiter.as_mut()).is_none());
+    let reader = waiting(rig.get(&cell), "the first caller reads");
+    let waiter = waiting(rig.get(&cell), "the others wait for its read");
     drop(reader);
     rig.gate.add_permits(1);
     assert_eq!(waiter.await.unwrap(), 1);
