@@ -141,13 +141,17 @@ pub(crate) fn apply_planned(
     if marker.state() == Some(state::APPLYING) {
         report.resumed = true;
     } else {
-        // Every other state, `disabling` included, is the plan's to refuse.
+        // Every other state, `disabling` included, is the plan's to refuse. A plan made
+        // before the marker moved (another operator's apply or disable finished or began
+        // since) is made again: its refusal was decided on the state it saw.
         let plan = match planned {
-            Some(plan) => plan,
-            None => plan(hbase, schema, table, opts.oracle_ts, opts.progress)?,
+            Some(plan) if plan.state == marker.state_name() => plan,
+            _ => plan(hbase, schema, table, opts.oracle_ts, opts.progress)?,
         };
         plan.refusal()?;
         total_rows = Some(plan.rows);
+        // Read again, not taken from the plan: the settings recorded must be those the table
+        // has right before they change, and a run over several tables planned them earlier.
         let desc = hbase.admin().table_descriptor(table)?;
         let original: Vec<FamilySettings> = state::user_families(schema, &desc)
             .map(FamilySettings::of)
@@ -348,3 +352,7 @@ fn flush(hbase: &HBaseClient, table: &str, puts: &[Put]) -> Result<()> {
     }
     hbase.put_many(table, puts)
 }
+
+#[cfg(test)]
+#[path = "apply_tests.rs"]
+mod tests;
