@@ -138,8 +138,9 @@ pub(crate) fn apply_planned(
     };
     let marker = Marker::read(hbase, schema, table)?;
     let mut total_rows = None;
-    if marker.state() == Some(state::APPLYING) {
+    let marker = if marker.state() == Some(state::APPLYING) {
         report.resumed = true;
+        marker
     } else {
         // Every other state, `disabling` included, is the plan's to refuse. A plan made
         // before the marker moved (another operator's apply or disable finished or began
@@ -169,8 +170,8 @@ pub(crate) fn apply_planned(
             ],
         )?;
         state::crash(&opts.crash_at, table, Step::Marked)?;
-    }
-    let marker = Marker::read(hbase, schema, table)?;
+        Marker::read(hbase, schema, table)?
+    };
     state::settle(&marker, opts.settle);
     prepare_families(hbase, schema, table, &marker)?;
     state::crash(&opts.crash_at, table, Step::FamiliesReady)?;
