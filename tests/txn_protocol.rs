@@ -602,3 +602,151 @@ fn a_snapshot_at_a_chosen_timestamp_reads_the_past_and_is_read_only() {
     assert_eq!(ro.commit().unwrap(), second, "nothing to commit");
     client.shutdown();
 }
+
+/// A timestamp source whose timestamp at hand is one the test chose: a spare issued before
+/// what the test does next.
+struct AtHand {
+    inner: std::sync::Arc<dyn percolator::oracle::TimestampSource>,
+    spare: std::sync::Mutex<Option<u64>>,
+}
+
+#[async_trait::async_trait]
+impl percolator::oracle::TimestampSource for AtHand {
+    async fn timestamp(&self) -> percolator::Result<u64> {
+        self.inner.timestamp().await
+    }
+
+    fn recent_timestamp(&self, _max_age: Duration) -> Option<u64> {
+        self.spare.lock().unwrap().take()
+    }
+}
+
+/// A transaction that read nothing (a blind write) takes its start_ts at hand, from the spares
+/// of a recent oracle batch: one round trip instead of two, and its start_ts is above every
+/// timestamp its client was handed before. A transaction that read takes none: it owes its
+/// snapshot a fresh one.
+#[test]
+fn a_blind_write_takes_its_start_ts_at_hand_above_everything_before() {
+    let env = Env::start();
+    let t = env.table("blind");
+    // Wide enough that a slow machine still finds the spares young.
+    let options = env
+        .options()
+        .to_builder()
+        .blind_write_start_age(Duration::from_secs(60))
+        .build();
+    let client = env.client_with(options);
+    let write = |row: &str, v: &str| {
+        let mut txn = client.begin().unwrap();
+        txn.set(&t, row, txn_support::FAMILY, "q", v).unwrap();
+        txn.commit().unwrap()
+    };
+    let s0 = client.stats();
+    let first = write("x", "1");
+    let s1 = client.stats();
+    assert_eq!(
+        (
+            s1.timestamps - s0.timestamps,
+            s1.spare_timestamps - s0.spare_timestamps
+        ),
+        (2, 0),
+        "none at hand yet: the first fetches both, and has the next batch carry spares"
+    );
+    let second = write("x", "2");
+    let s2 = client.stats();
+    assert_eq!(
+        (
+            s2.timestamps - s1.timestamps,
+            s2.spare_timestamps - s1.spare_timestamps
+        ),
+        (2, 1),
+        "the second's start_ts was at hand"
+    );
+    let records = env.writes(&env.key(&t, "x"));
+    assert_eq!(records[0].0 as u64, second);
+    let start = records[0].1.start_ts;
+    assert!(
+        first < start && start < second,
+        "start_ts {start} above the previous commit {first} and below its own commit {second}"
+    );
+
+    let mut reader = client.begin().unwrap();
+    reader.get(&t, "x", txn_support::FAMILY, "q").unwrap();
+    reader.set(&t, "y", txn_support::FAMILY, "q", "3").unwrap();
+    reader.commit().unwrap();
+    assert_eq!(
+        client.stats().spare_timestamps,
+        s2.spare_timestamps,
+        "a transaction that read fetched its start_ts"
+    );
+
+    let off = env.client_with(
+        env.options()
+            .to_builder()
+            .blind_write_start_age(Duration::ZERO)
+            .build(),
+    );
+    let mut txn = off.begin().unwrap();
+    txn.set(&t, "z", txn_support::FAMILY, "q", "4").unwrap();
+    txn.commit().unwrap();
+    assert_eq!(
+        off.stats().spare_timestamps,
+        0,
+        "an age of zero turns it off"
+    );
+}
+
+/// A blind write's start_ts at hand may predate a commit another client made meanwhile. It
+/// can only conflict more: the prewrite refuses a cell committed at or above its start_ts
+/// (invariant 1), so the other commit is never overwritten, and a retry, which fetches, wins.
+#[test]
+fn a_blind_write_whose_spare_predates_another_commit_conflicts_and_overwrites_nothing() {
+    let env = Env::start();
+    let t = env.table("blind_conflict");
+    let key = env.key(&t, "x");
+    let spare = env.ts();
+    let other = env.client();
+    let mut txn = other.begin().unwrap();
+    txn.set(&t, "x", txn_support::FAMILY, "q", "theirs")
+        .unwrap();
+    let theirs = txn.commit().unwrap();
+    assert!(theirs > spare);
+
+    let source = std::sync::Arc::new(AtHand {
+        inner: env.tso.clone(),
+        spare: std::sync::Mutex::new(Some(spare)),
+    });
+    let blind = env.client_on(
+        std::sync::Arc::new(env.hbase.clone()),
+        source.clone(),
+        env.options(),
+    );
+    let mut txn = blind.begin().unwrap();
+    txn.set(&t, "x", txn_support::FAMILY, "q", "mine").unwrap();
+    let err = txn.commit().unwrap_err();
+    assert!(
+        matches!(err, Error::WriteConflict { start_ts, .. } if start_ts == spare),
+        "{err}"
+    );
+    assert_eq!(
+        env.writes(&key)[0].0 as u64,
+        theirs,
+        "theirs stays the newest"
+    );
+    assert!(!matches!(env.lock_state(&key), LockState::Locked(_)));
+
+    // Again: nothing is at hand now, so it fetches and commits above theirs.
+    let mut txn = blind.begin().unwrap();
+    txn.set(&t, "x", txn_support::FAMILY, "q", "mine").unwrap();
+    let mine = txn.commit().unwrap();
+    assert!(mine > theirs);
+    assert_eq!(blind.stats().spare_timestamps, 1);
+    let reader = env.client().begin().unwrap();
+    assert_eq!(
+        reader
+            .get(&t, "x", txn_support::FAMILY, "q")
+            .unwrap()
+            .as_deref(),
+        Some(&b"mine"[..])
+    );
+}

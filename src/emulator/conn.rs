@@ -8,15 +8,19 @@
 //!
 //! With a service time (`EmulatorConfig::service_time`, the cluster profile), every call costs
 //! that long before its reply is written, one call after another per connection, as a real
-//! gateway serves a connection whose calls each cost a region server round trip.
+//! gateway serves a connection whose calls each cost a region server round trip. A call is
+//! served once its predecessor's service time is over; its reply is handed to the emulator's
+//! reply sender (`delay`), which sends it when its own service time is over.
 
 use std::io::{self, BufRead, BufReader, Cursor, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use thrift::protocol::{TBinaryOutputProtocol, TCompactOutputProtocol, TOutputProtocol};
 
+use crate::emulator::delay::{DelayedReplies, Outbox};
 use crate::emulator::dispatch::{self, After};
 use crate::emulator::handler::Handler;
 use crate::emulator::wire::{request_input, Source, Wire};
@@ -37,11 +41,17 @@ pub struct ConnLimits {
 }
 
 /// Serves `stream` until the client hangs up, sends something undecodable, or the server
-/// shuts the socket down. A panic in here ends this connection only.
-pub fn serve_connection(handler: &Handler, stream: TcpStream, limits: ConnLimits) {
+/// shuts the socket down. A panic in here ends this connection only. `replies` sends the
+/// replies when there is a service time.
+pub fn serve_connection(
+    handler: &Handler,
+    stream: TcpStream,
+    limits: ConnLimits,
+    replies: Option<&DelayedReplies>,
+) {
     let peer = stream.peer_addr().ok();
     tracing::debug!(?peer, "connection opened");
-    match catch_unwind(AssertUnwindSafe(|| run(handler, &stream, limits))) {
+    match catch_unwind(AssertUnwindSafe(|| run(handler, &stream, limits, replies))) {
         Ok(Ok(())) => tracing::debug!(?peer, "connection closed"),
         Ok(Err(e)) => tracing::info!(?peer, error = %e, "closing connection"),
         Err(_) => tracing::error!(?peer, "connection handler panicked; connection closed"),
@@ -53,12 +63,61 @@ fn bad_input(message: String) -> thrift::Error {
     thrift::Error::from(io::Error::new(io::ErrorKind::InvalidData, message))
 }
 
-fn run(handler: &Handler, stream: &TcpStream, limits: ConnLimits) -> thrift::Result<()> {
+/// A connection's held-back replies (with a service time): where they go, and when this
+/// connection's current call is over.
+struct Paced<'a> {
+    replies: &'a DelayedReplies,
+    outbox: Arc<Outbox>,
+    service_time: Duration,
+    free_at: Instant,
+}
+
+impl Paced<'_> {
+    /// Waits for the previous call's service time to end (a client that pipelines sent this
+    /// call early) and starts this call's.
+    fn start_call(&mut self) {
+        let now = Instant::now();
+        if now < self.free_at {
+            std::thread::sleep(self.free_at - now);
+        }
+        self.free_at = Instant::now().max(self.free_at) + self.service_time;
+    }
+
+    fn hand_over(&self, out: &mut Vec<u8>) {
+        self.replies
+            .send_at(&self.outbox, self.free_at, std::mem::take(out));
+    }
+}
+
+fn run(
+    handler: &Handler,
+    stream: &TcpStream,
+    limits: ConnLimits,
+    replies: Option<&DelayedReplies>,
+) -> thrift::Result<()> {
+    let mut paced = match replies.filter(|_| !limits.service_time.is_zero()) {
+        Some(replies) => Some(Paced {
+            replies,
+            outbox: Outbox::new(stream)?,
+            service_time: limits.service_time,
+            free_at: Instant::now(),
+        }),
+        None => None,
+    };
     let mut out = Vec::new();
-    let result = serve_all(handler, stream, limits, &mut out);
+    let result = serve_all(
+        handler,
+        stream,
+        limits.max_frame_bytes,
+        paced.as_mut(),
+        &mut out,
+    );
     // Replies already made go out whatever ended the connection; its own error comes first.
     let mut writer = stream;
     let flushed = writer.write_all(&out);
+    if let Some(paced) = &paced {
+        paced.outbox.drain(paced.replies);
+    }
     result?;
     Ok(flushed?)
 }
@@ -69,10 +128,10 @@ fn run(handler: &Handler, stream: &TcpStream, limits: ConnLimits) -> thrift::Res
 fn serve_all(
     handler: &Handler,
     stream: &TcpStream,
-    limits: ConnLimits,
+    max_frame_bytes: usize,
+    mut paced: Option<&mut Paced<'_>>,
     out: &mut Vec<u8>,
 ) -> thrift::Result<()> {
-    let max_frame_bytes = limits.max_frame_bytes;
     let mut reader = BufReader::with_capacity(READ_BUFFER, stream);
     let mut writer = stream;
     if !request_waiting(&mut reader)? {
@@ -90,6 +149,9 @@ fn serve_all(
                 if !request_waiting(&mut reader)? {
                     return Ok(());
                 }
+                if let Some(p) = paced.as_deref_mut() {
+                    p.start_call();
+                }
                 serve_one(handler, wire, &mut reader, max_frame_bytes, out)
             }
             None => {
@@ -100,6 +162,9 @@ fn serve_all(
                     .ok_or_else(|| bad_input(format!("unknown protocol byte {:#04x}", frame[0])))?;
                 if *framed_wire.get_or_insert(wire) != wire {
                     return Err(bad_input("protocol changed within a connection".into()));
+                }
+                if let Some(p) = paced.as_deref_mut() {
+                    p.start_call();
                 }
                 out.extend_from_slice(&[0; FRAME_HEADER]);
                 // Frame boundaries resynchronise the stream, whatever happened inside a frame.
@@ -119,12 +184,8 @@ fn serve_all(
                 return Err(e);
             }
         }
-        if !limits.service_time.is_zero() {
-            // Each call's reply leaves when its own service time is over, before the next
-            // call of this connection starts.
-            std::thread::sleep(limits.service_time);
-            writer.write_all(out)?;
-            out.clear();
+        if let Some(p) = paced.as_deref() {
+            p.hand_over(out);
         } else if reader.buffer().is_empty() {
             writer.write_all(out)?;
             out.clear();

@@ -67,6 +67,7 @@ mod convert;
 mod data;
 #[cfg(test)]
 mod data_tests;
+mod delay;
 mod dispatch;
 mod error;
 mod filter;

@@ -16,6 +16,7 @@ use std::time::Duration;
 use parking_lot::Mutex;
 
 use crate::emulator::conn::{serve_connection, ConnLimits};
+use crate::emulator::delay::DelayedReplies;
 use crate::emulator::handler::Handler;
 use crate::emulator::EmulatorConfig;
 
@@ -34,6 +35,8 @@ struct Connections {
 struct Shared {
     stopping: AtomicBool,
     connections: Mutex<Connections>,
+    /// Sends the replies when calls have a service time.
+    replies: Option<DelayedReplies>,
 }
 
 /// A running emulator. Dropping it shuts it down too.
@@ -55,9 +58,15 @@ pub fn start(listener: TcpListener, config: EmulatorConfig) -> io::Result<Emulat
     listener.set_nonblocking(false)?;
     let addr = listener.local_addr()?;
     let handler = Arc::new(Handler::new(&config, addr));
+    let replies = if config.service_time.is_zero() {
+        None
+    } else {
+        Some(DelayedReplies::start()?)
+    };
     let shared = Arc::new(Shared {
         stopping: AtomicBool::new(false),
         connections: Mutex::new(Connections::default()),
+        replies,
     });
     let accept = {
         let shared = shared.clone();
@@ -129,7 +138,7 @@ fn spawn_connection(
         thread::Builder::new()
             .name(format!("hbase-emu-conn-{id}"))
             .spawn(move || {
-                serve_connection(&handler, stream, limits);
+                serve_connection(&handler, stream, limits, shared.replies.as_ref());
                 shared.connections.lock().open.remove(&id);
             })
     };
@@ -193,6 +202,10 @@ impl EmulatorHandle {
         };
         for stream in open.values() {
             let _ = stream.shutdown(Shutdown::Both);
+        }
+        // Replies still due are dropped, so no connection thread waits out their service time.
+        if let Some(replies) = &self.shared.replies {
+            replies.stop();
         }
         for t in threads {
             let _ = t.join();

@@ -30,6 +30,14 @@ fn start_with(config: EmulatorConfig) -> EmulatorHandle {
     start(listener, config).unwrap()
 }
 
+/// An emulator whose every call costs `service_time`.
+fn paced(service_time: Duration) -> EmulatorHandle {
+    start_with(EmulatorConfig {
+        service_time,
+        ..EmulatorConfig::default()
+    })
+}
+
 fn client(emu: &EmulatorHandle, framed: bool, compact: bool) -> Client {
     let s = TcpStream::connect(emu.local_addr()).unwrap();
     let r = s.try_clone().unwrap();
@@ -534,11 +542,7 @@ fn bench_round_trips() {
 #[test]
 fn a_service_time_is_paid_by_every_call_in_turn_per_connection() {
     let service_time = Duration::from_millis(40);
-    let config = EmulatorConfig {
-        service_time,
-        ..EmulatorConfig::default()
-    };
-    let emu = start_with(config);
+    let emu = paced(service_time);
     let mut s = TcpStream::connect(emu.local_addr()).unwrap();
     // Three calls in one write: the replies leave one service time apart, never together.
     let one = message("getThriftServerType", |_| {});
@@ -559,6 +563,62 @@ fn a_service_time_is_paid_by_every_call_in_turn_per_connection() {
     // Not gathered into one write at the end: the last left well after the first.
     assert!(arrivals[2] - arrivals[0] >= service_time, "{arrivals:?}");
     emu.shutdown();
+}
+
+#[test]
+fn connections_with_a_service_time_are_served_side_by_side() {
+    let service_time = Duration::from_millis(100);
+    let emu = paced(service_time);
+    let mut conns: Vec<TcpStream> = (0..8)
+        .map(|_| TcpStream::connect(emu.local_addr()).unwrap())
+        .collect();
+    let one = message("getThriftServerType", |_| {});
+    let started = Instant::now();
+    for s in &mut conns {
+        s.write_all(&one).unwrap();
+    }
+    for s in &mut conns {
+        receive(s, |i| i.read_i32().unwrap()).unwrap();
+    }
+    let elapsed = started.elapsed();
+    assert!(elapsed >= service_time, "{elapsed:?}");
+    // In turn, eight calls would take eight service times.
+    assert!(elapsed < service_time * 4, "{elapsed:?}");
+    emu.shutdown();
+}
+
+#[test]
+fn a_reply_still_due_when_the_client_stops_sending_is_delivered() {
+    let service_time = Duration::from_millis(50);
+    let emu = paced(service_time);
+    let mut s = TcpStream::connect(emu.local_addr()).unwrap();
+    let started = Instant::now();
+    send(&mut s, "getThriftServerType", |_| {});
+    // The connection's thread sees the end of the requests before the reply is due, and must
+    // not close the socket under it.
+    s.shutdown(std::net::Shutdown::Write).unwrap();
+    assert!(receive(&mut s, |i| i.read_i32().unwrap()).is_ok());
+    assert!(started.elapsed() >= service_time);
+    assert!(closed_by_server(&mut s));
+    emu.shutdown();
+}
+
+#[test]
+fn shutdown_drops_replies_still_due_instead_of_waiting_for_them() {
+    let service_time = Duration::from_secs(30);
+    let emu = paced(service_time);
+    let mut s = TcpStream::connect(emu.local_addr()).unwrap();
+    send(&mut s, "getThriftServerType", |_| {});
+    // Let the call be served, so that its reply waits.
+    std::thread::sleep(Duration::from_millis(100));
+    let started = Instant::now();
+    emu.shutdown();
+    assert!(
+        started.elapsed() < service_time / 2,
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(closed_by_server(&mut s));
 }
 
 #[test]

@@ -169,6 +169,19 @@ impl Context {
         self.tso.timestamp().await
     }
 
+    /// A start timestamp at hand for a transaction that read nothing, if the source has a
+    /// young enough one (`TxnOptions::blind_write_start_age`).
+    pub fn recent_timestamp(&self) -> Option<u64> {
+        let age = self.opts.blind_write_start_age;
+        if age.is_zero() {
+            return None;
+        }
+        let ts = self.tso.recent_timestamp(age)?;
+        Stats::bump(&self.stats.timestamps);
+        Stats::bump(&self.stats.spare_timestamps);
+        Some(ts)
+    }
+
     /// Fails with `NotTransactional` unless the table has the percolator families (checked once
     /// per table per client) and is not being migrated (the meta row, cached 5 s).
     pub async fn check_table(&self, table: &str) -> Result<()> {

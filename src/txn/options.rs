@@ -136,6 +136,7 @@ pub struct TxnOptions {
     pub(crate) short_value_limit: usize,
     pub(crate) max_value_size: usize,
     pub(crate) sync_secondaries: bool,
+    pub(crate) blind_write_start_age: Duration,
     pub(crate) retry: RetryPolicy,
     pub(crate) crash_injector: Option<CrashInjector>,
     pub(crate) clock: Arc<dyn Clock>,
@@ -151,6 +152,7 @@ impl Default for TxnOptions {
             short_value_limit: 1024,
             max_value_size: 1 << 20,
             sync_secondaries: false,
+            blind_write_start_age: Duration::from_millis(2),
             retry: RetryPolicy::default(),
             crash_injector: None,
             clock: Arc::new(SystemClock),
@@ -243,6 +245,22 @@ impl TxnOptions {
     /// ```
     pub fn sync_secondaries(&self) -> bool {
         self.sync_secondaries
+    }
+
+    /// How old a start timestamp at hand may be for a transaction that read nothing (a blind
+    /// write); zero: always fetch one. Such a transaction needs no snapshot, only a start_ts
+    /// above its own client's earlier commits and below its commit_ts, so at commit it takes a
+    /// spare the oracle client got with a recent batch
+    /// ([`TimestampSource::recent_timestamp`](crate::oracle::TimestampSource::recent_timestamp))
+    /// and saves a round trip. Its write-conflict check then starts from up to this much
+    /// earlier: it can only refuse more, a commit by another client in that interval.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// assert_eq!(percolator::TxnOptions::default().blind_write_start_age(), Duration::from_millis(2));
+    /// ```
+    pub fn blind_write_start_age(&self) -> Duration {
+        self.blind_write_start_age
     }
 
     /// ```
@@ -347,6 +365,16 @@ impl TxnOptionsBuilder {
 
     /// ```
     /// use std::time::Duration;
+    /// let o = percolator::TxnOptions::builder().blind_write_start_age(Duration::ZERO).build();
+    /// assert!(o.blind_write_start_age().is_zero());
+    /// ```
+    pub fn blind_write_start_age(mut self, age: Duration) -> Self {
+        self.0.blind_write_start_age = age;
+        self
+    }
+
+    /// ```
+    /// use std::time::Duration;
     /// let policy = percolator::txn::RetryPolicy::new(2, Duration::from_millis(1), Duration::from_millis(2));
     /// assert_eq!(percolator::TxnOptions::builder().retry(policy).build().retry().max_attempts, 2);
     /// ```
@@ -406,6 +434,7 @@ impl std::fmt::Debug for TxnOptions {
             .field("short_value_limit", &self.short_value_limit)
             .field("max_value_size", &self.max_value_size)
             .field("sync_secondaries", &self.sync_secondaries)
+            .field("blind_write_start_age", &self.blind_write_start_age)
             .field("retry", &self.retry)
             .field("crash_injector", &self.crash_injector.is_some())
             .finish()

@@ -18,7 +18,11 @@ pub struct ClientStats {
     /// Commits that failed and rolled back their own locks (conflicts, locked cells).
     pub aborted: u64,
     pub hbase_rpcs: u64,
+    /// Timestamps used, fetched or taken at hand.
     pub timestamps: u64,
+    /// Start timestamps of transactions that read nothing, taken from the oracle client's
+    /// spares without a round trip (`TxnOptions::blind_write_start_age`).
+    pub spare_timestamps: u64,
     /// Locks of other transactions this client rolled forward.
     pub rolled_forward: u64,
     /// Locks of other transactions this client rolled back (or primaries it fenced).
@@ -36,6 +40,7 @@ pub(crate) struct Stats {
     pub aborted: AtomicU64,
     pub hbase_rpcs: AtomicU64,
     pub timestamps: AtomicU64,
+    pub spare_timestamps: AtomicU64,
     pub rolled_forward: AtomicU64,
     pub rolled_back: AtomicU64,
     pub lock_waits: AtomicU64,
@@ -55,6 +60,7 @@ impl Stats {
             aborted: get(&self.aborted),
             hbase_rpcs: get(&self.hbase_rpcs),
             timestamps: get(&self.timestamps),
+            spare_timestamps: get(&self.spare_timestamps),
             rolled_forward: get(&self.rolled_forward),
             rolled_back: get(&self.rolled_back),
             lock_waits: get(&self.lock_waits),

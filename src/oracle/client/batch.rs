@@ -21,10 +21,15 @@ pub(crate) struct Ranges(pub Vec<(u64, u32)>);
 
 impl Ranges {
     /// The timestamp of slot `slot` (slots are numbered across the ranges in order).
-    fn get(&self, mut slot: u32) -> Option<u64> {
+    pub fn get(&self, slot: u32) -> Option<u64> {
+        self.run_from(slot).map(|(ts, _)| ts)
+    }
+
+    /// Slot `slot`'s timestamp and how many consecutive ones its range holds from it.
+    pub fn run_from(&self, mut slot: u32) -> Option<(u64, u32)> {
         for &(first, count) in &self.0 {
             if slot < count {
-                return Some(first + u64::from(slot));
+                return Some((first + u64::from(slot), count - slot));
             }
             slot -= count;
         }

@@ -15,7 +15,7 @@ use tokio::time::Instant;
 use super::batch::{BatchError, Outcome};
 use super::conn::{ConnError, Connection};
 use super::Shared;
-use crate::oracle::protocol::ErrorCode;
+use crate::oracle::protocol::{ErrorCode, MAX_COUNT};
 
 const MIN_BACKOFF: Duration = Duration::from_millis(5);
 const MAX_BACKOFF: Duration = Duration::from_millis(200);
@@ -40,14 +40,24 @@ pub(crate) async fn run_lane(
                 }
             }
         };
+        let sent = std::time::Instant::now();
+        let spares = shared.spares.to_request(slots, MAX_COUNT, sent);
         let outcome = tokio::select! {
-            outcome = exchange(&shared, &mut conn, slots) => outcome,
+            outcome = exchange(&shared, &mut conn, slots + spares) => outcome,
             _ = stop.wait_for(|s| *s) => {
                 batch.complete(Err(BatchError::Shutdown));
                 lane.close();
                 return;
             }
         };
+        if let Ok(ranges) = &outcome {
+            if let Some(top) = ranges.get(slots - 1) {
+                let spare = (spares > 0).then(|| ranges.run_from(slots)).flatten();
+                shared
+                    .spares
+                    .record(sent, top, spare.map(|(ts, n)| (ts, n.min(spares))));
+            }
+        }
         batch.complete(outcome);
     }
 }
