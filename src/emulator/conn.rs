@@ -34,15 +34,13 @@ const RETAINED_FRAME: usize = 1 << 20;
 #[derive(Clone, Copy, Debug)]
 pub struct ConnLimits {
     pub max_frame_bytes: usize,
-    /// Added to every call before its reply goes out (zero: none).
-    pub service_time: Duration,
     /// The socket's read timeout: a client silent for this long is disconnected.
     pub idle_timeout: Duration,
 }
 
 /// Serves `stream` until the client hangs up, sends something undecodable, or the server
-/// shuts the socket down. A panic in here ends this connection only. `replies` sends the
-/// replies when there is a service time.
+/// shuts the socket down. A panic in here ends this connection only. `replies`, there when
+/// calls have a service time, sends the replies when it is over.
 pub fn serve_connection(
     handler: &Handler,
     stream: TcpStream,
@@ -68,7 +66,6 @@ fn bad_input(message: String) -> thrift::Error {
 struct Paced<'a> {
     replies: &'a DelayedReplies,
     outbox: Arc<Outbox>,
-    service_time: Duration,
     free_at: Instant,
 }
 
@@ -80,7 +77,7 @@ impl Paced<'_> {
         if now < self.free_at {
             std::thread::sleep(self.free_at - now);
         }
-        self.free_at = Instant::now().max(self.free_at) + self.service_time;
+        self.free_at = Instant::now().max(self.free_at) + self.replies.service_time();
     }
 
     fn hand_over(&self, out: &mut Vec<u8>) {
@@ -95,11 +92,10 @@ fn run(
     limits: ConnLimits,
     replies: Option<&DelayedReplies>,
 ) -> thrift::Result<()> {
-    let mut paced = match replies.filter(|_| !limits.service_time.is_zero()) {
+    let mut paced = match replies {
         Some(replies) => Some(Paced {
             replies,
             outbox: Outbox::new(stream)?,
-            service_time: limits.service_time,
             free_at: Instant::now(),
         }),
         None => None,

@@ -81,8 +81,7 @@ impl Ord for Due {
 struct State {
     due: BinaryHeap<Reverse<Due>>,
     next_seq: u64,
-    /// When the sender will wake by itself (`None`: it waits for a hand-over or is awake).
-    wakes_at: Option<Instant>,
+    /// The sender sleeps until the earliest reply is due (or, with none, until a hand-over).
     waiting: bool,
     stopping: bool,
 }
@@ -95,12 +94,14 @@ struct Shared {
 /// The thread that sends held-back replies. Stopping it drops the replies still waiting (the
 /// emulator is shutting down and closes their sockets).
 pub(crate) struct DelayedReplies {
+    service_time: Duration,
     shared: Arc<Shared>,
     thread: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl DelayedReplies {
-    pub fn start() -> io::Result<DelayedReplies> {
+    /// Starts the sender of replies to calls that each cost `service_time`.
+    pub fn start(service_time: Duration) -> io::Result<DelayedReplies> {
         let shared = Arc::new(Shared {
             state: Mutex::new(State::default()),
             wake: Condvar::new(),
@@ -112,9 +113,14 @@ impl DelayedReplies {
                 .spawn(move || send_loop(&shared))?
         };
         Ok(DelayedReplies {
+            service_time,
             shared,
             thread: Mutex::new(Some(thread)),
         })
+    }
+
+    pub fn service_time(&self) -> Duration {
+        self.service_time
     }
 
     /// Sends `reply` on `outbox` at `at` (at once if that has passed).
@@ -125,6 +131,9 @@ impl DelayedReplies {
             outbox.pending.fetch_sub(1, Ordering::AcqRel);
             return;
         }
+        // Replies mostly fall due in the order they are handed over, so the sender, asleep
+        // until an earlier one, needs waking only for one due before everything waiting.
+        let sooner = state.waiting && state.due.peek().is_none_or(|Reverse(d)| at < d.at);
         let seq = state.next_seq;
         state.next_seq += 1;
         state.due.push(Reverse(Due {
@@ -133,9 +142,6 @@ impl DelayedReplies {
             outbox: outbox.clone(),
             reply,
         }));
-        // Replies mostly fall due in the order they are handed over, so the sender, already
-        // sleeping until an earlier one, needs no wake-up for this one.
-        let sooner = state.waiting && state.wakes_at.is_none_or(|t| at < t);
         drop(state);
         if sooner {
             self.shared.wake.notify_one();
@@ -181,9 +187,8 @@ fn send_loop(shared: &Shared) {
             }
         }
         if batch.is_empty() {
-            state.wakes_at = state.due.peek().map(|Reverse(d)| d.at);
             state.waiting = true;
-            match state.wakes_at {
+            match state.due.peek().map(|Reverse(d)| d.at) {
                 Some(at) => {
                     shared.wake.wait_until(&mut state, at);
                 }

@@ -61,7 +61,7 @@ pub fn start(listener: TcpListener, config: EmulatorConfig) -> io::Result<Emulat
     let replies = if config.service_time.is_zero() {
         None
     } else {
-        Some(DelayedReplies::start()?)
+        Some(DelayedReplies::start(config.service_time)?)
     };
     let shared = Arc::new(Shared {
         stopping: AtomicBool::new(false),
@@ -72,7 +72,6 @@ pub fn start(listener: TcpListener, config: EmulatorConfig) -> io::Result<Emulat
         let shared = shared.clone();
         let limits = ConnLimits {
             max_frame_bytes: config.max_frame_bytes,
-            service_time: config.service_time,
             idle_timeout: config.idle_timeout,
         };
         thread::Builder::new()

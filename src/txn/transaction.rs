@@ -786,8 +786,9 @@ impl AsyncTransaction {
         self.check_readable()?;
         let read_only = self.state == State::ReadOnly;
         self.state = State::Committed;
-        if self.start.get().is_none() && self.first.is_some() && !read_only {
-            // Nothing was read, so no snapshot is owed: a start_ts at hand saves a round trip.
+        if self.start.get().is_none() && self.first.is_some() {
+            // Nothing was read (a read-only snapshot has its start_ts from the outset), so no
+            // snapshot is owed: a start_ts at hand saves a round trip.
             let ctx = self.session.ctx();
             if let Some(ts) = ctx.recent_timestamp() {
                 let _ = self.start.set(ctx.open_txns().register(ts));
