@@ -6,21 +6,16 @@
 //! the frame's own first byte tells the protocol. Requests are served one at a time, as a
 //! Thrift client sends them, and each reply is written with a single write.
 //!
-//! With a service time (`EmulatorConfig::service_time`, the cluster profile), every call costs
-//! that long before its reply is written, one call after another per connection, as a real
-//! gateway serves a connection whose calls each cost a region server round trip. A call is
-//! served once its predecessor's service time is over; its reply is handed to the emulator's
-//! reply sender (`delay`), which sends it when its own service time is over.
+//! Connections whose calls cost a service time are served by the paced loop (`paced`) instead,
+//! through the same decoding (`Framing`, `serve_request`).
 
 use std::io::{self, BufRead, BufReader, Cursor, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use thrift::protocol::{TBinaryOutputProtocol, TCompactOutputProtocol, TOutputProtocol};
 
-use crate::emulator::delay::{DelayedReplies, Outbox};
 use crate::emulator::dispatch::{self, After};
 use crate::emulator::handler::Handler;
 use crate::emulator::wire::{request_input, Source, Wire};
@@ -39,17 +34,11 @@ pub struct ConnLimits {
 }
 
 /// Serves `stream` until the client hangs up, sends something undecodable, or the server
-/// shuts the socket down. A panic in here ends this connection only. `replies`, there when
-/// calls have a service time, sends the replies when it is over.
-pub fn serve_connection(
-    handler: &Handler,
-    stream: TcpStream,
-    limits: ConnLimits,
-    replies: Option<&DelayedReplies>,
-) {
+/// shuts the socket down. A panic in here ends this connection only.
+pub fn serve_connection(handler: &Handler, stream: TcpStream, limits: ConnLimits) {
     let peer = stream.peer_addr().ok();
     tracing::debug!(?peer, "connection opened");
-    match catch_unwind(AssertUnwindSafe(|| run(handler, &stream, limits, replies))) {
+    match catch_unwind(AssertUnwindSafe(|| run(handler, &stream, limits))) {
         Ok(Ok(())) => tracing::debug!(?peer, "connection closed"),
         Ok(Err(e)) => tracing::info!(?peer, error = %e, "closing connection"),
         Err(_) => tracing::error!(?peer, "connection handler panicked; connection closed"),
@@ -61,61 +50,107 @@ fn bad_input(message: String) -> thrift::Error {
     thrift::Error::from(io::Error::new(io::ErrorKind::InvalidData, message))
 }
 
-/// A connection's held-back replies (with a service time): where they go, and when this
-/// connection's current call is over.
-struct Paced<'a> {
-    replies: &'a DelayedReplies,
-    outbox: Arc<Outbox>,
-    free_at: Instant,
-}
-
-impl Paced<'_> {
-    /// Waits for the previous call's service time to end (a client that pipelines sent this
-    /// call early) and starts this call's.
-    fn start_call(&mut self) {
-        let now = Instant::now();
-        if now < self.free_at {
-            std::thread::sleep(self.free_at - now);
-        }
-        self.free_at = Instant::now().max(self.free_at) + self.replies.service_time();
-    }
-
-    fn hand_over(&self, out: &mut Vec<u8>) {
-        self.replies
-            .send_at(&self.outbox, self.free_at, std::mem::take(out));
-    }
-}
-
-fn run(
-    handler: &Handler,
-    stream: &TcpStream,
-    limits: ConnLimits,
-    replies: Option<&DelayedReplies>,
-) -> thrift::Result<()> {
-    let mut paced = match replies {
-        Some(replies) => Some(Paced {
-            replies,
-            outbox: Outbox::new(stream)?,
-            free_at: Instant::now(),
-        }),
-        None => None,
-    };
+fn run(handler: &Handler, stream: &TcpStream, limits: ConnLimits) -> thrift::Result<()> {
     let mut out = Vec::new();
-    let result = serve_all(
-        handler,
-        stream,
-        limits.max_frame_bytes,
-        paced.as_mut(),
-        &mut out,
-    );
+    let result = serve_all(handler, stream, limits.max_frame_bytes, &mut out);
     // Replies already made go out whatever ended the connection; its own error comes first.
     let mut writer = stream;
     let flushed = writer.write_all(&out);
-    if let Some(paced) = &paced {
-        paced.outbox.drain(paced.replies);
-    }
     result?;
     Ok(flushed?)
+}
+
+/// How a connection's requests are delimited, decided once by its first byte.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Framing {
+    Unframed(Wire),
+    /// Each frame's first byte tells the protocol (known after the first frame), which must
+    /// not change within the connection.
+    Framed(Option<Wire>),
+}
+
+impl Framing {
+    pub fn detect(first: u8) -> Framing {
+        Wire::detect(first).map_or(Framing::Framed(None), Framing::Unframed)
+    }
+}
+
+/// Serves one whole frame, appending the framed reply to `out`.
+fn serve_frame(
+    handler: &Handler,
+    framed_wire: &mut Option<Wire>,
+    frame: &[u8],
+    out: &mut Vec<u8>,
+) -> thrift::Result<()> {
+    let wire = Wire::detect(frame[0])
+        .ok_or_else(|| bad_input(format!("unknown protocol byte {:#04x}", frame[0])))?;
+    if *framed_wire.get_or_insert(wire) != wire {
+        return Err(bad_input("protocol changed within a connection".into()));
+    }
+    let start = out.len();
+    out.extend_from_slice(&[0; FRAME_HEADER]);
+    // Frame boundaries resynchronise the stream, whatever happened inside a frame.
+    serve_one(handler, wire, Cursor::new(frame), frame.len(), out)?;
+    let body_len = (out.len() - start - FRAME_HEADER) as u32;
+    out[start..start + FRAME_HEADER].copy_from_slice(&body_len.to_be_bytes());
+    Ok(())
+}
+
+/// A request served from a buffer.
+pub(crate) struct Served {
+    /// Bytes of the buffer the request took.
+    pub consumed: usize,
+    /// The stream is out of step (an unframed request failed half-read): close after the reply.
+    pub close: bool,
+}
+
+/// Serves the request at the start of `input` if all of it has arrived (`None` if not),
+/// appending its reply to `out`.
+pub(crate) fn serve_request(
+    handler: &Handler,
+    framing: &mut Framing,
+    input: &[u8],
+    max_frame_bytes: usize,
+    out: &mut Vec<u8>,
+) -> thrift::Result<Option<Served>> {
+    match framing {
+        Framing::Framed(framed_wire) => {
+            let Some(header) = input.get(..FRAME_HEADER) else {
+                return Ok(None);
+            };
+            let len = frame_len(header.try_into().expect("four bytes"), max_frame_bytes)?;
+            let Some(frame) = input.get(FRAME_HEADER..FRAME_HEADER + len) else {
+                return Ok(None);
+            };
+            serve_frame(handler, framed_wire, frame, out)?;
+            Ok(Some(Served {
+                consumed: FRAME_HEADER + len,
+                close: false,
+            }))
+        }
+        Framing::Unframed(wire) => {
+            let start = out.len();
+            let mut cursor = Cursor::new(input);
+            match serve_one(handler, *wire, &mut cursor, max_frame_bytes, out) {
+                Ok(after) => Ok(Some(Served {
+                    consumed: cursor.position() as usize,
+                    close: after == After::Desynced,
+                })),
+                // An unframed request's end is known only by decoding it; the arguments are
+                // read whole before anything is done, so a short one has changed nothing.
+                Err(thrift::Error::Transport(e))
+                    if e.kind == thrift::TransportErrorKind::EndOfFile =>
+                {
+                    out.truncate(start);
+                    Ok(None)
+                }
+                Err(e) => {
+                    out.truncate(start);
+                    Err(e)
+                }
+            }
+        }
+    }
 }
 
 /// Serves requests until the client leaves or the stream is lost. Replies gather in `out`:
@@ -125,7 +160,6 @@ fn serve_all(
     handler: &Handler,
     stream: &TcpStream,
     max_frame_bytes: usize,
-    mut paced: Option<&mut Paced<'_>>,
     out: &mut Vec<u8>,
 ) -> thrift::Result<()> {
     let mut reader = BufReader::with_capacity(READ_BUFFER, stream);
@@ -133,42 +167,23 @@ fn serve_all(
     if !request_waiting(&mut reader)? {
         return Ok(());
     }
-    let first = reader.buffer()[0];
-    let unframed = Wire::detect(first);
-    let mut framed_wire = None;
+    let mut framing = Framing::detect(reader.buffer()[0]);
     // Reused: a frame costs no allocation once the buffer has grown to the usual size.
     let mut frame = Vec::new();
     loop {
         let start = out.len();
-        let served = match unframed {
-            Some(wire) => {
+        let served = match &mut framing {
+            Framing::Unframed(wire) => {
                 if !request_waiting(&mut reader)? {
                     return Ok(());
                 }
-                if let Some(p) = paced.as_deref_mut() {
-                    p.start_call();
-                }
-                serve_one(handler, wire, &mut reader, max_frame_bytes, out)
+                serve_one(handler, *wire, &mut reader, max_frame_bytes, out)
             }
-            None => {
+            Framing::Framed(framed_wire) => {
                 if !read_frame(&mut reader, max_frame_bytes, &mut frame)? {
                     return Ok(());
                 }
-                let wire = Wire::detect(frame[0])
-                    .ok_or_else(|| bad_input(format!("unknown protocol byte {:#04x}", frame[0])))?;
-                if *framed_wire.get_or_insert(wire) != wire {
-                    return Err(bad_input("protocol changed within a connection".into()));
-                }
-                if let Some(p) = paced.as_deref_mut() {
-                    p.start_call();
-                }
-                out.extend_from_slice(&[0; FRAME_HEADER]);
-                // Frame boundaries resynchronise the stream, whatever happened inside a frame.
-                serve_one(handler, wire, Cursor::new(&frame[..]), frame.len(), out).map(|_| {
-                    let body_len = (out.len() - start - FRAME_HEADER) as u32;
-                    out[start..start + FRAME_HEADER].copy_from_slice(&body_len.to_be_bytes());
-                    After::Continue
-                })
+                serve_frame(handler, framed_wire, &frame, out).map(|()| After::Continue)
             }
         };
         match served {
@@ -180,9 +195,7 @@ fn serve_all(
                 return Err(e);
             }
         }
-        if let Some(p) = paced.as_deref() {
-            p.hand_over(out);
-        } else if reader.buffer().is_empty() {
+        if reader.buffer().is_empty() {
             writer.write_all(out)?;
             out.clear();
         }
@@ -236,13 +249,7 @@ fn read_frame<R: BufRead>(
     }
     let mut header = [0u8; FRAME_HEADER];
     reader.read_exact(&mut header)?;
-    let len = u32::from_be_bytes(header) as usize;
-    if len == 0 || len > max_frame_bytes {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("frame of {len} bytes (max_frame_bytes is {max_frame_bytes})"),
-        ));
-    }
+    let len = frame_len(header, max_frame_bytes)?;
     if frame.capacity() > RETAINED_FRAME && len <= RETAINED_FRAME {
         // One huge batch does not pin its buffer for the connection's life.
         *frame = Vec::new();
@@ -250,4 +257,16 @@ fn read_frame<R: BufRead>(
     frame.resize(len, 0);
     reader.read_exact(frame)?;
     Ok(true)
+}
+
+/// A frame's length from its header, refused if empty or above `max_frame_bytes`.
+fn frame_len(header: [u8; FRAME_HEADER], max_frame_bytes: usize) -> io::Result<usize> {
+    let len = u32::from_be_bytes(header) as usize;
+    if len == 0 || len > max_frame_bytes {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("frame of {len} bytes (max_frame_bytes is {max_frame_bytes})"),
+        ));
+    }
+    Ok(len)
 }

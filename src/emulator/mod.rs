@@ -67,11 +67,11 @@ mod convert;
 mod data;
 #[cfg(test)]
 mod data_tests;
-mod delay;
 mod dispatch;
 mod error;
 mod filter;
 mod handler;
+mod paced;
 #[cfg(test)]
 mod scan_tests;
 mod scanner;
@@ -81,6 +81,7 @@ mod server_tests;
 mod store;
 #[cfg(test)]
 pub(crate) mod testutil;
+mod timer;
 mod wire;
 
 use std::net::{Ipv4Addr, SocketAddr, TcpListener};

@@ -1,8 +1,9 @@
 //! The accept loop, the registry of live connections, and shutdown.
 //!
 //! One thread accepts; each connection gets its own thread (no worker cap, like HBase's
-//! thread-pool server with an unbounded pool). Shutdown sets a flag, wakes the accept loop by
-//! connecting to it, then shuts down every live socket (which ends their blocked reads) and
+//! thread-pool server with an unbounded pool), or, when calls cost a service time, goes to the
+//! paced loop (`paced`). Shutdown sets a flag, wakes the accept loop by connecting to it, then
+//! shuts down every live socket (which ends their blocked reads), stops the paced loop and
 //! joins every thread.
 
 use std::collections::HashMap;
@@ -16,8 +17,8 @@ use std::time::Duration;
 use parking_lot::Mutex;
 
 use crate::emulator::conn::{serve_connection, ConnLimits};
-use crate::emulator::delay::DelayedReplies;
 use crate::emulator::handler::Handler;
+use crate::emulator::paced::PacedLoop;
 use crate::emulator::EmulatorConfig;
 
 /// How long the accept loop backs off after a failed accept (e.g. out of file descriptors).
@@ -35,8 +36,8 @@ struct Connections {
 struct Shared {
     stopping: AtomicBool,
     connections: Mutex<Connections>,
-    /// Sends the replies when calls have a service time.
-    replies: Option<DelayedReplies>,
+    /// Serves every connection when calls have a service time.
+    paced: Option<PacedLoop>,
 }
 
 /// A running emulator. Dropping it shuts it down too.
@@ -58,22 +59,26 @@ pub fn start(listener: TcpListener, config: EmulatorConfig) -> io::Result<Emulat
     listener.set_nonblocking(false)?;
     let addr = listener.local_addr()?;
     let handler = Arc::new(Handler::new(&config, addr));
-    let replies = if config.service_time.is_zero() {
+    let limits = ConnLimits {
+        max_frame_bytes: config.max_frame_bytes,
+        idle_timeout: config.idle_timeout,
+    };
+    let paced = if config.service_time.is_zero() {
         None
     } else {
-        Some(DelayedReplies::start(config.service_time)?)
+        Some(PacedLoop::start(
+            handler.clone(),
+            limits,
+            config.service_time,
+        )?)
     };
     let shared = Arc::new(Shared {
         stopping: AtomicBool::new(false),
         connections: Mutex::new(Connections::default()),
-        replies,
+        paced,
     });
     let accept = {
         let shared = shared.clone();
-        let limits = ConnLimits {
-            max_frame_bytes: config.max_frame_bytes,
-            idle_timeout: config.idle_timeout,
-        };
         thread::Builder::new()
             .name("hbase-emu-accept".into())
             .spawn(move || accept_loop(&listener, &handler, &shared, limits))?
@@ -118,6 +123,9 @@ fn spawn_connection(
     limits: ConnLimits,
 ) -> io::Result<()> {
     stream.set_nodelay(true)?;
+    if let Some(paced) = &shared.paced {
+        return paced.add(stream);
+    }
     stream.set_read_timeout(Some(limits.idle_timeout).filter(|t| !t.is_zero()))?;
     let control = stream.try_clone()?;
     let mut conns = shared.connections.lock();
@@ -137,7 +145,7 @@ fn spawn_connection(
         thread::Builder::new()
             .name(format!("hbase-emu-conn-{id}"))
             .spawn(move || {
-                serve_connection(&handler, stream, limits, shared.replies.as_ref());
+                serve_connection(&handler, stream, limits);
                 shared.connections.lock().open.remove(&id);
             })
     };
@@ -202,9 +210,9 @@ impl EmulatorHandle {
         for stream in open.values() {
             let _ = stream.shutdown(Shutdown::Both);
         }
-        // Replies still due are dropped, so no connection thread waits out their service time.
-        if let Some(replies) = &self.shared.replies {
-            replies.stop();
+        // Replies still due are dropped with their connections.
+        if let Some(paced) = &self.shared.paced {
+            paced.stop();
         }
         for t in threads {
             let _ = t.join();

@@ -38,6 +38,10 @@ fn paced(service_time: Duration) -> EmulatorHandle {
     })
 }
 
+/// Service times under which the server-level behaviour must be the same: none (a thread per
+/// connection) and one that sends every connection to the paced loop.
+const BOTH_MODES: [Duration; 2] = [Duration::ZERO, Duration::from_millis(1)];
+
 fn client(emu: &EmulatorHandle, framed: bool, compact: bool) -> Client {
     let s = TcpStream::connect(emu.local_addr()).unwrap();
     let r = s.try_clone().unwrap();
@@ -68,7 +72,12 @@ fn client(emu: &EmulatorHandle, framed: bool, compact: bool) -> Client {
 
 #[test]
 fn every_transport_and_protocol_combination_is_served() {
-    let emu = start_local().unwrap();
+    for service_time in BOTH_MODES {
+        every_combination_served(paced(service_time));
+    }
+}
+
+fn every_combination_served(emu: EmulatorHandle) {
     for (i, (framed, compact)) in [(false, false), (false, true), (true, false), (true, true)]
         .into_iter()
         .enumerate()
@@ -208,7 +217,11 @@ fn app_error_kind(r: Result<impl std::fmt::Debug, Failure>) -> ApplicationErrorK
 }
 
 fn setup() -> (EmulatorHandle, TcpStream) {
-    let emu = start_local().unwrap();
+    setup_with(Duration::ZERO)
+}
+
+fn setup_with(service_time: Duration) -> (EmulatorHandle, TcpStream) {
+    let emu = paced(service_time);
     let mut s = TcpStream::connect(emu.local_addr()).unwrap();
     // createTable without splitKeys.
     send(&mut s, "createTable", |o| {
@@ -357,7 +370,13 @@ fn admin_calls_with_omitted_optional_arguments() {
 
 #[test]
 fn missing_required_arguments_and_unknown_methods_fail_only_that_call() {
-    let (_emu, mut s) = setup();
+    for service_time in BOTH_MODES {
+        fail_only_that_call(service_time);
+    }
+}
+
+fn fail_only_that_call(service_time: Duration) {
+    let (_emu, mut s) = setup_with(service_time);
     send(&mut s, "get", |o| bytes(o, 1, b"t"));
     assert_eq!(
         app_error_kind(receive(&mut s, |_| ())),
@@ -397,8 +416,15 @@ fn closed_by_server(s: &mut TcpStream) -> bool {
 
 #[test]
 fn oversized_or_garbage_input_closes_only_that_connection() {
+    for service_time in BOTH_MODES {
+        close_only_that_connection(service_time);
+    }
+}
+
+fn close_only_that_connection(service_time: Duration) {
     let config = EmulatorConfig {
         max_frame_bytes: 1024,
+        service_time,
         ..EmulatorConfig::default()
     };
     let emu = start_with(config);
@@ -448,7 +474,13 @@ fn oversized_or_garbage_input_closes_only_that_connection() {
 
 #[test]
 fn pipelined_requests_are_answered_in_order_up_to_a_broken_one() {
-    let (emu, mut s) = setup();
+    for service_time in BOTH_MODES {
+        answered_up_to_a_broken_one(service_time);
+    }
+}
+
+fn answered_up_to_a_broken_one(service_time: Duration) {
+    let (emu, mut s) = setup_with(service_time);
     let put = |row: &str| {
         message("put", |o| {
             bytes(o, 1, b"t");
@@ -484,7 +516,13 @@ fn pipelined_requests_are_answered_in_order_up_to_a_broken_one() {
 
 #[test]
 fn shutdown_closes_live_connections_and_frees_the_port() {
-    let emu = start_local().unwrap();
+    for service_time in BOTH_MODES {
+        shutdown_closes_and_frees(service_time);
+    }
+}
+
+fn shutdown_closes_and_frees(service_time: Duration) {
+    let emu = paced(service_time);
     let addr = emu.local_addr();
     let mut idle = TcpStream::connect(addr).unwrap();
     let mut c = client(&emu, true, true);
@@ -599,7 +637,9 @@ fn a_reply_still_due_when_the_client_stops_sending_is_delivered() {
     s.shutdown(std::net::Shutdown::Write).unwrap();
     assert!(receive(&mut s, |i| i.read_i32().unwrap()).is_ok());
     assert!(started.elapsed() >= service_time);
-    assert!(closed_by_server(&mut s));
+    // Closed once the reply is out, not left open until the idle timeout.
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    assert!(matches!(s.read(&mut [0u8; 1]), Ok(0)));
     emu.shutdown();
 }
 
@@ -623,9 +663,16 @@ fn shutdown_drops_replies_still_due_instead_of_waiting_for_them() {
 
 #[test]
 fn a_connection_idle_past_the_timeout_is_closed_and_a_busy_one_is_not() {
+    for service_time in BOTH_MODES {
+        idle_closed_busy_not(service_time);
+    }
+}
+
+fn idle_closed_busy_not(service_time: Duration) {
     let idle_timeout = Duration::from_millis(300);
     let config = EmulatorConfig {
         idle_timeout,
+        service_time,
         ..EmulatorConfig::default()
     };
     let emu = start_with(config);
@@ -643,5 +690,98 @@ fn a_connection_idle_past_the_timeout_is_closed_and_a_busy_one_is_not() {
         std::thread::sleep(idle_timeout / 4);
     }
     assert!(closed_by_server(&mut idle));
+    emu.shutdown();
+}
+
+#[test]
+fn a_request_that_arrives_in_pieces_is_served_once_whole() {
+    for service_time in BOTH_MODES {
+        for framed in [false, true] {
+            served_once_whole(service_time, framed);
+        }
+    }
+}
+
+fn served_once_whole(service_time: Duration, framed: bool) {
+    let (emu, mut s) = setup_with(service_time);
+    let call = message("put", |o| {
+        bytes(o, 1, b"t");
+        strukt(o, 2, &tput("r", vec![cv("f", "q", None, "v")]));
+    });
+    let mut s2 = TcpStream::connect(emu.local_addr()).unwrap();
+    let wire = if framed {
+        [(call.len() as u32).to_be_bytes().to_vec(), call].concat()
+    } else {
+        call
+    };
+    // Byte by byte, each in its own segment, with a pause in the middle.
+    s2.set_nodelay(true).unwrap();
+    for (n, b) in wire.iter().enumerate() {
+        s2.write_all(&[*b]).unwrap();
+        if n == wire.len() / 2 {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    let reply = if framed {
+        let mut header = [0u8; 4];
+        s2.read_exact(&mut header).unwrap();
+        receive(&mut s2, |_| ())
+    } else {
+        receive(&mut s2, |_| ())
+    };
+    assert!(reply.is_ok(), "{reply:?}");
+    // Served exactly once: the row holds the value.
+    send(&mut s, "get", |o| {
+        bytes(o, 1, b"t");
+        strukt(o, 2, &tget(b"r"));
+    });
+    let got = receive(&mut s, |i| TResult::read_from_in_protocol(i).unwrap());
+    assert_eq!(got.unwrap().unwrap().column_values[0].value, b"v");
+    emu.shutdown();
+}
+
+#[test]
+fn replies_larger_than_the_socket_takes_at_once_arrive_whole_and_in_order() {
+    for service_time in BOTH_MODES {
+        larger_than_the_socket(service_time);
+    }
+}
+
+fn larger_than_the_socket(service_time: Duration) {
+    let (emu, mut s) = setup_with(service_time);
+    // Eight replies of 1 MiB each, asked for at once and left unread for a while: far more
+    // than the socket buffers hold, so the server must wait for room more than once.
+    let rows: Vec<String> = (0..8).map(|i| format!("r{i}")).collect();
+    let mut c = client(&emu, true, false);
+    for (i, row) in rows.iter().enumerate() {
+        let mut cell = cv("f", "q", None, "");
+        cell.value = vec![b'a' + i as u8; 1 << 20];
+        c.put(b"t".to_vec(), tput(row, vec![cell])).unwrap();
+    }
+    let burst: Vec<u8> = rows
+        .iter()
+        .flat_map(|row| {
+            message("get", |o| {
+                bytes(o, 1, b"t");
+                strukt(o, 2, &tget(row.as_bytes()));
+            })
+        })
+        .collect();
+    s.write_all(&burst).unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    // Another connection is served meanwhile.
+    let mut other = client(&emu, false, false);
+    assert_eq!(
+        other.get_thrift_server_type().unwrap(),
+        TThriftServerType::TWO
+    );
+    // A server that stopped writing when the socket was full would leave this waiting.
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    for i in 0..rows.len() {
+        let got = receive(&mut s, |i| TResult::read_from_in_protocol(i).unwrap());
+        let value = &got.unwrap().unwrap().column_values[0].value;
+        assert_eq!(value.len(), 1 << 20);
+        assert!(value.iter().all(|b| *b == b'a' + i as u8), "reply {i}");
+    }
     emu.shutdown();
 }
