@@ -45,8 +45,8 @@ const IDLE_SWEEP: Duration = Duration::from_millis(100);
 
 /// The loop's handle: hands it accepted connections, and stops it.
 pub(crate) struct PacedLoop {
-    incoming: Mutex<Sender<StdStream>>,
-    waker: Arc<Waker>,
+    incoming: Sender<StdStream>,
+    waker: Waker,
     stopping: Arc<AtomicBool>,
     thread: Mutex<Option<JoinHandle<()>>>,
 }
@@ -59,7 +59,7 @@ impl PacedLoop {
         service_time: Duration,
     ) -> io::Result<PacedLoop> {
         let poll = Poll::new()?;
-        let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
+        let waker = Waker::new(poll.registry(), WAKER)?;
         let timer = Timer::new(poll.registry(), TIMER)?;
         let (incoming, accepted) = channel();
         let stopping = Arc::new(AtomicBool::new(false));
@@ -84,7 +84,7 @@ impl PacedLoop {
                 .spawn(move || state.run(&stopping))?
         };
         Ok(PacedLoop {
-            incoming: Mutex::new(incoming),
+            incoming,
             waker,
             stopping,
             thread: Mutex::new(Some(thread)),
@@ -94,7 +94,7 @@ impl PacedLoop {
     /// Serves `stream` from now on.
     pub fn add(&self, stream: StdStream) -> io::Result<()> {
         stream.set_nonblocking(true)?;
-        if self.incoming.lock().send(stream).is_err() {
+        if self.incoming.send(stream).is_err() {
             return Err(io::Error::other("the emulator is shutting down"));
         }
         self.waker.wake()
@@ -257,7 +257,7 @@ impl Loop {
         };
         let open = conn.flush(self.poll.registry(), token)
             && conn.fill(&mut self.scratch, self.limits.max_frame_bytes);
-        let mut free = conn.in_service.is_none() && conn.output.is_empty();
+        let mut free = conn.is_free();
         if open && free && !conn.broken {
             if let Some(reply) = conn.serve_next(&self.handler, self.limits.max_frame_bytes) {
                 conn.in_service = Some(reply);
@@ -290,11 +290,7 @@ impl Loop {
         let idle: Vec<Token> = self
             .conns
             .iter()
-            .filter(|(_, c)| {
-                c.in_service.is_none()
-                    && c.output.is_empty()
-                    && now.duration_since(c.last_active) >= timeout
-            })
+            .filter(|(_, c)| c.is_free() && now.duration_since(c.last_active) >= timeout)
             .map(|(t, _)| *t)
             .collect();
         for token in idle {
@@ -305,6 +301,11 @@ impl Loop {
 }
 
 impl Conn {
+    /// No call in service and no reply waiting to be written.
+    fn is_free(&self) -> bool {
+        self.in_service.is_none() && self.output.is_empty()
+    }
+
     /// Writes released replies, watching for room to write while some are left; false if the
     /// connection is lost.
     fn flush(&mut self, registry: &Registry, token: Token) -> bool {

@@ -38,9 +38,13 @@ fn paced(service_time: Duration) -> EmulatorHandle {
     })
 }
 
-/// Service times under which the server-level behaviour must be the same: none (a thread per
-/// connection) and one that sends every connection to the paced loop.
-const BOTH_MODES: [Duration; 2] = [Duration::ZERO, Duration::from_millis(1)];
+/// Runs `check` under both service times whose server-level behaviour must be the same: none
+/// (a thread per connection) and one that sends every connection to the paced loop.
+fn in_both_modes(check: fn(Duration)) {
+    for service_time in [Duration::ZERO, Duration::from_millis(1)] {
+        check(service_time);
+    }
+}
 
 fn client(emu: &EmulatorHandle, framed: bool, compact: bool) -> Client {
     let s = TcpStream::connect(emu.local_addr()).unwrap();
@@ -72,12 +76,11 @@ fn client(emu: &EmulatorHandle, framed: bool, compact: bool) -> Client {
 
 #[test]
 fn every_transport_and_protocol_combination_is_served() {
-    for service_time in BOTH_MODES {
-        every_combination_served(paced(service_time));
-    }
+    in_both_modes(every_combination_served);
 }
 
-fn every_combination_served(emu: EmulatorHandle) {
+fn every_combination_served(service_time: Duration) {
+    let emu = paced(service_time);
     for (i, (framed, compact)) in [(false, false), (false, true), (true, false), (true, true)]
         .into_iter()
         .enumerate()
@@ -370,9 +373,7 @@ fn admin_calls_with_omitted_optional_arguments() {
 
 #[test]
 fn missing_required_arguments_and_unknown_methods_fail_only_that_call() {
-    for service_time in BOTH_MODES {
-        fail_only_that_call(service_time);
-    }
+    in_both_modes(fail_only_that_call);
 }
 
 fn fail_only_that_call(service_time: Duration) {
@@ -416,9 +417,7 @@ fn closed_by_server(s: &mut TcpStream) -> bool {
 
 #[test]
 fn oversized_or_garbage_input_closes_only_that_connection() {
-    for service_time in BOTH_MODES {
-        close_only_that_connection(service_time);
-    }
+    in_both_modes(close_only_that_connection);
 }
 
 fn close_only_that_connection(service_time: Duration) {
@@ -474,9 +473,7 @@ fn close_only_that_connection(service_time: Duration) {
 
 #[test]
 fn pipelined_requests_are_answered_in_order_up_to_a_broken_one() {
-    for service_time in BOTH_MODES {
-        answered_up_to_a_broken_one(service_time);
-    }
+    in_both_modes(answered_up_to_a_broken_one);
 }
 
 fn answered_up_to_a_broken_one(service_time: Duration) {
@@ -516,9 +513,7 @@ fn answered_up_to_a_broken_one(service_time: Duration) {
 
 #[test]
 fn shutdown_closes_live_connections_and_frees_the_port() {
-    for service_time in BOTH_MODES {
-        shutdown_closes_and_frees(service_time);
-    }
+    in_both_modes(shutdown_closes_and_frees);
 }
 
 fn shutdown_closes_and_frees(service_time: Duration) {
@@ -663,9 +658,7 @@ fn shutdown_drops_replies_still_due_instead_of_waiting_for_them() {
 
 #[test]
 fn a_connection_idle_past_the_timeout_is_closed_and_a_busy_one_is_not() {
-    for service_time in BOTH_MODES {
-        idle_closed_busy_not(service_time);
-    }
+    in_both_modes(idle_closed_busy_not);
 }
 
 fn idle_closed_busy_not(service_time: Duration) {
@@ -695,11 +688,11 @@ fn idle_closed_busy_not(service_time: Duration) {
 
 #[test]
 fn a_request_that_arrives_in_pieces_is_served_once_whole() {
-    for service_time in BOTH_MODES {
+    in_both_modes(|service_time| {
         for framed in [false, true] {
             served_once_whole(service_time, framed);
         }
-    }
+    });
 }
 
 fn served_once_whole(service_time: Duration, framed: bool) {
@@ -722,13 +715,10 @@ fn served_once_whole(service_time: Duration, framed: bool) {
             std::thread::sleep(Duration::from_millis(20));
         }
     }
-    let reply = if framed {
-        let mut header = [0u8; 4];
-        s2.read_exact(&mut header).unwrap();
-        receive(&mut s2, |_| ())
-    } else {
-        receive(&mut s2, |_| ())
-    };
+    if framed {
+        s2.read_exact(&mut [0u8; 4]).unwrap();
+    }
+    let reply = receive(&mut s2, |_| ());
     assert!(reply.is_ok(), "{reply:?}");
     // Served exactly once: the row holds the value.
     send(&mut s, "get", |o| {
@@ -742,9 +732,7 @@ fn served_once_whole(service_time: Duration, framed: bool) {
 
 #[test]
 fn replies_larger_than_the_socket_takes_at_once_arrive_whole_and_in_order() {
-    for service_time in BOTH_MODES {
-        larger_than_the_socket(service_time);
-    }
+    in_both_modes(larger_than_the_socket);
 }
 
 fn larger_than_the_socket(service_time: Duration) {

@@ -12,6 +12,7 @@ pub(crate) struct Timer {
     #[cfg(target_os = "linux")]
     fd: std::os::fd::OwnedFd,
     /// When the timerfd is set to fire, if it is.
+    #[cfg(target_os = "linux")]
     armed: Option<Instant>,
 }
 
@@ -103,12 +104,11 @@ impl Timer {
 #[cfg(not(target_os = "linux"))]
 impl Timer {
     pub fn new(_registry: &Registry, _token: Token) -> io::Result<Timer> {
-        Ok(Timer { armed: None })
+        Ok(Timer {})
     }
 
     /// Returns how long the poll may wait for `at`.
     pub fn arm(&mut self, at: Option<Instant>) -> Option<Duration> {
-        self.armed = at;
         at.map(|at| at.saturating_duration_since(Instant::now()))
     }
 
