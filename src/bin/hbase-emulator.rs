@@ -31,7 +31,7 @@ struct Args {
 }
 
 /// Every binary of the crate uses mimalloc: glibc's allocator took 12-19% of the benchmark's
-/// CPU (see the README's benchmark notes).
+/// CPU (see docs/benchmarks.md).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -99,7 +99,7 @@ enum Command {
 }
 
 /// Every binary of the crate uses mimalloc: glibc's allocator took 12-19% of the benchmark's
-/// CPU (see the README's benchmark notes).
+/// CPU (see docs/benchmarks.md).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

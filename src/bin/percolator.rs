@@ -107,7 +107,7 @@ enum Profile {
 const CLUSTER_LATENCY_US: u64 = 1000;
 
 /// Every binary of the crate uses mimalloc: glibc's allocator took 12-19% of the benchmark's
-/// CPU (see the README's benchmark notes).
+/// CPU (see docs/benchmarks.md).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
