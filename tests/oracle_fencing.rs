@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use oracle_common::{assert_unique_and_increasing, wait_until};
 use percolator::emulator;
 use percolator::oracle::{
-    ClientConfig, HBaseStore, MemoryStore, OracleServer, ServerConfig, WindowStore,
+    ClientConfig, HBaseStore, MemoryStore, OracleHandle, OracleServer, ServerConfig, WindowStore,
 };
 use percolator::{Error, OracleClient};
 
@@ -25,9 +25,13 @@ fn impatient(addrs: &[String]) -> OracleClient {
     OracleClient::connect(addrs, config).unwrap()
 }
 
-/// Each call of `store` is a new would-be owner of the same stored window.
-fn newer_fences_older_and_they_never_serve_at_the_same_time<S: WindowStore>(store: impl Fn() -> S) {
-    let old = OracleServer::start("127.0.0.1:0", store(), ServerConfig::default()).unwrap();
+/// Each call of `store` is a new would-be owner of the same stored window; `start_old` starts
+/// the older oracle on it.
+fn newer_fences_older_and_they_never_serve_at_the_same_time<S: WindowStore>(
+    store: impl Fn() -> S,
+    start_old: impl FnOnce(S) -> OracleHandle,
+) {
+    let old = start_old(store());
     let old_client = Arc::new(impatient(&[old.local_addr().to_string()]));
 
     // Hammer the old oracle, noting when each ask started and how it ended.
@@ -91,16 +95,55 @@ fn newer_fences_older_and_they_never_serve_at_the_same_time<S: WindowStore>(stor
 #[test]
 fn on_the_memory_store_a_newer_oracle_fences_the_older() {
     let shared = MemoryStore::with_lease(LEASE);
-    newer_fences_older_and_they_never_serve_at_the_same_time(|| shared.clone());
+    newer_fences_older_and_they_never_serve_at_the_same_time(|| shared.clone(), on_its_thread);
+}
+
+#[test]
+fn an_oracle_served_on_a_shared_runtime_is_fenced_and_stops_like_one_on_its_own_thread() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let shared = MemoryStore::with_lease(LEASE);
+    newer_fences_older_and_they_never_serve_at_the_same_time(
+        || shared.clone(),
+        |store| {
+            OracleServer::start_on(
+                runtime.handle(),
+                "127.0.0.1:0",
+                store,
+                ServerConfig::default(),
+            )
+            .unwrap()
+        },
+    );
+    // The runtime outlives the oracle's tasks and is still usable.
+    assert_eq!(runtime.block_on(async { 7 }), 7);
+}
+
+#[test]
+fn an_oracle_is_not_served_on_a_current_thread_runtime() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let refused = OracleServer::start_on(
+        runtime.handle(),
+        "127.0.0.1:0",
+        MemoryStore::new(),
+        ServerConfig::default(),
+    );
+    assert!(matches!(refused, Err(Error::IllegalArgument { .. })));
+}
+
+fn on_its_thread<S: WindowStore>(store: S) -> OracleHandle {
+    OracleServer::start("127.0.0.1:0", store, ServerConfig::default()).unwrap()
 }
 
 #[test]
 fn on_the_hbase_store_a_newer_oracle_fences_the_older() {
     let emu = emulator::start_local().unwrap();
     let addr = emu.local_addr().to_string();
-    newer_fences_older_and_they_never_serve_at_the_same_time(|| {
-        HBaseStore::connect(&addr, "oracle_fencing", LEASE).unwrap()
-    });
+    newer_fences_older_and_they_never_serve_at_the_same_time(
+        || HBaseStore::connect(&addr, "oracle_fencing", LEASE).unwrap(),
+        on_its_thread,
+    );
 }
 
 #[test]

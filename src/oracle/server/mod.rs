@@ -1,5 +1,6 @@
 //! The oracle server: [`run`] serves a bound listener until a shutdown future resolves (or the
-//! store fences it); [`OracleServer::start`] runs one in-process on its own thread.
+//! store fences it); [`OracleServer::start`] runs one in-process on its own thread, and
+//! [`OracleServer::start_on`] as tasks on a runtime the caller runs.
 
 mod conn;
 mod core;
@@ -282,8 +283,8 @@ async fn report_stats(core: Arc<Core>, every: Duration, mut stop: watch::Receive
     }
 }
 
-/// Runs oracles in-process, each on its own thread and runtime: for tests, the demo and tools
-/// that embed an oracle.
+/// Runs oracles in-process, each on its own thread and runtime or on a runtime the caller
+/// runs: for tests, the demo and tools that embed an oracle.
 ///
 /// ```
 /// use percolator::OracleServer;
@@ -349,16 +350,7 @@ impl OracleServer {
             .name("percolator-oracle".into())
             .spawn(move || {
                 runtime.block_on(async move {
-                    let started = async {
-                        let listener = TcpListener::bind(&addr)
-                            .await
-                            .map_err(|e| Error::io(format!("binding {addr}"), e))?;
-                        let local = listener
-                            .local_addr()
-                            .map_err(|e| Error::io("reading the bound address", e))?;
-                        Ok::<_, Error>((listener, local, Oracle::open(store, config).await?))
-                    };
-                    match started.await {
+                    match bind_and_open(&addr, store, config).await {
                         Ok((listener, local, oracle)) => {
                             let _ = ready_tx.send(Ok(local));
                             oracle
@@ -379,7 +371,7 @@ impl OracleServer {
             Ok(Ok(local_addr)) => Ok(OracleHandle {
                 local_addr,
                 stop: Some(stop_tx),
-                thread: Some(thread),
+                serving: Some(Serving::Thread(thread)),
             }),
             Ok(Err(e)) => {
                 let _ = thread.join();
@@ -390,6 +382,64 @@ impl OracleServer {
             }),
         }
     }
+
+    /// Like [`start`](Self::start), but serves as tasks on `runtime`, a multi-thread runtime
+    /// the caller already runs (a current-thread one is refused: it serves only while its
+    /// thread blocks on it). In a process that is also the oracle's client, this spares every
+    /// request the wake-up of a thread of its own: the client's workers serve it between their
+    /// other tasks. Returns once the oracle accepts connections.
+    ///
+    /// ```
+    /// use percolator::oracle::{MemoryStore, OracleClient, OracleServer, ServerConfig};
+    /// let runtime = tokio::runtime::Runtime::new().unwrap();
+    /// let oracle =
+    ///     OracleServer::start_on(runtime.handle(), "127.0.0.1:0", MemoryStore::new(), ServerConfig::default())?;
+    /// let client = OracleClient::connect(&[oracle.local_addr().to_string()], Default::default())?;
+    /// assert!(client.get_timestamp()? > 0);
+    /// oracle.shutdown()?; // stops its tasks and waits for them
+    /// # Ok::<(), percolator::Error>(())
+    /// ```
+    pub fn start_on<S: WindowStore>(
+        runtime: &tokio::runtime::Handle,
+        addr: &str,
+        store: S,
+        config: ServerConfig,
+    ) -> Result<OracleHandle> {
+        if runtime.runtime_flavor() != tokio::runtime::RuntimeFlavor::MultiThread {
+            return Err(Error::IllegalArgument {
+                message: "an oracle served on a runtime needs a multi-thread runtime".into(),
+            });
+        }
+        let (listener, local_addr, oracle) =
+            crate::runtime::wait(runtime, bind_and_open(addr, store, config))?;
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let task = runtime.spawn(oracle.serve(listener, async {
+            let _ = stop_rx.await;
+        }));
+        Ok(OracleHandle {
+            local_addr,
+            stop: Some(stop_tx),
+            serving: Some(Serving::Task {
+                runtime: runtime.clone(),
+                task,
+            }),
+        })
+    }
+}
+
+/// Binds `addr` and claims `store`: an oracle ready to serve, and the address it listens on.
+async fn bind_and_open<S: WindowStore>(
+    addr: &str,
+    store: S,
+    config: ServerConfig,
+) -> Result<(TcpListener, SocketAddr, Oracle<S>)> {
+    let listener = TcpListener::bind(addr)
+        .await
+        .map_err(|e| Error::io(format!("binding {addr}"), e))?;
+    let local = listener
+        .local_addr()
+        .map_err(|e| Error::io("reading the bound address", e))?;
+    Ok((listener, local, Oracle::open(store, config).await?))
 }
 
 /// A running in-process oracle. Dropping it shuts it down.
@@ -404,7 +454,18 @@ impl OracleServer {
 pub struct OracleHandle {
     local_addr: SocketAddr,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<Result<()>>>,
+    serving: Option<Serving>,
+}
+
+/// Where an in-process oracle runs.
+enum Serving {
+    /// Its own thread and runtime ([`OracleServer::start`]).
+    Thread(std::thread::JoinHandle<Result<()>>),
+    /// A task on the caller's runtime ([`OracleServer::start_on`]).
+    Task {
+        runtime: tokio::runtime::Handle,
+        task: tokio::task::JoinHandle<Result<()>>,
+    },
 }
 
 impl OracleHandle {
@@ -436,7 +497,11 @@ impl OracleHandle {
     /// # Ok::<(), percolator::Error>(())
     /// ```
     pub fn is_finished(&self) -> bool {
-        self.thread.as_ref().is_none_or(|t| t.is_finished())
+        match &self.serving {
+            None => true,
+            Some(Serving::Thread(thread)) => thread.is_finished(),
+            Some(Serving::Task { task, .. }) => task.is_finished(),
+        }
     }
 
     /// Stops serving, drains connections, releases the store; returns how the server ended
@@ -456,12 +521,15 @@ impl OracleHandle {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
-        match self.thread.take().map(|t| t.join()) {
+        let panicked = || Error::OracleStore {
+            message: "the oracle panicked".into(),
+        };
+        match self.serving.take() {
             None => Ok(()),
-            Some(Ok(result)) => result,
-            Some(Err(_)) => Err(Error::OracleStore {
-                message: "oracle thread panicked".into(),
-            }),
+            Some(Serving::Thread(thread)) => thread.join().unwrap_or_else(|_| Err(panicked())),
+            Some(Serving::Task { runtime, task }) => {
+                crate::runtime::wait(&runtime, task).unwrap_or_else(|_| Err(panicked()))
+            }
         }
     }
 }
