@@ -22,6 +22,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
+use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
 use tokio::runtime::Handle;
 use tokio::sync::{oneshot, Notify};
@@ -123,7 +124,6 @@ struct State {
 }
 
 struct Shared {
-    stream: TcpStream,
     settings: Arc<Settings>,
     handle: Handle,
     state: Mutex<State>,
@@ -172,7 +172,7 @@ impl Shared {
     }
 }
 
-/// A pipelined connection; dropping it closes the socket once its reader has stopped.
+/// A pipelined connection; dropping it stops its task, which closes the socket.
 pub(crate) struct Connection {
     shared: Arc<Shared>,
 }
@@ -194,7 +194,6 @@ impl Connection {
         // Requests are written whole; Nagle would hold back every small one.
         stream.set_nodelay(true)?;
         let shared = Arc::new(Shared {
-            stream,
             settings,
             handle: handle.clone(),
             state: Mutex::new(State::default()),
@@ -205,7 +204,7 @@ impl Connection {
             last_used_ns: AtomicU64::new(0),
             is_broken: AtomicBool::new(false),
         });
-        handle.spawn(drive(Arc::clone(&shared)));
+        handle.spawn(drive(Arc::clone(&shared), stream));
         Ok(Connection { shared })
     }
 
@@ -339,7 +338,7 @@ impl Drop for TaskGuard {
 /// hands them to the waiters in order. It reads only while a reply is awaited, so a socket the
 /// gateway closed while idle is found by the next call, as with a blocking client (the retry
 /// rules then replay or report it).
-async fn drive(shared: Arc<Shared>) {
+async fn drive(shared: Arc<Shared>, mut stream: TcpStream) {
     let guard = TaskGuard(shared);
     let shared = &*guard.0;
     let codec = shared.settings.codec;
@@ -400,7 +399,7 @@ async fn drive(shared: Arc<Shared>) {
             continue;
         }
         if out_at < out.len() {
-            match shared.stream.try_write(&out[out_at..]) {
+            match stream.try_write(&out[out_at..]) {
                 Ok(0) => shared.fail(Cause::io(&io::ErrorKind::WriteZero.into())),
                 Ok(n) => {
                     out_at += n;
@@ -412,7 +411,7 @@ async fn drive(shared: Arc<Shared>) {
             if out_at < out.len() || shared.is_broken.load(Ordering::Acquire) {
                 // The socket is full: read replies while waiting for room, so a gateway
                 // blocked on writing them does not block us in turn.
-                wait(shared, current.is_some(), true, &mut buf).await;
+                wait_for_room(shared, &stream, current.is_some(), &mut buf).await;
                 continue;
             }
         }
@@ -441,35 +440,56 @@ async fn drive(shared: Arc<Shared>) {
                 Took::Incomplete => {}
             }
         }
-        wait(shared, true, false, &mut buf).await;
+        wait_for_reply(shared, &mut stream, &mut buf).await;
     }
 }
 
-/// Waits until the socket has bytes to read (into `buf`, when `read`), room to write (when
-/// `write`), or the task is woken; a failed read breaks the connection.
-async fn wait(shared: &Shared, read: bool, write: bool, buf: &mut Vec<u8>) {
-    // A large reply arriving in pieces is decoded again each time; growing the buffer with it
-    // keeps the number of tries logarithmic in its size.
-    buf.reserve((16 << 10).max(buf.len()));
+/// Waits until the socket has bytes to read (into `buf`), or the task is woken; a failed read
+/// breaks the connection.
+async fn wait_for_reply(shared: &Shared, stream: &mut TcpStream, buf: &mut Vec<u8>) {
+    reserve_for_read(buf);
+    // A read through `AsyncRead` that fills less than the room it was given marks the socket
+    // drained, so the next wait sleeps at once instead of first reading nothing: one system
+    // call less per reply.
     tokio::select! {
-        ready = shared.stream.readable(), if read => {
-            let got = ready.and_then(|()| shared.stream.try_read_buf(buf));
-            match got {
-                Ok(0) => shared.fail(Cause::Io(
-                    io::ErrorKind::UnexpectedEof,
-                    "the gateway closed the connection".into(),
-                )),
-                Ok(_) => {}
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                Err(e) => shared.fail(Cause::io(&e)),
-            }
+        got = stream.read_buf(buf) => took(shared, got),
+        () = shared.wake.notified() => {}
+    }
+}
+
+/// Waits until the socket has room to write, bytes to read (into `buf`, when `read`), or the
+/// task is woken; a failed read breaks the connection.
+async fn wait_for_room(shared: &Shared, stream: &TcpStream, read: bool, buf: &mut Vec<u8>) {
+    reserve_for_read(buf);
+    tokio::select! {
+        ready = stream.readable(), if read => {
+            took(shared, ready.and_then(|()| stream.try_read_buf(buf)));
         }
-        ready = shared.stream.writable(), if write => {
+        ready = stream.writable() => {
             if let Err(e) = ready {
                 shared.fail(Cause::io(&e));
             }
         }
         () = shared.wake.notified() => {}
+    }
+}
+
+/// A large reply arriving in pieces is decoded again each time; growing the buffer with it
+/// keeps the number of tries logarithmic in its size.
+fn reserve_for_read(buf: &mut Vec<u8>) {
+    buf.reserve((16 << 10).max(buf.len()));
+}
+
+/// Breaks the connection if a read failed or found the end of the stream.
+fn took(shared: &Shared, got: io::Result<usize>) {
+    match got {
+        Ok(0) => shared.fail(Cause::Io(
+            io::ErrorKind::UnexpectedEof,
+            "the gateway closed the connection".into(),
+        )),
+        Ok(_) => {}
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+        Err(e) => shared.fail(Cause::io(&e)),
     }
 }
 
