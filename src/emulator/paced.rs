@@ -133,6 +133,9 @@ struct Conn {
     watching_writes: bool,
     /// Whether the socket has been read empty since the poll last reported it.
     drained: bool,
+    /// The poll reported the client's close: read on to the end of the stream, since no
+    /// further report will come.
+    peer_closed: bool,
     /// The client sent all it will: serve what is buffered, then close.
     eof: bool,
     /// The client sent what cannot be served: serve nothing more, close once replies are out.
@@ -180,6 +183,7 @@ impl Loop {
                     token => {
                         if let Some(conn) = self.conns.get_mut(&token) {
                             conn.drained = false;
+                            conn.peer_closed |= event.is_read_closed();
                         }
                         self.pump(token);
                     }
@@ -240,6 +244,7 @@ impl Loop {
                     output: Vec::new(),
                     watching_writes: false,
                     drained: false,
+                    peer_closed: false,
                     eof: false,
                     broken: false,
                     last_active: Instant::now(),
@@ -350,6 +355,10 @@ impl Conn {
                 Ok(n) => {
                     self.input.extend_from_slice(&scratch[..n]);
                     self.last_active = Instant::now();
+                    // A read that left room emptied the socket, and the poll reports what
+                    // arrives next: reading again would only find nothing (a system call per
+                    // call served).
+                    self.drained = n < scratch.len() && !self.peer_closed;
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.drained = true,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
