@@ -118,20 +118,6 @@ fn an_oracle_served_on_a_shared_runtime_is_fenced_and_stops_like_one_on_its_own_
     assert_eq!(runtime.block_on(async { 7 }), 7);
 }
 
-#[test]
-fn an_oracle_is_not_served_on_a_current_thread_runtime() {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .unwrap();
-    let refused = OracleServer::start_on(
-        runtime.handle(),
-        "127.0.0.1:0",
-        MemoryStore::new(),
-        ServerConfig::default(),
-    );
-    assert!(matches!(refused, Err(Error::IllegalArgument { .. })));
-}
-
 fn on_its_thread<S: WindowStore>(store: S) -> OracleHandle {
     OracleServer::start("127.0.0.1:0", store, ServerConfig::default()).unwrap()
 }

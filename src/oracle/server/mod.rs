@@ -527,9 +527,13 @@ impl OracleHandle {
         match self.serving.take() {
             None => Ok(()),
             Some(Serving::Thread(thread)) => thread.join().unwrap_or_else(|_| Err(panicked())),
-            Some(Serving::Task { runtime, task }) => {
-                crate::runtime::wait(&runtime, task).unwrap_or_else(|_| Err(panicked()))
-            }
+            Some(Serving::Task { runtime, task }) => match crate::runtime::wait(&runtime, task) {
+                Ok(result) => result,
+                Err(e) if e.is_panic() => Err(panicked()),
+                Err(_) => Err(Error::OracleStore {
+                    message: "the runtime the oracle served on shut down before it".into(),
+                }),
+            },
         }
     }
 }
@@ -539,5 +543,44 @@ impl Drop for OracleHandle {
         if let Err(e) = self.stop_and_join() {
             tracing::warn!(error = %e, "in-process oracle ended with an error");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::oracle::MemoryStore;
+
+    fn start_on(runtime: &tokio::runtime::Runtime) -> Result<OracleHandle> {
+        OracleServer::start_on(
+            runtime.handle(),
+            "127.0.0.1:0",
+            MemoryStore::new(),
+            ServerConfig::default(),
+        )
+    }
+
+    #[test]
+    fn an_oracle_is_not_served_on_a_current_thread_runtime() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        assert!(matches!(
+            start_on(&runtime),
+            Err(Error::IllegalArgument { .. })
+        ));
+    }
+
+    #[test]
+    fn a_runtime_shut_down_under_its_oracle_is_reported_not_waited_for() {
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        let oracle = start_on(&runtime).unwrap();
+        drop(runtime);
+        assert!(oracle.is_finished());
+        let err = oracle.shutdown().unwrap_err();
+        assert!(
+            matches!(&err, Error::OracleStore { message } if message.contains("shut down")),
+            "{err}"
+        );
     }
 }
