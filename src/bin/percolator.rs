@@ -44,7 +44,8 @@ enum Command {
         #[arg(long, default_value_t = 5)]
         rounds: usize,
         /// Comma-separated subset of raw_get,raw_put,raw_cas,raw_rmw2,txn_get,txn_put1,
-        /// txn_transfer2.
+        /// txn_transfer2,floor_get,floor_put1,floor_transfer2,notify. Default: all but raw_cas
+        /// and notify (and, with --api sync, the floor workloads, which run on tasks only).
         #[arg(long)]
         workloads: Option<String>,
         #[arg(long)]
@@ -140,7 +141,17 @@ fn main() -> ExitCode {
         } => {
             let workloads = match workloads {
                 Some(list) => list.split(',').map(|s| s.trim().to_string()).collect(),
-                None => bench::WORKLOADS.iter().map(|s| s.to_string()).collect(),
+                None => {
+                    let floors = match api {
+                        bench::Api::Async => &bench::FLOOR_WORKLOADS[..],
+                        bench::Api::Sync => &[],
+                    };
+                    bench::WORKLOADS
+                        .iter()
+                        .chain(floors)
+                        .map(|s| s.to_string())
+                        .collect()
+                }
             };
             let config = bench::BenchConfig {
                 duration: Duration::from_secs_f64(seconds),
@@ -283,6 +294,29 @@ fn print_ratios(report: &bench::BenchReport, cluster: bool) {
                 t.p99_us / r.p99_us
             );
         }
+    }
+    // Where the floor workloads ran: what the protocol's own calls allow against the raw
+    // baseline, and what the transaction layer adds on top of them.
+    let floors = [
+        ("txn_get", "floor_get", "raw_get"),
+        ("txn_put1", "floor_put1", "raw_put"),
+        ("txn_transfer2", "floor_transfer2", "raw_rmw2"),
+    ];
+    for (txn, floor, raw) in floors {
+        print_pair(report, floor, raw);
+        print_pair(report, txn, floor);
+    }
+}
+
+/// `a / b` in throughput, p50 and CPU per operation, where both ran.
+fn print_pair(report: &bench::BenchReport, a: &str, b: &str) {
+    if let (Some(x), Some(y)) = (report.workloads.get(a), report.workloads.get(b)) {
+        println!(
+            "{a} / {b} = {:.2}; p50 {:.2}x; cpu/op {:.2}x",
+            x.ops_per_s / y.ops_per_s,
+            x.p50_us / y.p50_us,
+            x.cpu_us_per_op / y.cpu_us_per_op
+        );
     }
 }
 

@@ -17,6 +17,8 @@ use crate::hbase::{
 };
 use crate::oracle::Histogram;
 use crate::txn::{self, AsyncClient, CellKey, Client, LivenessConfig};
+pub use crate::workload::floor::FLOOR_WORKLOADS;
+use crate::workload::floor::{Floor, FloorTask, FLOOR_GET, FLOOR_PUT1, FLOOR_TRANSFER2};
 use crate::workload::notify_bench::NotifyBench;
 use crate::workload::stack::Stack;
 
@@ -110,6 +112,7 @@ struct Tables {
     raw: String,
     txn: String,
     notify: String,
+    floor: String,
 }
 
 pub fn run(
@@ -118,9 +121,22 @@ pub fn run(
     mut each: impl FnMut(&str, &WorkloadResult),
 ) -> Result<BenchReport> {
     let wants_notify = config.workloads.iter().any(|w| w == NOTIFY);
-    if wants_notify && config.api == Api::Sync {
+    let wants_floor = config
+        .workloads
+        .iter()
+        .any(|w| FLOOR_WORKLOADS.contains(&w.as_str()));
+    if (wants_notify || wants_floor) && config.api == Api::Sync {
         return Err(crate::Error::IllegalArgument {
-            message: "the notify workload runs on the async API only (--api async)".into(),
+            message: "the notify and floor workloads run on the async API only (--api async)"
+                .into(),
+        });
+    }
+    if wants_floor && config.rows < 2 * config.threads {
+        return Err(crate::Error::IllegalArgument {
+            message: format!(
+                "the floor workloads give each of the {} tasks two rows or more: --rows {} is too few",
+                config.threads, config.rows
+            ),
         });
     }
     let suffix = format!("{}_{}", std::process::id(), rand::random::<u32>());
@@ -128,6 +144,7 @@ pub fn run(
         raw: format!("bench_raw_{suffix}"),
         txn: format!("bench_txn_{suffix}"),
         notify: format!("bench_notify_{suffix}"),
+        floor: format!("bench_floor_{suffix}"),
     };
     let liveness = LivenessConfig {
         table: "percolator_liveness".into(),
@@ -142,8 +159,25 @@ pub fn run(
     if wants_notify {
         txn::setup::create_table(&stack.hbase, &options.schema, &tables.notify, &[F])?;
     }
+    if wants_floor {
+        txn::setup::create_table(&stack.hbase, &options.schema, &tables.floor, &[F])?;
+    }
+    let floor = wants_floor.then(|| {
+        Arc::new(Floor {
+            hbase: stack.hbase.asynchronous(),
+            tso: stack.tso.clone(),
+            schema: options.schema.clone(),
+            table: tables.floor.clone(),
+            family: F,
+            qualifier: Q,
+            blind_write_start_age: options.blind_write_start_age,
+        })
+    });
     let client = stack.client(options)?;
-    populate(stack, &client, &tables, config.rows)?;
+    populate(stack, &client, &tables.raw, &tables.txn, config.rows)?;
+    if wants_floor {
+        populate_txn(&client, &tables.floor, config.rows)?;
+    }
     let notify = if wants_notify {
         let bench = NotifyBench::start(client.asynchronous(), &tables.notify);
         Some(Arc::new(crate::runtime::wait(
@@ -160,6 +194,7 @@ pub fn run(
         tables: Arc::clone(&tables),
         rows: config.rows,
         notify: notify.clone(),
+        floor,
     };
     let rounds = config.rounds.max(1);
     let turn = config.duration / rounds as u32;
@@ -197,17 +232,21 @@ pub fn run(
     Ok(report)
 }
 
-fn populate(stack: &Stack, client: &Client, tables: &Tables, rows: usize) -> Result<()> {
+fn populate(stack: &Stack, client: &Client, raw: &str, txn: &str, rows: usize) -> Result<()> {
     let puts: Vec<Put> = (0..rows)
         .map(|i| Put::new(row(i)).add(F, Q, "100"))
         .collect();
     for chunk in puts.chunks(500) {
-        stack.hbase.put_many(&tables.raw, chunk)?;
+        stack.hbase.put_many(raw, chunk)?;
     }
+    populate_txn(client, txn, rows)
+}
+
+fn populate_txn(client: &Client, table: &str, rows: usize) -> Result<()> {
     for start in (0..rows).step_by(100) {
         client.run(|t| {
             for i in start..(start + 100).min(rows) {
-                t.set(&tables.txn, row(i), F, Q, "100")?;
+                t.set(table, row(i), F, Q, "100")?;
             }
             Ok(())
         })?;
@@ -215,11 +254,11 @@ fn populate(stack: &Stack, client: &Client, tables: &Tables, rows: usize) -> Res
     Ok(())
 }
 
-fn row(i: usize) -> String {
+pub(crate) fn row(i: usize) -> String {
     format!("row{i:07}")
 }
 
-fn two_rows(rng: &mut impl Rng, rows: usize) -> (usize, usize) {
+pub(crate) fn two_rows(rng: &mut impl Rng, rows: usize) -> (usize, usize) {
     let a = rng.gen_range(0..rows);
     let mut b = rng.gen_range(0..rows - 1);
     if b >= a {
@@ -228,7 +267,7 @@ fn two_rows(rng: &mut impl Rng, rows: usize) -> (usize, usize) {
     (a, b)
 }
 
-fn add_one(v: Option<&[u8]>) -> Vec<u8> {
+pub(crate) fn add_one(v: Option<&[u8]>) -> Vec<u8> {
     let n: i64 = v
         .and_then(|v| std::str::from_utf8(v).ok()?.parse().ok())
         .unwrap_or(0);
@@ -302,7 +341,11 @@ fn op(
             t.commit().map(drop)
         }
         other => Err(crate::Error::IllegalArgument {
-            message: format!("unknown workload {other}; known: {}", WORKLOADS.join(", ")),
+            message: format!(
+                "unknown workload {other}; known: {}, {}, raw_cas, {NOTIFY}",
+                WORKLOADS.join(", "),
+                FLOOR_WORKLOADS.join(", ")
+            ),
         }),
     }
 }
@@ -375,10 +418,11 @@ struct Clients {
     tables: Arc<Tables>,
     rows: usize,
     notify: Option<Arc<NotifyBench>>,
+    floor: Option<Arc<Floor>>,
 }
 
 /// One operation of workload `name`, through the async API.
-async fn op_async(name: &str, c: &Clients, rng: &mut StdRng) -> Result<()> {
+async fn op_async(name: &str, c: &Clients, rng: &mut StdRng, task: &mut FloorTask) -> Result<()> {
     let (hbase, tables, rows) = (&c.hbase, &c.tables, c.rows);
     match name {
         "raw_get" => {
@@ -426,8 +470,25 @@ async fn op_async(name: &str, c: &Clients, rng: &mut StdRng) -> Result<()> {
             }
             txn.commit().await.map(drop)
         }
+        FLOOR_GET | FLOOR_PUT1 | FLOOR_TRANSFER2 => {
+            let floor = c
+                .floor
+                .as_ref()
+                .ok_or_else(|| crate::Error::IllegalArgument {
+                    message: format!("workload {name} was not set up"),
+                })?;
+            match name {
+                FLOOR_GET => floor.get(task, rng).await,
+                FLOOR_PUT1 => floor.put1(task, rng).await,
+                _ => floor.transfer2(task, rng).await,
+            }
+        }
         other => Err(crate::Error::IllegalArgument {
-            message: format!("unknown workload {other}; known: {}", WORKLOADS.join(", ")),
+            message: format!(
+                "unknown workload {other}; known: {}, {}, raw_cas, {NOTIFY}",
+                WORKLOADS.join(", "),
+                FLOOR_WORKLOADS.join(", ")
+            ),
         }),
     }
 }
@@ -486,14 +547,17 @@ fn on_tasks(
         Arc::new(AtomicBool::new(false)),
         Arc::new(AtomicU64::new(0)),
     );
+    let per_task = clients.rows / tasks.max(1);
     let handles: Vec<_> = (0..tasks)
-        .map(|_| {
+        .map(|task| {
             let (done, failed, clients, name) = (
                 Arc::clone(&done),
                 Arc::clone(&failed),
                 clients.clone(),
                 name.to_string(),
             );
+            // The rows this task's floor operations write: tasks never share one.
+            let mut floor_task = FloorTask::new(task * per_task..(task + 1) * per_task);
             runtime.spawn(async move {
                 let mut rng = StdRng::from_entropy();
                 let mut h = Histogram::default();
@@ -501,9 +565,18 @@ fn on_tasks(
                     let (t0, outcome) = match (&clients.notify, name == NOTIFY) {
                         // Timed from the change's commit to its observer's commit.
                         (Some(notify), true) => notify.op(&clients.txn, &mut rng).await,
-                        _ => (Instant::now(), op_async(&name, &clients, &mut rng).await),
+                        _ => {
+                            let t0 = Instant::now();
+                            (
+                                t0,
+                                op_async(&name, &clients, &mut rng, &mut floor_task).await,
+                            )
+                        }
                     };
                     record(&mut h, &failed, t0, outcome);
+                }
+                if floor_task.settle().await.is_err() {
+                    failed.fetch_add(1, Ordering::Relaxed);
                 }
                 h
             })

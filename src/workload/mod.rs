@@ -6,6 +6,7 @@ pub mod bank;
 mod bank_test;
 pub mod bench;
 pub mod demo;
+mod floor;
 pub mod gc_bench;
 pub mod notify_bench;
 pub mod observe_demo;
