@@ -422,7 +422,12 @@ struct Clients {
 }
 
 /// One operation of workload `name`, through the async API.
-async fn op_async(name: &str, c: &Clients, rng: &mut StdRng, task: &mut FloorTask) -> Result<()> {
+async fn op_async(
+    name: &str,
+    c: &Clients,
+    rng: &mut StdRng,
+    floor_task: &mut FloorTask,
+) -> Result<()> {
     let (hbase, tables, rows) = (&c.hbase, &c.tables, c.rows);
     match name {
         "raw_get" => {
@@ -478,9 +483,9 @@ async fn op_async(name: &str, c: &Clients, rng: &mut StdRng, task: &mut FloorTas
                     message: format!("workload {name} was not set up"),
                 })?;
             match name {
-                FLOOR_GET => floor.get(task, rng).await,
-                FLOOR_PUT1 => floor.put1(task, rng).await,
-                _ => floor.transfer2(task, rng).await,
+                FLOOR_GET => floor.get(floor_task, rng).await,
+                FLOOR_PUT1 => floor.put1(floor_task, rng).await,
+                _ => floor.transfer2(floor_task, rng).await,
             }
         }
         other => Err(crate::Error::IllegalArgument {
