@@ -43,6 +43,19 @@ pub const WORKLOADS: [&str; 6] = [
 /// Observer notifications processed (see `notify_bench`); run only when named.
 pub const NOTIFY: &str = "notify";
 
+/// One checkAndMutate that always passes; run only when named.
+const RAW_CAS: &str = "raw_cas";
+
+fn unknown_workload(name: &str) -> crate::Error {
+    crate::Error::IllegalArgument {
+        message: format!(
+            "unknown workload {name:?}; known: {}, {}, {RAW_CAS}, {NOTIFY}",
+            WORKLOADS.join(", "),
+            FLOOR_WORKLOADS.join(", ")
+        ),
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct BenchConfig {
     /// Measured time per workload, over all rounds.
@@ -120,6 +133,12 @@ pub fn run(
     config: &BenchConfig,
     mut each: impl FnMut(&str, &WorkloadResult),
 ) -> Result<BenchReport> {
+    let known = |w: &str| {
+        WORKLOADS.contains(&w) || FLOOR_WORKLOADS.contains(&w) || w == RAW_CAS || w == NOTIFY
+    };
+    if let Some(unknown) = config.workloads.iter().find(|w| !known(w)) {
+        return Err(unknown_workload(unknown));
+    }
     let wants_notify = config.workloads.iter().any(|w| w == NOTIFY);
     let wants_floor = config
         .workloads
@@ -293,7 +312,7 @@ fn op(
             .map(drop),
         // A checkAndMutate that always passes: column `f:c` stays empty, and an empty expected
         // value matches an absent or empty cell.
-        "raw_cas" => {
+        RAW_CAS => {
             let r = row(rng.gen_range(0..rows));
             let cam = CheckAndMutate::new(r.clone(), F, "c", CompareOp::Equal, "")
                 .put(Put::new(r).add(F, "c", ""));
@@ -340,13 +359,7 @@ fn op(
             }
             t.commit().map(drop)
         }
-        other => Err(crate::Error::IllegalArgument {
-            message: format!(
-                "unknown workload {other}; known: {}, {}, raw_cas, {NOTIFY}",
-                WORKLOADS.join(", "),
-                FLOOR_WORKLOADS.join(", ")
-            ),
-        }),
+        other => Err(unknown_workload(other)),
     }
 }
 
@@ -434,7 +447,7 @@ async fn op_async(
             let get = Get::new(row(rng.gen_range(0..rows))).column(F, Q);
             hbase.get(&tables.raw, &get).await.map(drop)
         }
-        "raw_cas" => {
+        RAW_CAS => {
             let r = row(rng.gen_range(0..rows));
             let cam = CheckAndMutate::new(r.clone(), F, "c", CompareOp::Equal, "")
                 .put(Put::new(r).add(F, "c", ""));
@@ -488,13 +501,7 @@ async fn op_async(
                 _ => floor.transfer2(floor_task, rng).await,
             }
         }
-        other => Err(crate::Error::IllegalArgument {
-            message: format!(
-                "unknown workload {other}; known: {}, {}, raw_cas, {NOTIFY}",
-                WORKLOADS.join(", "),
-                FLOOR_WORKLOADS.join(", ")
-            ),
-        }),
+        other => Err(unknown_workload(other)),
     }
 }
 
