@@ -66,6 +66,7 @@ pub use options::{CrashInjector, Seam};
 pub use options::{RetryPolicy, TxnOptions, TxnOptionsBuilder};
 pub use schema::{Schema, ALL_VERSIONS};
 pub use snapshot::ScannedRow;
+pub(crate) use snapshot::{row_gets, FIRST_VERSIONS};
 pub use stats::ClientStats;
 pub use store::HBaseAccess;
 pub use transaction::{AsyncTransaction, RowStream};

@@ -18,7 +18,7 @@ use crate::txn::store::row_after;
 /// Write-record versions fetched per column on the first try: the newest is almost always a
 /// commit, and a read that meets rollback records asks again for 8 times as many. A second
 /// version up front would cost every read a cell to cover a case that is rare.
-const FIRST_VERSIONS: i32 = 1;
+pub(crate) const FIRST_VERSIONS: i32 = 1;
 /// Rows per scan round trip.
 const SCAN_PAGE: i32 = 256;
 
@@ -380,7 +380,7 @@ impl<'a> SnapshotReader<'a> {
 
 /// One Get per row of the pending keys (lock and write columns, up to the snapshot if given),
 /// and for each Get the indices of the keys it serves.
-fn row_gets(
+pub(crate) fn row_gets(
     schema: &Schema,
     keys: &[CellKey],
     qualifiers: &[Vec<u8>],

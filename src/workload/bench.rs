@@ -185,11 +185,10 @@ pub fn run(
         Arc::new(Floor {
             hbase: stack.hbase.asynchronous(),
             tso: stack.tso.clone(),
-            schema: options.schema.clone(),
+            options: options.clone(),
             table: tables.floor.clone(),
             family: F,
             qualifier: Q,
-            blind_write_start_age: options.blind_write_start_age,
         })
     });
     let client = stack.client(options)?;

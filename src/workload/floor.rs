@@ -1,7 +1,8 @@
 //! The protocol's floor: the HBase calls and timestamps a transaction of the bench makes, built
-//! by the protocol's own action functions and issued straight through the HBase client, with
-//! none of the transaction layer around them (no session, committer, liveness, lock guessing,
-//! read fusion or background commits).
+//! by the protocol's own pieces (the lock template, the prewrite and commit actions, the
+//! snapshot reader's Gets and its read decision) and issued straight through the HBase client,
+//! with none of the transaction layer around them (no session, committer, liveness, lock
+//! guessing, read fusion or background-commit tracking).
 //!
 //! `floor_get` is `txn_get`'s work (a start_ts, one Get of the cell's lock and write columns);
 //! `floor_put1` is `txn_put1`'s work (a start_ts from the oracle's spares, the prewrite CAS, a
@@ -19,19 +20,18 @@
 
 use std::ops::Range;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use rand::Rng;
 use tokio::task::JoinHandle;
 
 use crate::error::{Error, Result};
-use crate::hbase::{AsyncHBaseClient, CheckAndMutate, Get, RowResult, TimeRange};
+use crate::hbase::{AsyncHBaseClient, CheckAndMutate, Get};
 use crate::oracle::TimestampSource;
-use crate::txn::actions;
-use crate::txn::codec::{
-    decode_lock_state, decode_write, encode_lock, Lock, LockState, MutationKind,
-};
-use crate::txn::{CellKey, Schema};
+use crate::txn::actions::{self, ReadDecision};
+use crate::txn::codec::decode_lock_state;
+use crate::txn::mutation::{LockTemplate, Mutation, Write};
+use crate::txn::{row_gets, CellKey, TxnOptions, FIRST_VERSIONS};
 
 pub const FLOOR_GET: &str = "floor_get";
 pub const FLOOR_PUT1: &str = "floor_put1";
@@ -40,7 +40,6 @@ pub const FLOOR_TRANSFER2: &str = "floor_transfer2";
 pub const FLOOR_WORKLOADS: [&str; 3] = [FLOOR_GET, FLOOR_PUT1, FLOOR_TRANSFER2];
 
 const OWNER: &str = "bench-floor";
-const LOCK_TTL_MS: u64 = 5_000;
 /// How long, and how often, a read waits for a lock left by the table's filling to go.
 const LOCK_WAIT: Duration = Duration::from_millis(1);
 const LOCK_WAIT_TRIES: usize = 5_000;
@@ -49,12 +48,12 @@ const LOCK_WAIT_TRIES: usize = 5_000;
 pub(crate) struct Floor {
     pub hbase: AsyncHBaseClient,
     pub tso: Arc<dyn TimestampSource>,
-    pub schema: Schema,
+    /// The bench clients' options: schema, lock TTL, short-value limit, blind-write start age,
+    /// clock.
+    pub options: TxnOptions,
     pub table: String,
     pub family: &'static str,
     pub qualifier: &'static str,
-    /// How old a spare timestamp may be for a blind write (the client's option).
-    pub blind_write_start_age: Duration,
 }
 
 /// One bench task's part: the rows it alone writes, and its secondary commit under way (with
@@ -99,10 +98,8 @@ impl Floor {
     pub async fn get(&self, task: &mut FloorTask, rng: &mut impl Rng) -> Result<()> {
         let key = self.key(rng.gen_range(task.rows.clone()))?;
         let start_ts = self.tso.timestamp().await?;
-        self.hbase
-            .get(&self.table, &self.snapshot_get(&key, start_ts))
-            .await
-            .map(drop)
+        let (gets, _) = self.snapshot_gets(&[key], start_ts);
+        self.hbase.get(&self.table, &gets[0]).await.map(drop)
     }
 
     /// `txn_put1`'s calls on a row of this task's slice: a blind write, so no read.
@@ -110,21 +107,20 @@ impl Floor {
         let row = rng.gen_range(task.rows.clone());
         task.settle_any_of(&[row]).await?;
         let key = self.key(row)?;
-        let start_ts = match self.tso.recent_timestamp(self.blind_write_start_age) {
+        let start_ts = match self
+            .tso
+            .recent_timestamp(self.options.blind_write_start_age)
+        {
             Some(ts) => ts,
             None => self.tso.timestamp().await?,
         };
-        let value = b"7".to_vec();
-        let lock = self.lock(start_ts, &key, &value);
-        let bytes = encode_lock(&lock);
-        let prewrite = actions::prewrite(&self.schema, &key, &lock, &bytes, Some(&value), false);
-        self.cas(&prewrite, &key).await?;
+        let m = self
+            .template(&key)
+            .mutation(start_ts, key, Write::Put(b"7".to_vec()), false);
+        self.cas(&m.prewrite_cas(&self.options.schema, false), &m.key)
+            .await?;
         let commit_ts = self.tso.timestamp().await?;
-        self.cas(
-            &actions::commit(&self.schema, &key, &lock, &bytes, commit_ts),
-            &key,
-        )
-        .await
+        self.cas(&self.commit_cas(&m, commit_ts), &m.key).await
     }
 
     /// `txn_transfer2`'s calls on two rows of this task's slice.
@@ -134,92 +130,103 @@ impl Floor {
         task.settle_any_of(&rows).await?;
         let keys = [self.key(rows[0])?, self.key(rows[1])?];
         let start_ts = self.tso.timestamp().await?;
-        let qualifiers: Vec<Vec<u8>> = keys.iter().map(|k| self.schema.qualifier(k)).collect();
-        let gets: Vec<Get> = keys
-            .iter()
-            .map(|k| self.snapshot_get(k, start_ts))
-            .collect();
-        let got = self.read_released(&gets, &qualifiers).await?;
-        let mut values = Vec::with_capacity(2);
-        for (row, q) in got.iter().zip(&qualifiers) {
-            // The bench's values are short, so the write record carries them.
-            let newest = row.versions(&self.schema.write_family, q).next();
-            let value = newest
-                .and_then(|cell| decode_write(&cell.value).ok()?.short_value)
-                .map(|v| super::bench::add_one(Some(&v)))
-                .unwrap_or_else(|| super::bench::add_one(None));
-            values.push(value);
-        }
-        let locks: Vec<(Lock, Vec<u8>)> = values
-            .iter()
-            .map(|v| {
-                let lock = self.lock(start_ts, &keys[0], v);
-                let bytes = encode_lock(&lock);
-                (lock, bytes)
-            })
-            .collect();
-        let prewrites = keys
-            .iter()
-            .zip(&locks)
-            .zip(&values)
-            .map(|((k, (l, b)), v)| {
-                let cam = actions::prewrite(&self.schema, k, l, b, Some(v), false);
-                async move { self.cas(&cam, k).await }
-            });
-        for outcome in futures::future::join_all(prewrites).await {
-            outcome?;
-        }
+        let values = self.read_released(&keys, start_ts).await?;
+        let template = self.template(&keys[0]);
+        let mut values = values.into_iter();
+        let [primary, secondary] = keys.map(|key| {
+            let next = super::bench::add_one(values.next().flatten().as_deref());
+            template.mutation(start_ts, key, Write::Put(next), false)
+        });
+        let schema = &self.options.schema;
+        let (first, second) = futures::future::join(
+            self.cas(&primary.prewrite_cas(schema, false), &primary.key),
+            self.cas(&secondary.prewrite_cas(schema, false), &secondary.key),
+        )
+        .await;
+        first.and(second)?;
         let commit_ts = self.tso.timestamp().await?;
-        let [primary, secondary] = keys;
-        let [(primary_lock, primary_bytes), (lock, bytes)] =
-            <[_; 2]>::try_from(locks).expect("two locks for two keys");
-        let commit = actions::commit(
-            &self.schema,
-            &primary,
-            &primary_lock,
-            &primary_bytes,
-            commit_ts,
-        );
-        self.cas(&commit, &primary).await?;
-        let commit = actions::commit(&self.schema, &secondary, &lock, &bytes, commit_ts);
+        self.cas(&self.commit_cas(&primary, commit_ts), &primary.key)
+            .await?;
+        let commit = self.commit_cas(&secondary, commit_ts);
         // Three round trips ago at least: done by now but for a rare straggler.
         task.settle().await?;
         let (hbase, table) = (self.hbase.clone(), self.table.clone());
-        let commit = tokio::spawn(async move { cas(&hbase, &table, &commit, &secondary).await });
+        let commit =
+            tokio::spawn(async move { cas(&hbase, &table, &commit, &secondary.key).await });
         task.secondary = Some((rows[1], commit));
         Ok(())
     }
 
-    /// Reads `gets` until no row holds a lock. Floor operations never meet each other's locks;
-    /// the only ones they can meet are those of the transaction that filled the table, whose
-    /// secondaries commit in the background just after it returns.
-    async fn read_released(&self, gets: &[Get], qualifiers: &[Vec<u8>]) -> Result<Vec<RowResult>> {
-        for _ in 0..LOCK_WAIT_TRIES {
-            let got = self.hbase.get_many(&self.table, gets).await?;
-            let locked = got.iter().zip(qualifiers).any(|(row, q)| {
-                matches!(
-                    decode_lock_state(row.value(&self.schema.lock_family, q)),
-                    Ok(LockState::Locked(_)) | Err(_)
-                )
-            });
-            if !locked {
-                return Ok(got);
+    /// The values of `keys` at `start_ts`, read as the snapshot reader does, again until no
+    /// row holds a lock. Floor operations never meet each other's locks; the only ones they can
+    /// meet are those of the transaction that filled the table, whose secondaries commit in the
+    /// background just after it returns.
+    async fn read_released(&self, keys: &[CellKey], start_ts: u64) -> Result<Vec<Option<Vec<u8>>>> {
+        let schema = &self.options.schema;
+        let (gets, qualifiers) = self.snapshot_gets(keys, start_ts);
+        'read: for _ in 0..LOCK_WAIT_TRIES {
+            let got = self.hbase.get_many(&self.table, &gets).await?;
+            let mut values = Vec::with_capacity(keys.len());
+            for ((row, q), key) in got.iter().zip(&qualifiers).zip(keys) {
+                let corrupted = |what| Error::IllegalArgument {
+                    message: format!("floor workload: unreadable {what} at {key}"),
+                };
+                let lock = decode_lock_state(row.value(&schema.lock_family, q))
+                    .map_err(|_| corrupted("lock"))?;
+                let writes: Vec<_> = row.versions(&schema.write_family, q).cloned().collect();
+                let complete = writes.len() < FIRST_VERSIONS as usize;
+                match actions::read_column(start_ts, &lock, &writes, complete)
+                    .map_err(|_| corrupted("write record"))?
+                {
+                    ReadDecision::Value(v) => values.push(Some(v)),
+                    ReadDecision::Missing => values.push(None),
+                    ReadDecision::Blocked(_) => {
+                        tokio::time::sleep(LOCK_WAIT).await;
+                        continue 'read;
+                    }
+                    // The bench's values are short, so the write record carries them.
+                    ReadDecision::FetchData { .. } | ReadDecision::NeedMoreVersions => {
+                        return Err(corrupted("short value"))
+                    }
+                }
             }
-            tokio::time::sleep(LOCK_WAIT).await;
+            return Ok(values);
         }
         Err(Error::IllegalArgument {
             message: format!("floor workload: a row of {} stayed locked", self.table),
         })
     }
 
-    /// The read of one cell at `start_ts`: its lock and its newest write record below.
-    fn snapshot_get(&self, key: &CellKey, start_ts: u64) -> Get {
-        let q = self.schema.qualifier(key);
-        Get::new(key.row.clone())
-            .max_versions(1)
-            .time_range(TimeRange::up_to(actions::ts(start_ts)))
-            .column(self.schema.lock_family.clone(), q.clone())
-            .column(self.schema.write_family.clone(), q)
+    /// The snapshot reader's Gets for `keys` (one row each) at `start_ts`, and their columns'
+    /// qualifiers.
+    fn snapshot_gets(&self, keys: &[CellKey], start_ts: u64) -> (Vec<Get>, Vec<Vec<u8>>) {
+        let schema = &self.options.schema;
+        let qualifiers: Vec<Vec<u8>> = keys.iter().map(|k| schema.qualifier(k)).collect();
+        let pending: Vec<usize> = (0..keys.len()).collect();
+        let (gets, _) = row_gets(
+            schema,
+            keys,
+            &qualifiers,
+            &pending,
+            Some(start_ts),
+            FIRST_VERSIONS,
+        );
+        (gets, qualifiers)
+    }
+
+    /// What every lock of one floor operation shares, as a committer builds it.
+    fn template(&self, primary: &CellKey) -> LockTemplate {
+        LockTemplate {
+            primary: primary.clone(),
+            owner: OWNER.into(),
+            wall_ms: self.options.clock.now_ms(),
+            ttl_ms: self.options.lock_ttl.as_millis() as u64,
+            short_value_limit: self.options.short_value_limit,
+        }
+    }
+
+    fn commit_cas(&self, m: &Mutation, commit_ts: u64) -> CheckAndMutate {
+        actions::commit(&self.options.schema, &m.key, &m.lock, &m.bytes, commit_ts)
     }
 
     fn key(&self, row: usize) -> Result<CellKey> {
@@ -229,20 +236,6 @@ impl Floor {
             self.family,
             self.qualifier,
         )?)
-    }
-
-    fn lock(&self, start_ts: u64, primary: &CellKey, value: &[u8]) -> Lock {
-        Lock {
-            start_ts,
-            kind: MutationKind::Put,
-            primary: primary.clone(),
-            owner: OWNER.into(),
-            wall_ms: SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map_or(0, |d| d.as_millis() as u64),
-            ttl_ms: LOCK_TTL_MS,
-            short_value: Some(value.to_vec()),
-        }
     }
 
     async fn cas(&self, cam: &CheckAndMutate, key: &CellKey) -> Result<()> {
@@ -271,6 +264,7 @@ async fn cas(
 mod tests {
     use super::*;
     use crate::hbase::Get;
+    use crate::txn::codec::LockState;
     use crate::txn::{self, LivenessConfig};
     use crate::workload::stack::Stack;
     use rand::rngs::StdRng;
@@ -305,11 +299,10 @@ mod tests {
         let floor = Arc::new(Floor {
             hbase: stack.hbase.asynchronous(),
             tso: stack.tso.clone(),
-            schema: options.schema.clone(),
+            options: options.clone(),
             table: table.into(),
             family: "f",
             qualifier: "q",
-            blind_write_start_age: options.blind_write_start_age,
         });
         let runtime = client.asynchronous().runtime().clone();
         let per_task = ROWS / TASKS;
