@@ -34,9 +34,9 @@ pub(crate) async fn commit_primary(
     };
     let cam = actions::commit(
         ctx.schema(),
-        &stored.key,
-        &stored.lock,
-        &stored.bytes,
+        stored.key(),
+        stored.lock(),
+        stored.bytes(),
         commit_ts,
     );
     let rides = extra.filter(|d| d.row == primary.row);

@@ -272,7 +272,7 @@ impl Committer {
             .iter()
             .map(|m| {
                 let bytes = match (&stored, m.is_primary()) {
-                    (Some(s), true) => &s.bytes,
+                    (Some(s), true) => s.bytes(),
                     _ => &m.bytes,
                 };
                 actions::rollback(ctx.schema(), &m.key, &m.lock, bytes)

@@ -39,11 +39,22 @@ impl Guard {
     }
 }
 
-/// The primary's lock as stored (as far as this client knows).
-pub(crate) struct StoredLock {
-    pub key: CellKey,
-    pub lock: Lock,
-    pub bytes: Vec<u8>,
+/// The primary's lock as stored (as far as this client knows): the retired guard itself, so
+/// a commit compares against the prewritten mutation without copying it.
+pub(crate) struct StoredLock(Guard);
+
+impl StoredLock {
+    pub fn key(&self) -> &CellKey {
+        &self.0.prewritten.key
+    }
+
+    pub fn lock(&self) -> &Lock {
+        self.0.lock()
+    }
+
+    pub fn bytes(&self) -> &[u8] {
+        self.0.bytes()
+    }
 }
 
 /// A heartbeat to send: the lock's key and the bytes it must still hold.
@@ -73,12 +84,7 @@ impl Primaries {
 
     /// Stops heartbeats of `start_ts` and returns its lock as stored now.
     pub fn retire(&self, start_ts: u64) -> Option<StoredLock> {
-        let guard = self.guards.lock().remove(&start_ts)?;
-        Some(StoredLock {
-            key: guard.prewritten.key.clone(),
-            lock: guard.lock().clone(),
-            bytes: guard.bytes().to_vec(),
-        })
+        self.guards.lock().remove(&start_ts).map(StoredLock)
     }
 
     /// The primaries whose wall time is older than `older_than_ms`.

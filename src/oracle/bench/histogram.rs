@@ -7,15 +7,17 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-/// Log-linear latency histogram in nanoseconds: 32 buckets per power of two (about 3%
-/// resolution), up to 2^36 ns. Small (4 KiB) so a thousand requesters' histograms stay in cache.
+/// Log-linear latency histogram in nanoseconds: 256 buckets per power of two (a bucket is at
+/// most 0.4% wide), up to 2^36 ns; 30 KiB. The bench's targets compare two p50s with margins
+/// of a few percent, so a coarser bucket (32 per power of two, 3% wide, as this was) decided
+/// them: a 2.33 ms p50 stood for anything from 2.29 to 2.36 ms, every run alike.
 pub(crate) struct Histogram {
     counts: Vec<u32>,
     count: u64,
     max: u64,
 }
 
-const SUB_BITS: u32 = 5;
+const SUB_BITS: u32 = 8;
 const SUB: u64 = 1 << SUB_BITS;
 const MAX_EXP: u32 = 36;
 const BUCKETS: usize = ((MAX_EXP - SUB_BITS + 1) as usize + 1) * SUB as usize;
@@ -150,7 +152,10 @@ mod tests {
         }
         for (q, exact) in [(0.5, 50_000.0), (0.99, 99_000.0), (0.999, 99_900.0)] {
             let got = h.quantile(q) as f64;
-            assert!((got - exact).abs() / exact < 0.04, "q{q}: {got} vs {exact}");
+            assert!(
+                (got - exact).abs() / exact < 0.004,
+                "q{q}: {got} vs {exact}"
+            );
         }
         assert_eq!(h.quantile(1.0), 100_000);
         assert_eq!(h.count(), 100_000);
