@@ -102,6 +102,7 @@ fn commit_by_hand(
 
 #[test]
 fn a_change_above_the_runs_snapshot_makes_it_stale_and_leaves_the_notifications() {
+    let _failpoints_off = crate::txn::failpoints_off();
     let (stack, client) = stack_and_client();
     let runtime = client.asynchronous().runtime().clone();
     let async_client = client.asynchronous();

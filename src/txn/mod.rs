@@ -30,6 +30,8 @@ pub(crate) mod mutation;
 pub(crate) mod notify;
 mod open_txns;
 mod options;
+#[cfg(test)]
+pub(crate) use options::failpoints_off;
 mod primaries;
 mod refresh;
 pub(crate) mod resolver;
@@ -66,7 +68,7 @@ pub use options::{CrashInjector, Seam};
 pub use options::{RetryPolicy, TxnOptions, TxnOptionsBuilder};
 pub use schema::{Schema, ALL_VERSIONS};
 pub use snapshot::ScannedRow;
-pub(crate) use snapshot::{row_gets, FIRST_VERSIONS};
+pub(crate) use snapshot::{fetched_column, row_gets, FIRST_VERSIONS};
 pub use stats::ClientStats;
 pub use store::HBaseAccess;
 pub use transaction::{AsyncTransaction, RowStream};

@@ -53,6 +53,17 @@ impl Seam {
     }
 }
 
+/// Held by a unit test that commits transactions: the seams' failpoints are process-wide, and
+/// a test that arms them (the bank's crash test) holds the same lock, so the two never overlap.
+#[cfg(all(test, feature = "failpoints"))]
+pub(crate) fn failpoints_off() -> fail::FailScenario<'static> {
+    fail::FailScenario::setup()
+}
+
+/// Without the failpoints feature nothing is process-wide: nothing to hold.
+#[cfg(all(test, not(feature = "failpoints")))]
+pub(crate) fn failpoints_off() -> impl Sized {}
+
 /// Decides at run time whether the client dies at a seam (the demo's crash injection).
 ///
 /// ```

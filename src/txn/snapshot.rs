@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use crate::error::{Error, Result};
-use crate::hbase::{Get, RowResult, Scan, TimeRange};
+use crate::hbase::{Cell, Get, RowResult, Scan, TimeRange};
 use crate::key::CellKey;
 use crate::txn::actions::{corrupted, newest_change, read_column, ts, ReadDecision};
 use crate::txn::codec::{decode_lock_state, split_column_qualifier, Lock, LockState};
@@ -171,17 +171,12 @@ impl<'a> SnapshotReader<'a> {
                 for &i in members {
                     let key = &keys[i];
                     let q = &qualifiers[i];
-                    let raw = row.value(&schema.lock_family, q);
-                    let lock = decode_lock_state(raw).map_err(|e| corrupted("lock", key, e))?;
-                    let writes: Vec<_> = row.versions(&schema.write_family, q).cloned().collect();
-                    let complete = writes.len() < versions as usize;
-                    let decision = read_column(self.snapshot, &lock, &writes, complete)
-                        .map_err(|e| corrupted("write record", key, e))?;
-                    if newest && !matches!(decision, ReadDecision::Blocked(_)) {
-                        newest_changes[i] = newest_change(&writes, complete)
+                    let column = fetched_column(schema, row, q, key, self.snapshot, versions)?;
+                    if newest && !matches!(column.decision, ReadDecision::Blocked(_)) {
+                        newest_changes[i] = newest_change(&column.writes, column.complete)
                             .map_err(|e| corrupted("write record", key, e))?;
                     }
-                    match decision {
+                    match column.decision {
                         ReadDecision::Value(v) => out[i] = Some(v),
                         ReadDecision::Missing => out[i] = None,
                         ReadDecision::FetchData { start_ts } => fetch.push((i, start_ts)),
@@ -190,7 +185,7 @@ impl<'a> SnapshotReader<'a> {
                             retry.push(i);
                         }
                         ReadDecision::Blocked(l) => {
-                            let raw = raw.unwrap_or_default();
+                            let raw = row.value(&schema.lock_family, q).unwrap_or_default();
                             if !resolver.resolve(key, &l, raw).await? {
                                 waiting = true;
                             }
@@ -346,13 +341,8 @@ impl<'a> SnapshotReader<'a> {
                 continue;
             }
             let key = CellKey::new(table, row.row.clone(), family, qualifier)?;
-            let lock = decode_lock_state(row.value(&schema.lock_family, q))
-                .map_err(|e| corrupted("lock", &key, e))?;
-            let writes: Vec<_> = row.versions(&schema.write_family, q).cloned().collect();
-            let complete = writes.len() < FIRST_VERSIONS as usize;
-            let decision = read_column(self.snapshot, &lock, &writes, complete)
-                .map_err(|e| corrupted("write record", &key, e))?;
-            let value = match decision {
+            let column = fetched_column(schema, row, q, &key, self.snapshot, FIRST_VERSIONS)?;
+            let value = match column.decision {
                 ReadDecision::Value(v) => Some(v),
                 ReadDecision::Missing => None,
                 _ => {
@@ -376,6 +366,39 @@ impl<'a> SnapshotReader<'a> {
             columns,
         }))
     }
+}
+
+/// A column as a Get of `row_gets` fetched it (`versions`: the write records it asked for),
+/// decoded, and what a read at `snapshot` makes of it.
+pub(crate) struct FetchedColumn {
+    pub decision: ReadDecision,
+    pub writes: Vec<Cell>,
+    /// Every write record of the column is in `writes` (fewer came than were asked for).
+    pub complete: bool,
+}
+
+pub(crate) fn fetched_column(
+    schema: &Schema,
+    row: &RowResult,
+    qualifier: &[u8],
+    key: &CellKey,
+    snapshot: u64,
+    versions: i32,
+) -> Result<FetchedColumn> {
+    let lock = decode_lock_state(row.value(&schema.lock_family, qualifier))
+        .map_err(|e| corrupted("lock", key, e))?;
+    let writes: Vec<Cell> = row
+        .versions(&schema.write_family, qualifier)
+        .cloned()
+        .collect();
+    let complete = writes.len() < versions as usize;
+    let decision = read_column(snapshot, &lock, &writes, complete)
+        .map_err(|e| corrupted("write record", key, e))?;
+    Ok(FetchedColumn {
+        decision,
+        writes,
+        complete,
+    })
 }
 
 /// One Get per row of the pending keys (lock and write columns, up to the snapshot if given),

@@ -97,8 +97,7 @@ fn bank_stays_balanced_and_versions_bounded_with_gc_running() {
     // No crashes here (failpoints are process-wide: this waits for the crash test to end).
     // A crashed transfer is settled at the end through its primary's records, which GC may
     // have collected by then: `transaction_status` answers SnapshotTooOld (docs/gc.md).
-    #[cfg(feature = "failpoints")]
-    let _scenario = fail::FailScenario::setup();
+    let _failpoints_off = crate::txn::failpoints_off();
     let (stack, options) = bank_stack("bank_gc_liveness");
     let options = options.build();
     let tables = vec!["gc_checking".to_string(), "gc_savings".to_string()];

@@ -46,12 +46,19 @@ pub const NOTIFY: &str = "notify";
 /// One checkAndMutate that always passes; run only when named.
 const RAW_CAS: &str = "raw_cas";
 
+/// Every workload `--workloads` may name.
+fn known_workloads() -> impl Iterator<Item = &'static str> {
+    WORKLOADS
+        .into_iter()
+        .chain(FLOOR_WORKLOADS)
+        .chain([RAW_CAS, NOTIFY])
+}
+
 fn unknown_workload(name: &str) -> crate::Error {
     crate::Error::IllegalArgument {
         message: format!(
-            "unknown workload {name:?}; known: {}, {}, {RAW_CAS}, {NOTIFY}",
-            WORKLOADS.join(", "),
-            FLOOR_WORKLOADS.join(", ")
+            "unknown workload {name:?}; known: {}",
+            known_workloads().collect::<Vec<_>>().join(", ")
         ),
     }
 }
@@ -133,10 +140,11 @@ pub fn run(
     config: &BenchConfig,
     mut each: impl FnMut(&str, &WorkloadResult),
 ) -> Result<BenchReport> {
-    let known = |w: &str| {
-        WORKLOADS.contains(&w) || FLOOR_WORKLOADS.contains(&w) || w == RAW_CAS || w == NOTIFY
-    };
-    if let Some(unknown) = config.workloads.iter().find(|w| !known(w)) {
+    if let Some(unknown) = config
+        .workloads
+        .iter()
+        .find(|w| !known_workloads().any(|k| k == w.as_str()))
+    {
         return Err(unknown_workload(unknown));
     }
     let wants_notify = config.workloads.iter().any(|w| w == NOTIFY);
@@ -433,6 +441,17 @@ struct Clients {
     floor: Option<Arc<Floor>>,
 }
 
+impl Clients {
+    /// The floor workloads' state, set up when one of them was asked for.
+    fn floor(&self, name: &str) -> Result<&Floor> {
+        self.floor
+            .as_deref()
+            .ok_or_else(|| crate::Error::IllegalArgument {
+                message: format!("workload {name} was not set up"),
+            })
+    }
+}
+
 /// One operation of workload `name`, through the async API.
 async fn op_async(
     name: &str,
@@ -487,19 +506,9 @@ async fn op_async(
             }
             txn.commit().await.map(drop)
         }
-        FLOOR_GET | FLOOR_PUT1 | FLOOR_TRANSFER2 => {
-            let floor = c
-                .floor
-                .as_ref()
-                .ok_or_else(|| crate::Error::IllegalArgument {
-                    message: format!("workload {name} was not set up"),
-                })?;
-            match name {
-                FLOOR_GET => floor.get(floor_task, rng).await,
-                FLOOR_PUT1 => floor.put1(floor_task, rng).await,
-                _ => floor.transfer2(floor_task, rng).await,
-            }
-        }
+        FLOOR_GET => c.floor(name)?.get(floor_task, rng).await,
+        FLOOR_PUT1 => c.floor(name)?.put1(floor_task, rng).await,
+        FLOOR_TRANSFER2 => c.floor(name)?.transfer2(floor_task, rng).await,
         other => Err(unknown_workload(other)),
     }
 }

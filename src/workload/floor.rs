@@ -29,9 +29,8 @@ use crate::error::{Error, Result};
 use crate::hbase::{AsyncHBaseClient, CheckAndMutate, Get};
 use crate::oracle::TimestampSource;
 use crate::txn::actions::{self, ReadDecision};
-use crate::txn::codec::decode_lock_state;
 use crate::txn::mutation::{LockTemplate, Mutation, Write};
-use crate::txn::{row_gets, CellKey, TxnOptions, FIRST_VERSIONS};
+use crate::txn::{fetched_column, row_gets, CellKey, TxnOptions, FIRST_VERSIONS};
 
 pub const FLOOR_GET: &str = "floor_get";
 pub const FLOOR_PUT1: &str = "floor_put1";
@@ -168,16 +167,7 @@ impl Floor {
             let got = self.hbase.get_many(&self.table, &gets).await?;
             let mut values = Vec::with_capacity(keys.len());
             for ((row, q), key) in got.iter().zip(&qualifiers).zip(keys) {
-                let corrupted = |what| Error::IllegalArgument {
-                    message: format!("floor workload: unreadable {what} at {key}"),
-                };
-                let lock = decode_lock_state(row.value(&schema.lock_family, q))
-                    .map_err(|_| corrupted("lock"))?;
-                let writes: Vec<_> = row.versions(&schema.write_family, q).cloned().collect();
-                let complete = writes.len() < FIRST_VERSIONS as usize;
-                match actions::read_column(start_ts, &lock, &writes, complete)
-                    .map_err(|_| corrupted("write record"))?
-                {
+                match fetched_column(schema, row, q, key, start_ts, FIRST_VERSIONS)?.decision {
                     ReadDecision::Value(v) => values.push(Some(v)),
                     ReadDecision::Missing => values.push(None),
                     ReadDecision::Blocked(_) => {
@@ -186,7 +176,9 @@ impl Floor {
                     }
                     // The bench's values are short, so the write record carries them.
                     ReadDecision::FetchData { .. } | ReadDecision::NeedMoreVersions => {
-                        return Err(corrupted("short value"))
+                        return Err(Error::IllegalArgument {
+                            message: format!("floor workload: no short value at {key}"),
+                        })
                     }
                 }
             }
@@ -264,7 +256,7 @@ async fn cas(
 mod tests {
     use super::*;
     use crate::hbase::Get;
-    use crate::txn::codec::LockState;
+    use crate::txn::codec::{decode_lock_state, LockState};
     use crate::txn::{self, LivenessConfig};
     use crate::workload::stack::Stack;
     use rand::rngs::StdRng;
@@ -278,6 +270,7 @@ mod tests {
     /// leave every lock released.
     #[test]
     fn floor_operations_commit_what_a_transaction_then_reads_and_leave_no_lock() {
+        let _failpoints_off = crate::txn::failpoints_off();
         let stack = Stack::start(None, None).expect("embedded stack");
         let options = stack
             .txn_options(LivenessConfig {
