@@ -285,7 +285,7 @@ fn print_ratios(report: &bench::BenchReport, cluster: bool) {
         ("txn_transfer2", "raw_rmw2"),
     ];
     for ((txn, raw), (ops_target, p50_target)) in pairs.into_iter().zip(targets) {
-        if let (Some(t), Some(r)) = (report.workloads.get(txn), report.workloads.get(raw)) {
+        if let Some((t, r)) = both(report, txn, raw) {
             let p50_target = p50_target.map_or(String::new(), |p| format!(" (target <= {p}x)"));
             println!(
                 "{txn} / {raw} = {:.2} (target >= {ops_target}); p50 {:.2}x{p50_target}, p99 {:.2}x",
@@ -299,10 +299,7 @@ fn print_ratios(report: &bench::BenchReport, cluster: bool) {
     // prewrite, then the commit at its commit point), and Thrift2 has no batched form: where
     // the cost of a call sets the pace, txn_put1 cannot pass half of what raw_cas reaches,
     // whatever the transaction layer does.
-    if let (Some(cas), Some(put)) = (
-        report.workloads.get(bench::RAW_CAS),
-        report.workloads.get("raw_put"),
-    ) {
+    if let Some((cas, put)) = both(report, bench::RAW_CAS, "raw_put") {
         println!(
             "two checkAndMutates: raw_cas / raw_put / 2 = {:.2} (about the most txn_put1 / raw_put can reach here); cpu/op raw_cas / raw_put {:.2}x",
             cas.ops_per_s / put.ops_per_s / 2.0,
@@ -322,9 +319,18 @@ fn print_ratios(report: &bench::BenchReport, cluster: bool) {
     }
 }
 
+/// The results of workloads `a` and `b`, if both ran.
+fn both<'r>(
+    report: &'r bench::BenchReport,
+    a: &str,
+    b: &str,
+) -> Option<(&'r bench::WorkloadResult, &'r bench::WorkloadResult)> {
+    Some((report.workloads.get(a)?, report.workloads.get(b)?))
+}
+
 /// `a / b` in throughput, p50 and CPU per operation, where both ran.
 fn print_pair(report: &bench::BenchReport, a: &str, b: &str) {
-    if let (Some(x), Some(y)) = (report.workloads.get(a), report.workloads.get(b)) {
+    if let Some((x, y)) = both(report, a, b) {
         println!(
             "{a} / {b} = {:.2}; p50 {:.2}x; cpu/op {:.2}x",
             x.ops_per_s / y.ops_per_s,
