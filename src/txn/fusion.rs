@@ -23,7 +23,7 @@ use crate::txn::store::HBaseAccess;
 /// Small enough that the reads woken by one oracle answer travel as a few calls the gateway
 /// serves side by side, not one long call that it serves on one thread while the client waits:
 /// on the embedded bench's two cores, 16 rather than 256 moved `txn_get` from 71% to 80% of
-/// the cores and 10% more operations a second (docs/benchmarks.md, session 32). A read costs
+/// the cores and 11% more operations a second (docs/benchmarks.md, session 32). A read costs
 /// the gateway about the same alone or fused, so the cap gives up little.
 pub(crate) const MAX_GETS: usize = 16;
 
