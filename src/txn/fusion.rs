@@ -1,7 +1,8 @@
-//! Read fusion: reads that transactions issue at the same moment on one table travel as one
-//! getMultiple (each get keeps its own time range, so each transaction still reads its own
-//! snapshot). Transactions woken by one oracle answer issue their first reads together; the
-//! gateway then decodes, looks up and answers them in one call instead of one each.
+//! Read fusion: reads that transactions issue at the same moment on one table travel together
+//! as getMultiples of at most `MAX_GETS` gets beside their leader's (each get keeps its own
+//! time range, so each transaction still reads its own snapshot). Transactions woken by one
+//! oracle answer issue their first reads together; the gateway then decodes, looks up and
+//! answers them in a few calls instead of one each.
 //!
 //! The first reader of a moment leads: it lets the other ready tasks run once (a yield, no
 //! timer), then sends everything gathered and hands each member its rows. A member whose
@@ -22,9 +23,10 @@ use crate::txn::store::HBaseAccess;
 /// Gets a gathering takes beside its leader's; a reader that finds it full leads the next one.
 /// Small enough that the reads woken by one oracle answer travel as a few calls the gateway
 /// serves side by side, not one long call that it serves on one thread while the client waits:
-/// on the embedded bench's two cores, 16 rather than 256 moved `txn_get` from 71% to 80% of
-/// the cores and 11% more operations a second (docs/benchmarks.md, session 32). A read costs
-/// the gateway about the same alone or fused, so the cap gives up little.
+/// on the embedded bench's two cores, 16 rather than 256 moved `txn_get` from 70% to 80% of
+/// the cores and 11% more operations a second (docs/benchmarks.md, session 32). Past a dozen
+/// gets a call's fixed cost is spread thin, so the cap gives up little of what fusion saves
+/// (3% more CPU per read there).
 pub(crate) const MAX_GETS: usize = 16;
 
 /// What a member hears from its leader: its rows, or `None` for "read alone".
