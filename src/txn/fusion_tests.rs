@@ -5,8 +5,8 @@ use parking_lot::Mutex;
 
 use super::{ReadFusion, MAX_GETS};
 use crate::error::{Error, Result};
-use crate::hbase::{CheckAndMutate, Delete, Get, Put, RowResult, Scan, TableDescriptor};
-use crate::txn::store::HBaseAccess;
+use crate::hbase::{Get, RowResult};
+use crate::txn::reads_only::{Reads, ReadsOnly};
 
 /// Answers each get with an empty row of the get's own key, after a few scheduler turns, and
 /// records how many gets each call carried. With `refuse_fused`, a call of more than one get
@@ -17,14 +17,8 @@ struct EchoStore {
     refuse_fused: AtomicBool,
 }
 
-fn unexpected<T>() -> Result<T> {
-    Err(Error::IllegalArgument {
-        message: "read fusion only reads".into(),
-    })
-}
-
 #[async_trait]
-impl HBaseAccess for EchoStore {
+impl Reads for EchoStore {
     async fn get_many(&self, _table: &str, gets: &[Get]) -> Result<Vec<RowResult>> {
         self.calls.lock().push(gets.len());
         for _ in 0..3 {
@@ -43,26 +37,13 @@ impl HBaseAccess for EchoStore {
             })
             .collect())
     }
-    async fn check_and_mutate(&self, _: &str, _: &CheckAndMutate) -> Result<bool> {
-        unexpected()
-    }
-    async fn scan_page(&self, _: &str, _: &Scan, _: i32) -> Result<Vec<RowResult>> {
-        unexpected()
-    }
-    async fn put(&self, _: &str, _: &Put) -> Result<()> {
-        unexpected()
-    }
-    async fn delete(&self, _: &str, _: &Delete) -> Result<()> {
-        unexpected()
-    }
-    async fn table_descriptor(&self, _: &str) -> Result<TableDescriptor> {
-        unexpected()
-    }
 }
+
+type Store = ReadsOnly<EchoStore>;
 
 /// `readers` readers of one row each (`row-<i>`), all issued at the same moment; each must get
 /// exactly its own row back.
-async fn read_together(fusion: &ReadFusion, store: &EchoStore, readers: usize) {
+async fn read_together(fusion: &ReadFusion, store: &Store, readers: usize) {
     let gets: Vec<Vec<Get>> = (0..readers)
         .map(|i| vec![Get::new(format!("row-{i}"))])
         .collect();
@@ -77,13 +58,13 @@ async fn read_together(fusion: &ReadFusion, store: &EchoStore, readers: usize) {
 
 #[tokio::test]
 async fn reads_issued_together_travel_as_one_call_and_each_gets_its_own_rows() {
-    let (fusion, store) = (ReadFusion::default(), EchoStore::default());
+    let (fusion, store) = (ReadFusion::default(), ReadsOnly(EchoStore::default()));
     read_together(&fusion, &store, 10).await;
-    assert_eq!(*store.calls.lock(), vec![10]);
+    assert_eq!(*store.0.calls.lock(), vec![10]);
 
     read_together(&fusion, &store, 1).await;
     assert_eq!(
-        *store.calls.lock(),
+        *store.0.calls.lock(),
         vec![10, 1],
         "a lone reader reads alone"
     );
@@ -91,10 +72,10 @@ async fn reads_issued_together_travel_as_one_call_and_each_gets_its_own_rows() {
 
 #[tokio::test]
 async fn a_full_gathering_is_sent_and_the_reader_that_found_it_full_leads_the_next() {
-    let (fusion, store) = (ReadFusion::default(), EchoStore::default());
+    let (fusion, store) = (ReadFusion::default(), ReadsOnly(EchoStore::default()));
     let readers = 2 * (MAX_GETS + 1) - 4;
     read_together(&fusion, &store, readers).await;
-    let mut calls = store.calls.lock().clone();
+    let mut calls = store.0.calls.lock().clone();
     calls.sort_unstable();
     assert_eq!(
         calls,
@@ -105,8 +86,8 @@ async fn a_full_gathering_is_sent_and_the_reader_that_found_it_full_leads_the_ne
 
 #[tokio::test]
 async fn members_of_a_failed_fused_read_read_alone_and_get_their_own_rows() {
-    let (fusion, store) = (ReadFusion::default(), EchoStore::default());
-    store.refuse_fused.store(true, Ordering::SeqCst);
+    let (fusion, store) = (ReadFusion::default(), ReadsOnly(EchoStore::default()));
+    store.0.refuse_fused.store(true, Ordering::SeqCst);
     read_together(&fusion, &store, 5).await;
-    assert_eq!(*store.calls.lock(), vec![5, 1, 1, 1, 1, 1]);
+    assert_eq!(*store.0.calls.lock(), vec![5, 1, 1, 1, 1, 1]);
 }

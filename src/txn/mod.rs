@@ -33,6 +33,8 @@ mod options;
 #[cfg(test)]
 pub(crate) use options::failpoints_off;
 mod primaries;
+#[cfg(test)]
+mod reads_only;
 mod refresh;
 pub(crate) mod resolver;
 pub(crate) mod safe_point;
