@@ -71,6 +71,7 @@ mod workload;
 pub use error::{Error, MigrationIssue, Peer, Result, RetryClass};
 pub use hbase::{AsyncHBaseClient, HBaseClient, HBaseConfig};
 pub use oracle::{LocalTimestamps, OracleClient, OracleHandle, OracleServer, TimestampSource};
+pub use runtime::IO_THREADS_ENV;
 pub use txn::{AsyncClient, AsyncTransaction, CellKey, Client, Transaction, TxnOptions};
 
 /// Entry points of the `percolator` binary (the demo and the bench), not a supported API.

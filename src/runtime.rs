@@ -11,27 +11,72 @@
 //! request is written without a hand-off; only the reply comes from the reader's thread.
 
 use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 use tokio::runtime::{Builder, Handle, Runtime, RuntimeFlavor};
 
 use crate::{Error, Result};
 
-/// Worker threads of the shared runtime: they read replies, wake callers and run background
-/// commits and heartbeats; the machines this targets are small.
-const IO_THREADS: usize = 2;
+/// The environment variable that sets the worker count of the runtime the clients fall back
+/// on (a positive integer): the one the blocking API and clients built outside a multi-thread
+/// runtime use. Unset: two, or one in the `percolator` binary's embedded profile.
+pub const IO_THREADS_ENV: &str = "PERCOLATOR_IO_THREADS";
 
-/// The shared I/O runtime's handle, built on first use.
+/// Worker threads of the shared runtime by default. They read replies, wake callers and run
+/// background commits and heartbeats. Two keep a reply's wake-up short where calls wait on a
+/// network: one of them is often still awake when a reply comes, where a lone worker would be
+/// parked. Against the cluster profile, a transaction of two calls took 1.96-1.99 times a put's
+/// p50 with two workers and 2.07-2.25 with one (docs/benchmarks.md, session 33).
+const DEFAULT_IO_THREADS: usize = 2;
+
+/// A worker count asked for by [`prefer_io_threads`] (0: none).
+static PREFERRED: AtomicUsize = AtomicUsize::new(0);
+
+/// Asks for `threads` workers in the shared runtime, for a process whose clients share its
+/// cores with the gateway (the embedded emulator). There, a second worker costs more than it
+/// gives: the worker that reads a reply wakes the waiting task, the idle one is woken to steal
+/// it, and on a 2-core machine that hand-off made every call cost 15-25% more CPU with no gain
+/// in throughput (session 33). `PERCOLATOR_IO_THREADS` still wins, and a runtime already built
+/// keeps its size.
+pub(crate) fn prefer_io_threads(threads: usize) {
+    PREFERRED.store(threads, Ordering::Relaxed);
+}
+
+/// The worker count: `PERCOLATOR_IO_THREADS` (`env`), else the one `preferred`, else the
+/// default.
+fn io_threads(env: Option<&str>, preferred: usize) -> Result<usize> {
+    match env.map(str::trim) {
+        None if preferred > 0 => Ok(preferred),
+        None => Ok(DEFAULT_IO_THREADS),
+        Some(text) => match text.parse::<usize>() {
+            Ok(n) if n > 0 => Ok(n),
+            _ => Err(Error::IllegalArgument {
+                message: format!("{IO_THREADS_ENV} must be a positive integer, not {text:?}"),
+            }),
+        },
+    }
+}
+
+/// The shared I/O runtime's handle, built on first use. A bad `PERCOLATOR_IO_THREADS` fails
+/// the call and builds nothing.
 pub(crate) fn io_handle() -> Result<Handle> {
     static IO: OnceLock<std::result::Result<Runtime, String>> = OnceLock::new();
-    let built = IO.get_or_init(|| {
-        Builder::new_multi_thread()
-            .worker_threads(IO_THREADS)
-            .thread_name("percolator-io")
-            .enable_all()
-            .build()
-            .map_err(|e| e.to_string())
-    });
+    let built = match IO.get() {
+        Some(built) => built,
+        None => {
+            let env = std::env::var(IO_THREADS_ENV).ok();
+            let threads = io_threads(env.as_deref(), PREFERRED.load(Ordering::Relaxed))?;
+            IO.get_or_init(|| {
+                Builder::new_multi_thread()
+                    .worker_threads(threads)
+                    .thread_name("percolator-io")
+                    .enable_all()
+                    .build()
+                    .map_err(|e| e.to_string())
+            })
+        }
+    };
     match built {
         Ok(runtime) => Ok(runtime.handle().clone()),
         Err(message) => Err(Error::io(
@@ -69,5 +114,24 @@ where
         }),
         // A worker of a multi-thread runtime: hand its other tasks to another thread first.
         Ok(_) => tokio::task::block_in_place(|| handle.block_on(future)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_environment_then_the_preference_then_the_default_size_the_shared_runtime() {
+        assert_eq!(io_threads(None, 0).unwrap(), DEFAULT_IO_THREADS);
+        assert_eq!(io_threads(None, 1).unwrap(), 1);
+        assert_eq!(io_threads(Some(" 3 "), 1).unwrap(), 3);
+        for bad in ["0", "-1", "two", ""] {
+            let err = io_threads(Some(bad), 1).unwrap_err();
+            assert!(
+                matches!(&err, Error::IllegalArgument { message } if message.contains(IO_THREADS_ENV)),
+                "{bad}: {err}"
+            );
+        }
     }
 }

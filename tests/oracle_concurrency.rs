@@ -148,3 +148,50 @@ fn overflowing_the_logical_counter_moves_to_the_next_millisecond() {
     assert_eq!(physical_of(all[0]), T0);
     assert!(physical_of(*all.last().unwrap()) > T0);
 }
+
+/// On a one-worker runtime (the embedded stack's), askers that one event wakes together go out
+/// as one request: the lane lets the tasks already runnable join before it takes the batch.
+/// Without that, the first asker's wake-up ran the lane at once and it sent that asker alone.
+#[test]
+fn askers_woken_together_on_one_worker_share_one_request() {
+    let server = OracleServer::start_local(MemoryStore::new()).unwrap();
+    let addrs = [server.local_addr().to_string()];
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let config = ClientConfig {
+            connections: 1,
+            ..ClientConfig::default()
+        };
+        let client = Arc::new(OracleClient::connect_async(&addrs, config).await.unwrap());
+        client.get_timestamp_async().await.unwrap();
+        let before = client.server_stats_async().await.unwrap().requests;
+        let (go, ready) = tokio::sync::watch::channel(false);
+        let askers: Vec<_> = (0..8)
+            .map(|_| {
+                let (client, mut ready) = (Arc::clone(&client), ready.clone());
+                tokio::spawn(async move {
+                    ready.wait_for(|go| *go).await.unwrap();
+                    client.get_timestamp_async().await.unwrap()
+                })
+            })
+            .collect();
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        tokio::spawn(async move { go.send(true).unwrap() })
+            .await
+            .unwrap();
+        let mut got = Vec::new();
+        for asker in askers {
+            got.push(asker.await.unwrap());
+        }
+        got.sort_unstable();
+        got.dedup();
+        assert_eq!(got.len(), 8, "every asker got a timestamp of its own");
+        let after = client.server_stats_async().await.unwrap().requests;
+        assert_eq!(after - before, 1, "the eight askers shared one request");
+    });
+    server.shutdown().unwrap();
+}

@@ -66,7 +66,7 @@ enum Command {
         /// Gateway connections in the client's pool.
         #[arg(long, default_value_t = 64)]
         pool: u32,
-        /// checkAndMutates of one batch that may share a connection, pipelined (the client's
+        /// Calls that may share a connection, pipelined (the client's
         /// `HBaseConfig::pipeline_per_connection`; default: 4 against the embedded emulator, else
         /// the client's default, 1).
         #[arg(long)]

@@ -31,12 +31,15 @@ pub(crate) enum Replay {
     NotAfterSend,
 }
 
-/// What a call is, for its retry rule and its errors.
+/// What a call is, for its retry rule, its errors and its share of a connection.
 pub(crate) struct CallSpec<'a> {
     pub method: &'static str,
     pub table: &'a str,
     pub row: &'a [u8],
     pub replay: Replay,
+    /// Rows the call reads or writes at most: the pool keeps a call over many rows from
+    /// sharing a connection (see `pool`).
+    pub rows: usize,
 }
 
 impl<'a> CallSpec<'a> {
@@ -46,6 +49,7 @@ impl<'a> CallSpec<'a> {
             table,
             row,
             replay: Replay::Safe,
+            rows: 1,
         }
     }
 
@@ -56,6 +60,7 @@ impl<'a> CallSpec<'a> {
             table,
             row,
             replay: Replay::OutcomeUnknown,
+            rows: 1,
         }
     }
 
@@ -66,7 +71,14 @@ impl<'a> CallSpec<'a> {
             table,
             row: &[],
             replay: Replay::NotAfterSend,
+            rows: 1,
         }
+    }
+
+    /// A call over `rows` rows (at least one counts).
+    pub(crate) fn rows(mut self, rows: usize) -> Self {
+        self.rows = rows.max(1);
+        self
     }
 }
 
@@ -168,7 +180,7 @@ impl AsyncHBaseClient {
             client
                 .inner
                 .pool
-                .lease()
+                .lease(1)
                 .await
                 .map_err(|e| client.transport(e))?,
         );
@@ -233,13 +245,13 @@ impl AsyncHBaseClient {
                     message: format!("encoding {method}: {e}"),
                 }
             })?;
-        let lease = self.inner.pool.lease().await;
+        let lease = self.inner.pool.lease(spec.rows).await;
         let first = match self.attempt(&spec, &request, lease).await {
             Attempt::Done(result) => return result,
             Attempt::Replay(error) => error,
         };
         tracing::debug!(method, table = spec.table, error = %first, "replaying once on a fresh connection");
-        let fresh = self.inner.pool.fresh().await;
+        let fresh = self.inner.pool.fresh(spec.rows).await;
         match self.attempt(&spec, &request, fresh).await {
             Attempt::Done(result) => result,
             Attempt::Replay(error) => Err(error),

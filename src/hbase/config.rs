@@ -58,13 +58,13 @@ pub struct HBaseConfig {
     /// A pooled connection idle for longer than this is replaced instead of reused. The gateway
     /// drops connections idle for 60 s, so this must stay below that.
     pub max_idle: Duration,
-    /// How many checkAndMutates of one batch (`HBaseClient::check_and_mutate_all`) may share a
-    /// connection, pipelined. A gateway answers one connection's requests one after another,
-    /// so sharing costs latency on a real cluster and saves a gateway wake-up per request.
-    /// The default, 1, spreads a batch over as many connections as it has requests (at most
-    /// 16): measured against a real HBase 2.6.1 gateway, 4 cost 18% of `txn_put1` throughput
-    /// and 13% of `txn_transfer2` (README, "Against a real HBase"). Only a gateway whose calls
-    /// cost less than its wake-ups (the loopback emulator) gains from more.
+    /// How many calls may share a connection, pipelined; a call over more rows than this (a
+    /// fused read, a batch of puts) takes a connection of its own. A gateway answers one
+    /// connection's requests one after another, so sharing costs latency on a real cluster and
+    /// saves a gateway wake-up per request. The default, 1, spreads concurrent calls over
+    /// connections: measured against a real HBase 2.6.1 gateway, 4 cost 18% of `txn_put1`
+    /// throughput and 13% of `txn_transfer2` (README, "Against a real HBase"). Only a gateway
+    /// whose calls cost less than its wake-ups (the loopback emulator) gains from more.
     pub pipeline_per_connection: usize,
 }
 
@@ -161,7 +161,7 @@ impl HBaseConfig {
         self
     }
 
-    /// Sets how many checkAndMutates of one batch may share a connection.
+    /// Sets how many calls may share a connection.
     ///
     /// ```
     /// use percolator::HBaseConfig;

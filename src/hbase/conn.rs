@@ -131,6 +131,7 @@ struct Shared {
     written: AtomicU64,
     /// Wakes the connection's task: a request was queued, or the connection broke or closed.
     wake: Notify,
+    /// The calls in flight on it, as the pool weighs them (its load measure).
     in_flight: AtomicUsize,
     /// When the connection opened, and nanoseconds after it that it was last used: the pool
     /// reads both for every call, so neither takes a lock.
@@ -212,13 +213,13 @@ impl Connection {
         self.shared.in_flight.load(Ordering::Relaxed)
     }
 
-    /// Counts a call that is about to use this connection (the pool's load measure).
-    pub(crate) fn begin(&self) {
-        self.shared.in_flight.fetch_add(1, Ordering::Relaxed);
+    /// Counts a call that is about to use this connection, as `load` (the pool's measure).
+    pub(crate) fn begin(&self, load: usize) {
+        self.shared.in_flight.fetch_add(load, Ordering::Relaxed);
     }
 
-    pub(crate) fn end(&self) {
-        self.shared.in_flight.fetch_sub(1, Ordering::Relaxed);
+    pub(crate) fn end(&self, load: usize) {
+        self.shared.in_flight.fetch_sub(load, Ordering::Relaxed);
         let since = self.shared.opened.elapsed().as_nanos();
         self.shared
             .last_used_ns

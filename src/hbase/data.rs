@@ -62,7 +62,8 @@ impl AsyncHBaseClient {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub async fn get_many(&self, table: &str, gets: &[Get]) -> Result<Vec<RowResult>> {
-        let spec = CallSpec::safe("getMultiple", table, first_row(gets, |g| &g.row));
+        let spec =
+            CallSpec::safe("getMultiple", table, first_row(gets, |g| &g.row)).rows(gets.len());
         let tgets: Vec<_> = gets.iter().map(convert::get).collect();
         let args = [
             (1, Arg::Binary(table.as_bytes())),
@@ -132,7 +133,8 @@ impl AsyncHBaseClient {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub async fn put_many(&self, table: &str, puts: &[Put]) -> Result<()> {
-        let spec = CallSpec::safe("putMultiple", table, first_row(puts, |p| &p.row));
+        let spec =
+            CallSpec::safe("putMultiple", table, first_row(puts, |p| &p.row)).rows(puts.len());
         let tputs: Vec<_> = puts.iter().map(convert::put).collect();
         let args = [
             (1, Arg::Binary(table.as_bytes())),
@@ -184,7 +186,8 @@ impl AsyncHBaseClient {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub async fn delete_many(&self, table: &str, deletes: &[Delete]) -> Result<()> {
-        let spec = CallSpec::safe("deleteMultiple", table, first_row(deletes, |d| &d.row));
+        let spec = CallSpec::safe("deleteMultiple", table, first_row(deletes, |d| &d.row))
+            .rows(deletes.len());
         let tdeletes: Vec<_> = deletes.iter().map(convert::delete).collect();
         let args = [
             (1, Arg::Binary(table.as_bytes())),
@@ -448,7 +451,8 @@ impl AsyncHBaseClient {
         scan: &Scan,
         num_rows: i32,
     ) -> Result<Vec<RowResult>> {
-        let spec = CallSpec::safe("getScannerResults", table, &scan.start_row);
+        let spec = CallSpec::safe("getScannerResults", table, &scan.start_row)
+            .rows(usize::try_from(num_rows).unwrap_or(1));
         let tscan = convert::scan(scan);
         let args = [
             (1, Arg::Binary(table.as_bytes())),
@@ -497,6 +501,7 @@ impl AsyncHBaseClient {
             table,
             row: &[],
             replay: Replay::NotAfterSend,
+            rows: usize::try_from(num_rows).unwrap_or(1).max(1),
         };
         let args = [(1, Arg::I32(scanner_id)), (2, Arg::I32(num_rows))];
         convert::row_results(self.call(spec, &args).await?)

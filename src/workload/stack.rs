@@ -40,6 +40,9 @@ impl Stack {
         let (emulator, hbase_addr) = match hbase {
             Some(addr) => (None, addr.to_string()),
             None => {
+                // The clients share this process's cores with the emulator: one I/O worker
+                // (see `runtime::prefer_io_threads`).
+                crate::runtime::prefer_io_threads(1);
                 let handle = emulator::start_local()
                     .map_err(|e| Error::io("starting the HBase emulator", e))?;
                 let addr = handle.local_addr().to_string();
