@@ -36,7 +36,7 @@ static PREFERRED: AtomicUsize = AtomicUsize::new(0);
 /// Asks for `threads` workers in the shared runtime, for a process whose clients share its
 /// cores with the gateway (the embedded emulator). There, a second worker costs more than it
 /// gives: the worker that reads a reply wakes the waiting task, the idle one is woken to steal
-/// it, and on a 2-core machine that hand-off made every call cost 15-25% more CPU with no gain
+/// it, and on a 2-core machine that hand-off made every call cost 14-26% more CPU with no gain
 /// in throughput (session 33). `PERCOLATOR_IO_THREADS` still wins, and a runtime already built
 /// keeps its size.
 pub(crate) fn prefer_io_threads(threads: usize) {

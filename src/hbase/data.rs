@@ -7,7 +7,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::Poll;
 
-use super::client::{AsyncHBaseClient, CallSpec, Replay};
+use super::client::{AsyncHBaseClient, CallSpec};
 use super::convert;
 use super::types::*;
 use super::wire::Arg;
@@ -451,8 +451,8 @@ impl AsyncHBaseClient {
         scan: &Scan,
         num_rows: i32,
     ) -> Result<Vec<RowResult>> {
-        let spec = CallSpec::safe("getScannerResults", table, &scan.start_row)
-            .rows(usize::try_from(num_rows).unwrap_or(1));
+        let spec =
+            CallSpec::safe("getScannerResults", table, &scan.start_row).rows(rows_asked(num_rows));
         let tscan = convert::scan(scan);
         let args = [
             (1, Arg::Binary(table.as_bytes())),
@@ -496,13 +496,7 @@ impl AsyncHBaseClient {
         scanner_id: i32,
         num_rows: i32,
     ) -> Result<Vec<RowResult>> {
-        let spec = CallSpec {
-            method: "getScannerRows",
-            table,
-            row: &[],
-            replay: Replay::NotAfterSend,
-            rows: usize::try_from(num_rows).unwrap_or(1).max(1),
-        };
+        let spec = CallSpec::not_after_send("getScannerRows", table).rows(rows_asked(num_rows));
         let args = [(1, Arg::I32(scanner_id)), (2, Arg::I32(num_rows))];
         convert::row_results(self.call(spec, &args).await?)
     }
@@ -577,4 +571,9 @@ async fn join_all<F: Future>(futures: impl Iterator<Item = F>) -> Vec<F::Output>
         }
     })
     .await
+}
+
+/// The rows a scanner call asks for, as the pool weighs the call (a bad count weighs one).
+fn rows_asked(num_rows: i32) -> usize {
+    usize::try_from(num_rows).unwrap_or(1)
 }
