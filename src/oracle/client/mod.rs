@@ -4,9 +4,9 @@
 //! (the paper's pending-RPC batching): whoever asks while a request is in flight joins the
 //! lane's next batch, and that batch goes out as one request for all of them. Each thread
 //! asks through one lane (threads are dealt out round-robin), which keeps a lane's state in
-//! one core's cache. The lanes run on the client's own single-threaded
-//! runtime, so the synchronous API works from any thread and the asynchronous one from any
-//! runtime.
+//! one core's cache. The lanes run as tasks on the caller's multi-thread runtime, or else on
+//! the crate's shared one, so the synchronous API works from any thread and the asynchronous
+//! one from any runtime.
 
 mod batch;
 mod conn;
