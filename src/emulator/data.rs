@@ -76,7 +76,7 @@ impl Handler {
     pub fn put(&self, table: &[u8], tput: &TPut) -> ServerResult<()> {
         let name = TableName::parse(table)?;
         let m = convert::put(tput)?;
-        store::mutate(&*self.table(&name)?, &tput.row, vec![m], self.now())
+        store::mutate(&*self.table(&name)?, &tput.row, &[m], self.now())
     }
 
     /// A batch: every action is tried; the failed ones are reported together.
@@ -88,7 +88,7 @@ impl Handler {
         let now = self.now();
         let failures: Vec<ServerError> = actions
             .into_iter()
-            .filter_map(|(row, m)| store::mutate(&t, row, vec![m], now).err())
+            .filter_map(|(row, m)| store::mutate(&t, row, &[m], now).err())
             .collect();
         match failures.first() {
             None => Ok(()),
@@ -130,7 +130,7 @@ impl Handler {
     pub fn delete_single(&self, table: &[u8], tdelete: &TDelete) -> ServerResult<()> {
         let name = TableName::parse(table)?;
         let m = convert::delete(tdelete)?;
-        store::mutate(&*self.table(&name)?, &tdelete.row, vec![m], self.now())
+        store::mutate(&*self.table(&name)?, &tdelete.row, &[m], self.now())
     }
 
     /// Always answers an empty list, like the real gateway.
@@ -152,7 +152,7 @@ impl Handler {
         name: &TableName,
         row: &[u8],
         check: Check,
-        mutations: Vec<Mutation>,
+        mutations: &[Mutation],
     ) -> ServerResult<bool> {
         check_row(row)?;
         store::check_and_mutate(&*self.table(name)?, row, &check, mutations, self.now())
@@ -177,7 +177,7 @@ impl Handler {
             op: CompareOp::Equal,
             value: value.unwrap_or_default(),
         };
-        self.check_then(&name, row, check, vec![m])
+        self.check_then(&name, row, check, &[m])
     }
 
     pub fn check_and_delete(
@@ -198,7 +198,7 @@ impl Handler {
             op: CompareOp::Equal,
             value: value.unwrap_or_default(),
         };
-        self.check_then(&name, row, check, vec![m])
+        self.check_then(&name, row, check, &[m])
     }
 
     /// An unset value crashes the real handler with a NullPointerException: INTERNAL_ERROR.
@@ -231,7 +231,7 @@ impl Handler {
         };
         // Unlike checkAndPut/checkAndDelete, HBase 2.x runs checkAndMutate through the batch
         // path, so its table and region errors arrive wrapped.
-        self.check_then(&name, row, check, mutations)
+        self.check_then(&name, row, check, &mutations)
             .map_err(|e| self.batch_failure(1, e))
     }
 
@@ -239,7 +239,7 @@ impl Handler {
         let name = TableName::parse(table)?;
         let mutations = convert::row_mutations(trm)?;
         let t = self.table(&name).map_err(|e| self.batch_failure(1, e))?;
-        store::mutate(&t, &trm.row, mutations, self.now()).map_err(|e| self.batch_failure(1, e))
+        store::mutate(&t, &trm.row, &mutations, self.now()).map_err(|e| self.batch_failure(1, e))
     }
 
     fn read_modify_write(

@@ -78,11 +78,10 @@ impl Check {
     }
 }
 
-/// A resolved delete marker, ready to be written. It owns its qualifier, so the batch's puts
-/// can be moved into the row while the markers wait their turn.
+/// A resolved delete marker, ready to be written.
 enum Marker<'a> {
-    Version(&'a FamilySchema, Vec<u8>, i64),
-    Columns(&'a FamilySchema, Vec<u8>, i64),
+    Version(&'a FamilySchema, &'a [u8], i64),
+    Columns(&'a FamilySchema, &'a [u8], i64),
     Family(&'a FamilySchema, i64),
     FamilyVersion(&'a FamilySchema, i64),
 }
@@ -128,7 +127,7 @@ fn or_now(ts: Option<i64>, now: i64) -> i64 {
 fn resolve_delete<'s>(
     row: &Row,
     schema: &'s TableSchema,
-    entries: &[DeleteEntry],
+    entries: &'s [DeleteEntry],
     row_timestamp: Option<i64>,
     now: i64,
 ) -> Vec<Marker<'s>> {
@@ -141,7 +140,6 @@ fn resolve_delete<'s>(
             .collect();
     }
     let mut latest_seen: BTreeMap<(&[u8], &[u8]), usize> = BTreeMap::new();
-    let qualifier = |e: &DeleteEntry| e.qualifier.clone();
     entries
         .iter()
         .map(|e| {
@@ -158,9 +156,9 @@ fn resolve_delete<'s>(
                                 .map_or(now, |(ts, _)| ts)
                         }
                     };
-                    Marker::Version(f, qualifier(e), ts)
+                    Marker::Version(f, &e.qualifier, ts)
                 }
-                DeleteKind::Columns => Marker::Columns(f, qualifier(e), or_now(e.timestamp, now)),
+                DeleteKind::Columns => Marker::Columns(f, &e.qualifier, or_now(e.timestamp, now)),
                 DeleteKind::Family => Marker::Family(f, or_now(e.timestamp, now)),
                 DeleteKind::FamilyVersion => Marker::FamilyVersion(f, or_now(e.timestamp, now)),
             }
@@ -168,13 +166,13 @@ fn resolve_delete<'s>(
         .collect()
 }
 
-/// Applies a batch to a locked row, moving its values in; returns the families it touched,
-/// each with whether it deleted anything there, for the caller to bring the table's row lists
-/// in step under the same lock. `put_ts` is the timestamp of cells that carry none.
+/// Applies a batch to a locked row; returns the families it touched, each with whether it
+/// deleted anything there, for the caller to bring the table's row lists in step under the
+/// same lock. `put_ts` is the timestamp of cells that carry none.
 fn apply<'s>(
     row: &mut Row,
     schema: &'s TableSchema,
-    mutations: Vec<Mutation>,
+    mutations: &'s [Mutation],
     now: i64,
     put_ts: i64,
 ) -> Vec<(&'s [u8], bool)> {
@@ -194,22 +192,27 @@ fn apply<'s>(
             Mutation::Put(_) => Vec::new(),
         })
         .collect();
-    for (m, markers) in mutations.into_iter().zip(resolved) {
+    for (m, markers) in mutations.iter().zip(resolved) {
         if let Mutation::Put(cells) = m {
             for c in cells {
                 let f = schema.family(&c.family).expect("families checked first");
                 touch(&f.name, false);
-                row.put(f, &c.qualifier, or_now(c.timestamp, put_ts), c.value);
+                row.put(
+                    f,
+                    &c.qualifier,
+                    or_now(c.timestamp, put_ts),
+                    c.value.clone(),
+                );
             }
         }
         for marker in markers {
             let f = match marker {
                 Marker::Version(f, q, ts) => {
-                    row.delete_version(f, &q, ts);
+                    row.delete_version(f, q, ts);
                     f
                 }
                 Marker::Columns(f, q, ts) => {
-                    row.delete_columns(f, &q, ts);
+                    row.delete_columns(f, q, ts);
                     f
                 }
                 Marker::Family(f, ts) => {
@@ -248,9 +251,9 @@ pub fn get(table: &Table, key: &[u8], spec: &ReadSpec, now: i64) -> ServerResult
 }
 
 /// Applies puts and deletes to one row atomically (put, delete and mutateRow).
-pub fn mutate(table: &Table, key: &[u8], mutations: Vec<Mutation>, now: i64) -> ServerResult<()> {
+pub fn mutate(table: &Table, key: &[u8], mutations: &[Mutation], now: i64) -> ServerResult<()> {
     let schema = table.schema_for_data()?;
-    check_families(table, &schema, &mutations)?;
+    check_families(table, &schema, mutations)?;
     let handle = table.row_or_insert(key);
     let mut row = handle.lock();
     let touched = apply(&mut row, &schema, mutations, now, now);
@@ -264,7 +267,7 @@ pub fn check_and_mutate(
     table: &Table,
     key: &[u8],
     check: &Check,
-    mutations: Vec<Mutation>,
+    mutations: &[Mutation],
     now: i64,
 ) -> ServerResult<bool> {
     let schema = table.schema_for_data()?;
@@ -275,7 +278,7 @@ pub fn check_and_mutate(
     if !check.passes(latest.map(|(_, v)| v.as_slice())) {
         return Ok(false);
     }
-    check_families(table, &schema, &mutations)?;
+    check_families(table, &schema, mutations)?;
     // Never write below the checked cell, even if the clock went backwards (HBASE-14070).
     let put_ts = latest.map_or(now, |(ts, _)| now.max(ts));
     let touched = apply(&mut row, &schema, mutations, now, put_ts);

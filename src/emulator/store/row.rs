@@ -105,15 +105,6 @@ fn trim(column: &mut ColumnData, schema: &FamilySchema) {
     }
 }
 
-/// The entry of `key`, made on first use: the key is copied only then, as a write to a family
-/// or column the row already has is the common case.
-fn entry_mut<'m, V: Default>(map: &'m mut BTreeMap<Vec<u8>, V>, key: &[u8]) -> &'m mut V {
-    if !map.contains_key(key) {
-        map.insert(key.to_vec(), V::default());
-    }
-    map.get_mut(key).expect("inserted above")
-}
-
 /// Where a newest-first walk of the versions below `max` starts.
 fn newest_below(max: i64) -> Bound<Reverse<i64>> {
     match max {
@@ -131,9 +122,9 @@ impl ColumnData {
 impl Row {
     /// Writes one version; a version at the same timestamp is replaced (the later write wins).
     pub fn put(&mut self, schema: &FamilySchema, qualifier: &[u8], ts: i64, value: Vec<u8>) {
-        let family = entry_mut(&mut self.families, &schema.name);
+        let family = self.families.entry(schema.name.clone()).or_default();
         let hidden_by_family = family.hides(ts);
-        let column = entry_mut(&mut family.columns, qualifier);
+        let column = family.columns.entry(qualifier.to_vec()).or_default();
         // What was stored is already pruned, so only the new version can be hidden, and
         // only the oldest can fall past VERSIONS: no walk over a long history per put.
         if hidden_by_family || column.hides(ts) {
@@ -145,30 +136,30 @@ impl Row {
 
     /// A single-version Delete marker at exactly `ts`.
     pub fn delete_version(&mut self, schema: &FamilySchema, qualifier: &[u8], ts: i64) {
-        let family = entry_mut(&mut self.families, &schema.name);
-        let column = entry_mut(&mut family.columns, qualifier);
+        let family = self.families.entry(schema.name.clone()).or_default();
+        let column = family.columns.entry(qualifier.to_vec()).or_default();
         column.version_deletes.insert(ts);
         column.versions.remove(&Reverse(ts));
     }
 
     /// A DeleteColumn marker: every version of the column at or below `ts`.
     pub fn delete_columns(&mut self, schema: &FamilySchema, qualifier: &[u8], ts: i64) {
-        let family = entry_mut(&mut self.families, &schema.name);
-        let column = entry_mut(&mut family.columns, qualifier);
+        let family = self.families.entry(schema.name.clone()).or_default();
+        let column = family.columns.entry(qualifier.to_vec()).or_default();
         column.columns_delete = Some(column.columns_delete.map_or(ts, |d| d.max(ts)));
         family.prune_column(qualifier, schema);
     }
 
     /// A DeleteFamily marker: every column of the family at or below `ts`.
     pub fn delete_family(&mut self, schema: &FamilySchema, ts: i64) {
-        let family = entry_mut(&mut self.families, &schema.name);
+        let family = self.families.entry(schema.name.clone()).or_default();
         family.family_delete = Some(family.family_delete.map_or(ts, |d| d.max(ts)));
         family.prune_all(schema);
     }
 
     /// A DeleteFamilyVersion marker: every column of the family at exactly `ts`.
     pub fn delete_family_version(&mut self, schema: &FamilySchema, ts: i64) {
-        let family = entry_mut(&mut self.families, &schema.name);
+        let family = self.families.entry(schema.name.clone()).or_default();
         family.family_version_deletes.insert(ts);
         family.prune_all(schema);
     }
