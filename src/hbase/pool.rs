@@ -116,16 +116,17 @@ impl Pool {
     /// A connection for one call over `rows` rows: see the module doc. A failed connect is its
     /// socket error.
     pub(crate) async fn lease(&self, rows: usize) -> io::Result<Lease> {
+        let load = self.load(rows);
         loop {
             let opened = self.opened.notified();
             tokio::pin!(opened);
-            match self.pick(rows, opened.as_mut()) {
+            match self.pick(load, opened.as_mut()) {
                 Pick::Lease(lease) => return Ok(lease),
                 Pick::Wait => opened.await,
                 Pick::Open => {
                     let _slot = Opening(self);
                     let conn = Arc::new(self.connect().await?);
-                    let lease = Lease::new(Arc::clone(&conn), self.load(rows));
+                    let lease = Lease::new(Arc::clone(&conn), load);
                     self.state.lock().open.push(conn);
                     return Ok(lease);
                 }
@@ -150,9 +151,9 @@ impl Pool {
         load_of(rows, self.limits.pipeline)
     }
 
-    fn pick(&self, rows: usize, opened: Pin<&mut Notified<'_>>) -> Pick {
+    /// Where a call adding `load` goes (see `choose`).
+    fn pick(&self, load: usize, opened: Pin<&mut Notified<'_>>) -> Pick {
         let limits = self.limits;
-        let load = self.load(rows);
         let now = Instant::now();
         let mut slots = self.state.lock();
         let mut sweep = slots.next_sweep.is_none_or(|at| now >= at);
