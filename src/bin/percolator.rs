@@ -67,7 +67,7 @@ enum Command {
         #[arg(long, default_value_t = 64)]
         pool: u32,
         /// Calls that may share a connection, pipelined (the client's
-        /// `HBaseConfig::pipeline_per_connection`; default: 4 against the embedded emulator, else
+        /// `HBaseConfig::pipeline_per_connection`; default: 16 against the embedded emulator, else
         /// the client's default, 1).
         #[arg(long)]
         pipeline: Option<usize>,
