@@ -12,7 +12,9 @@ use crate::oracle::{
 };
 use crate::txn::{self, LivenessConfig, TxnOptions};
 
-/// Calls per connection against the in-process emulator (see `Stack::start_with`).
+/// Calls per connection against the in-process emulator: where transactions run fastest.
+/// Against 4, writes gain 40-45% and reads stay; 32 trades 8% of the reads for 7-9% on the
+/// writes (docs/benchmarks.md, session 35).
 const EMBEDDED_PIPELINE: usize = 16;
 
 /// Running services plus connected clients; in-process services stop when this is dropped.
@@ -73,10 +75,7 @@ impl Stack {
             // The in-process emulator answers a loopback call in microseconds, less than the
             // wake-up a separate connection costs, so sharing connections pays there (calls
             // made together leave in one write), unlike on a real gateway, which serves one
-            // connection's calls in turn (see `HBaseConfig::pipeline_per_connection`). 16 is
-            // where transactions run fastest: against 4, writes gain 40-45% and reads stay
-            // (32 trades 8% of the reads for 7-9% on the writes; docs/benchmarks.md, session
-            // 35).
+            // connection's calls in turn (see `HBaseConfig::pipeline_per_connection`).
             config = config.pipeline_per_connection(EMBEDDED_PIPELINE);
         }
         let hbase = HBaseClient::connect(tune(config))?;
