@@ -1,4 +1,4 @@
-//! Conversions between the typed operations (`types.rs`) and the generated Thrift structs.
+//! Conversions between the typed operations (`types/`) and the generated Thrift structs.
 //!
 //! Optional Thrift fields are left unset whenever the typed value is the HBase default, so the
 //! gateway applies its own defaults exactly as it would for a Java client.

@@ -8,20 +8,20 @@
 //!   [`AsyncTransaction::notify`](crate::AsyncTransaction::notify)).
 //! - `run`: the [`Observer`] trait and one observer run (the ack rule, clearing).
 //! - `lease`: partitions of the notify space leased through meta table rows.
+//! - `registry`: [`register`] an observed column, list them, count pending notifications.
 //! - `worker`: [`ObserverWorker`], the tasks that scan, run and clear.
 
 mod lease;
 #[cfg(test)]
 mod lease_tests;
 mod model;
+mod registry;
 mod run;
 #[cfg(test)]
 mod run_tests;
 mod worker;
 
 pub use model::ObservedColumn;
+pub use registry::{observed_columns, pending_notifications, register};
 pub use run::{Observer, WorkerCrash, WorkerSeam};
-pub use worker::{
-    observed_columns, pending_notifications, register, ObserverSet, ObserverWorker, WorkerConfig,
-    WorkerStats,
-};
+pub use worker::{ObserverSet, ObserverWorker, WorkerConfig, WorkerStats};

@@ -1,0 +1,376 @@
+//! The observer worker: tasks on the client's runtime that hold partition leases, scan their
+//! partitions' notifications, run the observers and clear what they covered. A failed run is
+//! retried with exponential backoff, never dropped; `shutdown` drains every task.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::error::Result;
+use crate::observer::lease::Partition;
+use crate::observer::model::{check_observer_name, ObservedColumn};
+use crate::observer::registry::register;
+use crate::observer::run::{Observer, WorkerCrash};
+use crate::AsyncClient;
+
+mod tasks;
+
+/// The observers a worker runs, one per observed column.
+///
+/// ```
+/// # use percolator::observer::{ObservedColumn, Observer, ObserverSet};
+/// # struct Nop;
+/// # #[async_trait::async_trait]
+/// # impl Observer for Nop {
+/// #     async fn process(&self, _: &mut percolator::AsyncTransaction, _: &[u8], _: &ObservedColumn) -> percolator::Result<()> { Ok(()) }
+/// # }
+/// let set = ObserverSet::new().observe(ObservedColumn::new("docs", "f", "content"), "indexer", Nop)?;
+/// assert_eq!(set.columns().len(), 1);
+/// # Ok::<(), percolator::Error>(())
+/// ```
+#[derive(Clone, Default)]
+pub struct ObserverSet {
+    observers: BTreeMap<ObservedColumn, (String, Arc<dyn Observer>)>,
+}
+
+impl ObserverSet {
+    /// ```
+    /// assert!(percolator::observer::ObserverSet::new().columns().is_empty());
+    /// ```
+    pub fn new() -> ObserverSet {
+        ObserverSet::default()
+    }
+
+    /// Adds `observer`, named `name` (the name keys its acknowledgments), for `column`.
+    /// A column has one observer: a second is an `IllegalArgument` error.
+    ///
+    /// ```
+    /// # use percolator::observer::{ObservedColumn, Observer, ObserverSet};
+    /// # struct Nop;
+    /// # #[async_trait::async_trait]
+    /// # impl Observer for Nop {
+    /// #     async fn process(&self, _: &mut percolator::AsyncTransaction, _: &[u8], _: &ObservedColumn) -> percolator::Result<()> { Ok(()) }
+    /// # }
+    /// let col = ObservedColumn::new("docs", "f", "content");
+    /// let set = ObserverSet::new().observe(col.clone(), "a", Nop)?;
+    /// assert!(set.observe(col, "b", Nop).is_err());
+    /// # Ok::<(), percolator::Error>(())
+    /// ```
+    pub fn observe(
+        mut self,
+        column: ObservedColumn,
+        name: &str,
+        observer: impl Observer,
+    ) -> Result<ObserverSet> {
+        check_observer_name(name)?;
+        if self.observers.contains_key(&column) {
+            return Err(crate::Error::IllegalArgument {
+                message: format!("{column} already has an observer"),
+            });
+        }
+        self.observers
+            .insert(column, (name.to_string(), Arc::new(observer)));
+        Ok(self)
+    }
+
+    /// The observed columns.
+    ///
+    /// ```
+    /// assert!(percolator::observer::ObserverSet::new().columns().is_empty());
+    /// ```
+    pub fn columns(&self) -> Vec<ObservedColumn> {
+        self.observers.keys().cloned().collect()
+    }
+
+    fn tables(&self) -> BTreeSet<String> {
+        self.observers.keys().map(|c| c.table.clone()).collect()
+    }
+}
+
+/// How a worker runs.
+///
+/// ```
+/// let config = percolator::observer::WorkerConfig::default();
+/// assert!(config.scanners >= 1 && config.partitions >= 1);
+/// ```
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct WorkerConfig {
+    /// Scanning tasks; each runs up to `concurrency` observer transactions at once.
+    pub scanners: usize,
+    pub concurrency: usize,
+    /// Partitions per table (ranges of the rows' first byte).
+    pub partitions: usize,
+    /// A lease not renewed for this long is taken over by another worker.
+    pub lease_ttl: Duration,
+    /// Rows per scan page.
+    pub scan_rows: i32,
+    /// Pause after a scan round that found nothing, doubled up to `max_idle`.
+    pub min_idle: Duration,
+    pub max_idle: Duration,
+    /// Backoff of a failed run: `retry_base * 2^attempts`, at most `retry_max`.
+    pub retry_base: Duration,
+    pub retry_max: Duration,
+    /// Makes the worker die at a seam (tests, the demo's kills).
+    pub crash: Option<WorkerCrash>,
+}
+
+impl Default for WorkerConfig {
+    fn default() -> Self {
+        WorkerConfig {
+            scanners: 8,
+            concurrency: 16,
+            partitions: 16,
+            lease_ttl: Duration::from_secs(10),
+            scan_rows: 256,
+            min_idle: Duration::from_millis(5),
+            max_idle: Duration::from_millis(50),
+            retry_base: Duration::from_millis(10),
+            retry_max: Duration::from_secs(2),
+            crash: None,
+        }
+    }
+}
+
+impl WorkerConfig {
+    /// ```
+    /// let c = percolator::observer::WorkerConfig::default().with_lease_ttl(std::time::Duration::from_secs(2));
+    /// assert_eq!(c.lease_ttl.as_secs(), 2);
+    /// ```
+    pub fn with_lease_ttl(mut self, ttl: Duration) -> Self {
+        self.lease_ttl = ttl;
+        self
+    }
+
+    /// ```
+    /// let c = percolator::observer::WorkerConfig::default().with_crash(std::sync::Arc::new(|_| false));
+    /// assert!(c.crash.is_some());
+    /// ```
+    pub fn with_crash(mut self, crash: WorkerCrash) -> Self {
+        self.crash = Some(crash);
+        self
+    }
+
+    /// ```
+    /// let c = percolator::observer::WorkerConfig::default().with_partitions(4);
+    /// assert_eq!(c.partitions, 4);
+    /// ```
+    pub fn with_partitions(mut self, partitions: usize) -> Self {
+        self.partitions = partitions.clamp(1, 256);
+        self
+    }
+
+    /// ```
+    /// let c = percolator::observer::WorkerConfig::default().with_scanners(1, 4);
+    /// assert_eq!((c.scanners, c.concurrency), (1, 4));
+    /// ```
+    pub fn with_scanners(mut self, scanners: usize, concurrency: usize) -> Self {
+        self.scanners = scanners.max(1);
+        self.concurrency = concurrency.max(1);
+        self
+    }
+}
+
+/// A worker's counters.
+///
+/// ```
+/// let stats = percolator::observer::WorkerStats::default();
+/// assert_eq!(stats.processed, 0);
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct WorkerStats {
+    /// Observer transactions committed.
+    pub processed: u64,
+    /// Runs that found the change acknowledged already (notifications cleared only).
+    pub already_acked: u64,
+    /// Runs that met a change newer than their snapshot (left for the next scan).
+    pub stale: u64,
+    /// Failed runs (observer errors, conflicts, I/O), each retried with backoff.
+    pub errors: u64,
+    /// Runs of a notification whose earlier run failed.
+    pub retries: u64,
+    pub scans: u64,
+    /// Partitions held now.
+    pub partitions: u64,
+}
+
+#[derive(Default)]
+struct Counters {
+    processed: AtomicU64,
+    already_acked: AtomicU64,
+    stale: AtomicU64,
+    errors: AtomicU64,
+    retries: AtomicU64,
+    scans: AtomicU64,
+}
+
+/// A notification's failed runs: how many, and when it may run again.
+type Backoffs = HashMap<(ObservedColumn, Vec<u8>), (u32, Instant)>;
+
+struct Inner {
+    client: AsyncClient,
+    id: String,
+    observers: ObserverSet,
+    config: WorkerConfig,
+    partitions: Vec<Partition>,
+    /// Partitions this worker holds, with the lease value it last stored for each.
+    owned: Mutex<BTreeMap<Partition, Vec<u8>>>,
+    /// Partitions a scanner of this worker is scanning now.
+    busy: Mutex<HashSet<Partition>>,
+    cursors: Mutex<HashMap<Partition, Vec<u8>>>,
+    backoffs: Mutex<Backoffs>,
+    next: AtomicUsize,
+    counters: Counters,
+    dead: AtomicBool,
+    stop: CancellationToken,
+}
+
+/// Runs observers over the notifications of their tables, sharing the work with every other
+/// worker through leases in HBase. See `docs/observers.md`.
+///
+/// ```
+/// # use percolator::observer::{ObservedColumn, Observer, ObserverSet, ObserverWorker, WorkerConfig};
+/// # struct Nop;
+/// # #[async_trait::async_trait]
+/// # impl Observer for Nop {
+/// #     async fn process(&self, _: &mut percolator::AsyncTransaction, _: &[u8], _: &ObservedColumn) -> percolator::Result<()> { Ok(()) }
+/// # }
+/// # let emulator = percolator::emulator::start_local()?;
+/// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
+/// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+/// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
+/// # percolator::txn::setup::create_table(&admin, &Default::default(), "docs", &["f"])?;
+/// # let oracles = [oracle.local_addr().to_string()];
+/// # let rt = tokio::runtime::Runtime::new()?;
+/// # rt.block_on(async {
+/// # let client = percolator::AsyncClient::connect(hbase, &oracles, Default::default()).await?;
+/// let set = ObserverSet::new().observe(ObservedColumn::new("docs", "f", "content"), "nop", Nop)?;
+/// let worker = ObserverWorker::start(client.clone(), set, WorkerConfig::default()).await?;
+/// worker.shutdown().await;
+/// # client.shutdown().await;
+/// # Ok::<(), percolator::Error>(())
+/// # })?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct ObserverWorker {
+    inner: Arc<Inner>,
+    tasks: TaskTracker,
+}
+
+impl ObserverWorker {
+    /// Registers the observed columns in the meta table (so every client writing them leaves
+    /// notifications, within `META_REFRESH`) and starts the lease and scanning tasks on the
+    /// client's runtime.
+    pub async fn start(
+        client: AsyncClient,
+        observers: ObserverSet,
+        config: WorkerConfig,
+    ) -> Result<ObserverWorker> {
+        for column in observers.observers.keys() {
+            let (name, _) = &observers.observers[column];
+            register(&client, column, name).await?;
+        }
+        let partitions = observers
+            .tables()
+            .iter()
+            .flat_map(|t| Partition::all(t, config.partitions))
+            .collect();
+        let inner = Arc::new(Inner {
+            id: format!("{}-obs-{}", client.owner_id(), uuid::Uuid::new_v4()),
+            client,
+            observers,
+            config,
+            partitions,
+            owned: Mutex::default(),
+            busy: Mutex::default(),
+            cursors: Mutex::default(),
+            backoffs: Mutex::default(),
+            next: AtomicUsize::new(0),
+            counters: Counters::default(),
+            dead: AtomicBool::new(false),
+            stop: CancellationToken::new(),
+        });
+        let tasks = TaskTracker::new();
+        let runtime = inner.client.runtime().clone();
+        inner.leases_round().await?;
+        let me = Arc::clone(&inner);
+        tasks.spawn_on(async move { me.lease_loop().await }, &runtime);
+        for _ in 0..inner.config.scanners {
+            let me = Arc::clone(&inner);
+            tasks.spawn_on(async move { me.scan_loop().await }, &runtime);
+        }
+        tasks.close();
+        Ok(ObserverWorker { inner, tasks })
+    }
+
+    /// ```no_run
+    /// # fn f(w: &percolator::observer::ObserverWorker) {
+    /// println!("{}", w.stats().processed);
+    /// # }
+    /// ```
+    pub fn stats(&self) -> WorkerStats {
+        let c = &self.inner.counters;
+        WorkerStats {
+            processed: c.processed.load(Ordering::Relaxed),
+            already_acked: c.already_acked.load(Ordering::Relaxed),
+            stale: c.stale.load(Ordering::Relaxed),
+            errors: c.errors.load(Ordering::Relaxed),
+            retries: c.retries.load(Ordering::Relaxed),
+            scans: c.scans.load(Ordering::Relaxed),
+            partitions: self.inner.owned.lock().len() as u64,
+        }
+    }
+
+    /// Whether the worker died at an injected seam or by [`kill`](Self::kill).
+    ///
+    /// ```no_run
+    /// # fn f(w: &percolator::observer::ObserverWorker) {
+    /// assert!(!w.is_dead());
+    /// # }
+    /// ```
+    pub fn is_dead(&self) -> bool {
+        self.inner.dead.load(Ordering::SeqCst)
+    }
+
+    /// Stops on the spot as a crashed process would: runs in flight are abandoned, leases and
+    /// the worker row are left to expire.
+    ///
+    /// ```no_run
+    /// # async fn f(w: percolator::observer::ObserverWorker) {
+    /// w.kill();
+    /// w.shutdown().await; // only waits for the tasks to stop
+    /// # }
+    /// ```
+    pub fn kill(&self) {
+        self.inner.die();
+    }
+
+    /// Stops scanning, waits for every run in flight, gives the leases back and removes the
+    /// worker row (a dead worker only waits for its tasks).
+    pub async fn shutdown(self) {
+        self.inner.stop.cancel();
+        self.tasks.wait().await;
+        if self.is_dead() {
+            return;
+        }
+        let owned: Vec<Partition> = std::mem::take(&mut *self.inner.owned.lock())
+            .into_keys()
+            .collect();
+        let leases = self.inner.leases();
+        for p in &owned {
+            if let Err(e) = leases.release(p).await {
+                tracing::debug!(error = %e, "lease not released; it will expire");
+            }
+        }
+        for table in self.inner.observers.tables() {
+            if let Err(e) = leases.leave(&table).await {
+                tracing::debug!(error = %e, "worker row not removed; it will expire");
+            }
+        }
+    }
+}

@@ -1,0 +1,294 @@
+//! The worker's tasks: the lease loop, the scanners, and one observer run per notified cell.
+
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use futures::StreamExt;
+use rand::seq::SliceRandom;
+use rand::Rng;
+
+use super::Inner;
+use crate::error::Result;
+use crate::hbase::RowResult;
+use crate::observer::lease::{Leases, Partition};
+use crate::observer::model::{parse_notification, ObservedColumn};
+use crate::observer::registry::notification_scan;
+use crate::observer::run::{run_once, Outcome, WorkerSeam};
+use crate::txn::store::next_page_start;
+
+/// One notified (row, column) and the notification versions seen.
+struct Job {
+    column: ObservedColumn,
+    row: Vec<u8>,
+    versions: Vec<u64>,
+}
+
+impl Inner {
+    pub(super) fn leases(&self) -> Leases<'_> {
+        Leases {
+            ctx: self.client.ctx(),
+            owner: &self.id,
+            ttl_ms: self.config.lease_ttl.as_millis() as u64,
+        }
+    }
+
+    pub(super) fn die(&self) {
+        if !self.dead.swap(true, Ordering::SeqCst) {
+            tracing::info!(worker = %self.id, "observer worker dies");
+        }
+        self.stop.cancel();
+    }
+
+    fn stopping(&self) -> bool {
+        self.stop.is_cancelled()
+    }
+
+    fn crash_at(&self, seam: WorkerSeam) -> bool {
+        let fires = self.config.crash.as_ref().is_some_and(|f| f(seam));
+        if fires {
+            self.die();
+        }
+        fires || self.dead.load(Ordering::SeqCst)
+    }
+
+    pub(super) async fn lease_loop(&self) {
+        let period = self.config.lease_ttl / 3;
+        loop {
+            tokio::select! {
+                _ = self.stop.cancelled() => return,
+                _ = tokio::time::sleep(period) => {}
+            }
+            if let Err(e) = self.leases_round().await {
+                tracing::debug!(error = %e, "lease round failed");
+            }
+        }
+    }
+
+    /// Per table: heartbeat, renew, then give up or take partitions toward this worker's fair
+    /// share of the table's partitions among its live workers.
+    pub(super) async fn leases_round(&self) -> Result<()> {
+        for table in self.observers.tables() {
+            if self.stopping() {
+                return Ok(());
+            }
+            self.table_leases_round(&table).await?;
+        }
+        Ok(())
+    }
+
+    async fn table_leases_round(&self, table: &str) -> Result<()> {
+        let leases = self.leases();
+        leases.heartbeat(table).await?;
+        let live = leases.live_workers(table).await?;
+        let mine = |p: &Partition| p.table == table;
+        let partitions: Vec<Partition> = self
+            .partitions
+            .iter()
+            .filter(|p| mine(p))
+            .cloned()
+            .collect();
+        let target = partitions.len().div_ceil(live);
+        let held: Vec<(Partition, Vec<u8>)> = self
+            .owned
+            .lock()
+            .iter()
+            .filter(|(p, _)| mine(p))
+            .map(|(p, v)| (p.clone(), v.clone()))
+            .collect();
+        for (p, value) in held {
+            match leases.renew(&p, &value).await? {
+                Some(next) => self.owned.lock().insert(p, next),
+                None => self.owned.lock().remove(&p),
+            };
+        }
+        let count = || self.owned.lock().keys().filter(|p| mine(p)).count();
+        let surplus = count().saturating_sub(target);
+        let giving: Vec<Partition> = self
+            .owned
+            .lock()
+            .keys()
+            .filter(|p| mine(p))
+            .take(surplus)
+            .cloned()
+            .collect();
+        for p in giving {
+            self.owned.lock().remove(&p);
+            leases.release(&p).await?;
+        }
+        let mut candidates = partitions;
+        candidates.shuffle(&mut rand::thread_rng());
+        for p in candidates {
+            if count() >= target || self.stopping() {
+                break;
+            }
+            if self.owned.lock().contains_key(&p) {
+                continue;
+            }
+            if let Some(value) = leases.acquire(&p).await? {
+                self.owned.lock().insert(p, value);
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) async fn scan_loop(&self) {
+        let mut idle = self.config.min_idle;
+        loop {
+            if self.stopping() {
+                return;
+            }
+            let mut found = 0;
+            if let Some(p) = self.take_partition() {
+                match self.scan_partition(&p).await {
+                    Ok(n) => found = n,
+                    Err(e) => tracing::debug!(error = %e, "notification scan failed"),
+                }
+                self.busy.lock().remove(&p);
+            }
+            if found > 0 {
+                idle = self.config.min_idle;
+                continue;
+            }
+            tokio::select! {
+                _ = self.stop.cancelled() => return,
+                _ = tokio::time::sleep(idle) => {}
+            }
+            idle = (idle * 2).min(self.config.max_idle);
+        }
+    }
+
+    /// The next owned partition, in turn, that no other scanner of this worker is scanning:
+    /// two scanners of one partition would read the same page and run its notifications twice.
+    fn take_partition(&self) -> Option<Partition> {
+        let held = self.owned.lock();
+        let mut busy = self.busy.lock();
+        let owned: Vec<&Partition> = held.keys().collect();
+        let start = self.next.fetch_add(1, Ordering::Relaxed);
+        let free = (0..owned.len())
+            .map(|k| owned[(start + k) % owned.len()])
+            .find(|p| !busy.contains(*p))?
+            .clone();
+        busy.insert(free.clone());
+        Some(free)
+    }
+
+    /// One page of `p` from its cursor (random at first, then wrapping around); runs what it
+    /// found. Returns the number of notified cells found.
+    async fn scan_partition(&self, p: &Partition) -> Result<usize> {
+        let from = self
+            .cursors
+            .lock()
+            .entry(p.clone())
+            .or_insert_with(|| random_start(p))
+            .clone();
+        let scan = notification_scan(self.client.ctx().schema(), from, p.stop.clone());
+        let page = self
+            .client
+            .ctx()
+            .store()
+            .scan_page(&p.table, &scan, self.config.scan_rows)
+            .await?;
+        self.counters.scans.fetch_add(1, Ordering::Relaxed);
+        let next = next_page_start(&page, self.config.scan_rows).unwrap_or_else(|| p.start.clone());
+        self.cursors.lock().insert(p.clone(), next);
+        let jobs = self.jobs(&p.table, &page);
+        let found = jobs.len();
+        futures::stream::iter(jobs)
+            .for_each_concurrent(self.config.concurrency, |job| self.run_job(job))
+            .await;
+        if found > 0 && self.crash_at(WorkerSeam::MidScan) {
+            return Ok(0);
+        }
+        Ok(found)
+    }
+
+    /// The notified cells of a page that this worker observes and that are not backing off.
+    fn jobs(&self, table: &str, page: &[RowResult]) -> Vec<Job> {
+        let now = Instant::now();
+        let backoffs = self.backoffs.lock();
+        let mut jobs: Vec<Job> = Vec::new();
+        for row in page {
+            for cell in &row.cells {
+                let Some((family, qualifier)) = parse_notification(&cell.qualifier) else {
+                    continue;
+                };
+                let column = ObservedColumn::new(table, family, qualifier);
+                if !self.observers.observers.contains_key(&column) {
+                    continue;
+                }
+                let due = backoffs
+                    .get(&(column.clone(), row.row.clone()))
+                    .is_none_or(|(_, at)| *at <= now);
+                if !due {
+                    continue;
+                }
+                match jobs.last_mut() {
+                    Some(j) if j.row == row.row && j.column == column => {
+                        j.versions.push(cell.timestamp as u64)
+                    }
+                    _ => jobs.push(Job {
+                        column,
+                        row: row.row.clone(),
+                        versions: vec![cell.timestamp as u64],
+                    }),
+                }
+            }
+        }
+        jobs
+    }
+
+    async fn run_job(&self, job: Job) {
+        if self.crash_at(WorkerSeam::BeforeProcess) {
+            return;
+        }
+        let (name, observer) = &self.observers.observers[&job.column];
+        let key = (job.column.clone(), job.row.clone());
+        let failed_before = self.backoffs.lock().get(&key).map(|(n, _)| *n);
+        if failed_before.is_some() {
+            self.counters.retries.fetch_add(1, Ordering::Relaxed);
+        }
+        let die_at = |seam| self.crash_at(seam);
+        let outcome = run_once(
+            &self.client,
+            name,
+            observer.as_ref(),
+            &job.column,
+            &job.row,
+            &job.versions,
+            &die_at,
+        )
+        .await;
+        let c = &self.counters;
+        match outcome {
+            Ok(Outcome::Died) => return,
+            Ok(Outcome::Processed) => c.processed.fetch_add(1, Ordering::Relaxed),
+            Ok(Outcome::AlreadyAcked) => c.already_acked.fetch_add(1, Ordering::Relaxed),
+            Ok(Outcome::Stale) => c.stale.fetch_add(1, Ordering::Relaxed),
+            Err(e) => {
+                c.errors.fetch_add(1, Ordering::Relaxed);
+                let attempts = failed_before.unwrap_or(0) + 1;
+                let pause = self
+                    .config
+                    .retry_base
+                    .saturating_mul(1 << attempts.min(16))
+                    .min(self.config.retry_max);
+                let jitter = rand::thread_rng().gen_range(0.5..1.0);
+                tracing::debug!(column = %job.column, attempts, error = %e, "observer run failed; retrying");
+                self.backoffs
+                    .lock()
+                    .insert(key, (attempts, Instant::now() + pause.mul_f64(jitter)));
+                return;
+            }
+        };
+        self.backoffs.lock().remove(&key);
+    }
+}
+
+/// A random row of `p` to start its first scan at, so that workers do not all start at the
+/// same place and move together (the paper's "bus clumping").
+fn random_start(p: &Partition) -> Vec<u8> {
+    let lo = p.start.first().copied().unwrap_or(0) as u16;
+    let hi = p.stop.first().map_or(256, |&b| b as u16);
+    let mut rng = rand::thread_rng();
+    vec![rng.gen_range(lo..hi) as u8, rng.gen()]
+}

@@ -1,0 +1,265 @@
+//! The async transaction: snapshot reads, buffered writes, commit.
+//!
+//! Layout: this file holds the transaction's state, its start timestamp and the commit;
+//! `reads.rs` the point reads, `scan.rs` the scans and [`RowStream`], `writes.rs` the
+//! buffered writes.
+
+mod reads;
+mod scan;
+mod writes;
+
+pub use scan::RowStream;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use tokio::sync::OnceCell;
+
+use crate::error::{Error, Result};
+use crate::hbase::Delete;
+use crate::key::CellKey;
+use crate::txn::committer::{Committed, Committer};
+use crate::txn::mutation::Write;
+use crate::txn::open_txns::Registration;
+use crate::txn::session::Session;
+use crate::txn::stats::Stats;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    Active,
+    /// A snapshot at a chosen timestamp: reads only.
+    ReadOnly,
+    Committed,
+    RolledBack,
+}
+
+/// A snapshot-isolated transaction, async. Reads see the snapshot at `start_ts` plus this
+/// transaction's own writes; writes are buffered until [`commit`](Self::commit).
+///
+/// The start timestamp is fetched by the first operation that needs it, so the snapshot is
+/// taken after `begin`, which is all snapshot isolation and real-time order ask.
+///
+/// ```no_run
+/// # async fn demo(client: percolator::AsyncClient) -> percolator::Result<()> {
+/// let mut txn = client.begin().await?;
+/// let balance = txn.get("accounts", "alice", "f", "balance").await?;
+/// txn.set("accounts", "alice", "f", "balance", b"10".to_vec())?;
+/// let commit_ts = txn.commit().await?;
+/// # let _ = (balance, commit_ts); Ok(()) }
+/// ```
+pub struct AsyncTransaction {
+    session: Session,
+    /// The start timestamp once taken, published as open until this transaction is dropped
+    /// (docs/gc.md).
+    start: OnceCell<Registration>,
+    writes: BTreeMap<CellKey, Write>,
+    /// The first written key becomes the primary.
+    first: Option<CellKey>,
+    /// Columns given a weak notification ([`notify`](Self::notify)).
+    notified: BTreeSet<CellKey>,
+    /// Values read at the snapshot already by [`get_many_with_newest`](Self::get_many_with_newest),
+    /// served again without a round trip.
+    remembered: HashMap<CellKey, Option<Vec<u8>>>,
+    state: State,
+}
+
+impl AsyncTransaction {
+    pub(crate) fn new(session: Session) -> AsyncTransaction {
+        Stats::bump(&session.ctx().stats().begun);
+        AsyncTransaction {
+            session,
+            start: OnceCell::new(),
+            writes: BTreeMap::new(),
+            first: None,
+            notified: BTreeSet::new(),
+            remembered: HashMap::new(),
+            state: State::Active,
+        }
+    }
+
+    pub(crate) fn read_only_at(session: Session, ts: u64) -> AsyncTransaction {
+        let registration = session.ctx().open_txns().register(ts);
+        AsyncTransaction {
+            session,
+            start: OnceCell::new_with(Some(registration)),
+            writes: BTreeMap::new(),
+            first: None,
+            notified: BTreeSet::new(),
+            remembered: HashMap::new(),
+            state: State::ReadOnly,
+        }
+    }
+
+    /// The snapshot timestamp, fetched now if no operation has fixed it yet.
+    ///
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
+    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
+    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
+    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let rt = tokio::runtime::Runtime::new()?;
+    /// # rt.block_on(async {
+    /// # let client = percolator::AsyncClient::connect(hbase, &oracles, Default::default()).await?;
+    /// let txn = client.begin().await?;
+    /// let ts = txn.start_ts().await?;
+    /// assert_eq!(txn.start_ts().await?, ts, "fixed once");
+    /// # client.shutdown().await;
+    /// # Ok::<(), percolator::Error>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub async fn start_ts(&self) -> Result<u64> {
+        let start = self
+            .start
+            .get_or_try_init(|| async {
+                let ctx = self.session.ctx();
+                Ok::<_, Error>(ctx.open_txns().register(ctx.timestamp().await?))
+            })
+            .await?;
+        Ok(start.start_ts())
+    }
+
+    /// The start timestamp if it is fixed already (for error reports).
+    fn known_start_ts(&self) -> u64 {
+        self.start.get().map_or(0, Registration::start_ts)
+    }
+
+    /// HBase RPCs this transaction has made so far (reads, prewrites, commits, resolution).
+    ///
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
+    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
+    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
+    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let rt = tokio::runtime::Runtime::new()?;
+    /// # rt.block_on(async {
+    /// # let client = percolator::AsyncClient::connect(hbase, &oracles, Default::default()).await?;
+    /// let txn = client.begin().await?;
+    /// txn.get("t", "row", "f", "q").await?;
+    /// assert_eq!(txn.rpc_count(), 1);
+    /// # client.shutdown().await;
+    /// # Ok::<(), percolator::Error>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn rpc_count(&self) -> u64 {
+        self.session.rpcs()
+    }
+
+    fn check_readable(&self) -> Result<()> {
+        match self.state {
+            State::Active | State::ReadOnly => Ok(()),
+            State::Committed => Err(self.closed("committed")),
+            State::RolledBack => Err(self.closed("rolled back")),
+        }
+    }
+
+    fn check_writable(&self) -> Result<()> {
+        match self.state {
+            State::ReadOnly => Err(Error::IllegalArgument {
+                message: format!(
+                    "snapshot at {} is read-only: it cannot write",
+                    self.known_start_ts()
+                ),
+            }),
+            _ => self.check_readable(),
+        }
+    }
+
+    fn closed(&self, state: &'static str) -> Error {
+        Error::TransactionClosed {
+            start_ts: self.known_start_ts(),
+            state,
+        }
+    }
+
+    /// Commits the buffered writes and returns the commit timestamp (`start_ts` for a
+    /// transaction that wrote nothing: it needs no commit).
+    ///
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
+    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
+    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
+    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let rt = tokio::runtime::Runtime::new()?;
+    /// # rt.block_on(async {
+    /// # let client = percolator::AsyncClient::connect(hbase, &oracles, Default::default()).await?;
+    /// let mut txn = client.begin().await?;
+    /// txn.set("t", "row", "f", "q", b"v".to_vec())?;
+    /// let commit_ts = txn.commit().await?;
+    /// assert!(commit_ts > 0);
+    /// # client.shutdown().await;
+    /// # Ok::<(), percolator::Error>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub async fn commit(self) -> Result<u64> {
+        Ok(self.commit_with(None).await?.commit_ts)
+    }
+
+    /// Commits with `extra`, a delete in the primary's row (the first written), landing in the
+    /// commit point's CAS; `Committed::extra_applied` says whether it did. A read-only
+    /// transaction commits nothing, so nothing is applied either.
+    pub(crate) async fn commit_with(mut self, extra: Option<Delete>) -> Result<Committed> {
+        self.check_readable()?;
+        let read_only = self.state == State::ReadOnly;
+        self.state = State::Committed;
+        if self.start.get().is_none() && self.first.is_some() {
+            // Nothing was read (a read-only snapshot has its start_ts from the outset), so no
+            // snapshot is owed: a start_ts at hand saves a round trip.
+            let ctx = self.session.ctx();
+            if let Some(ts) = ctx.recent_timestamp() {
+                let _ = self.start.set(ctx.open_txns().register(ts));
+            }
+        }
+        let start_ts = self.start_ts().await?;
+        let Some(primary) = self.first.take().filter(|_| !read_only) else {
+            return Ok(Committed {
+                commit_ts: start_ts,
+                extra_applied: false,
+            });
+        };
+        self.session.ctx().check_snapshot(start_ts).await?;
+        let mut writes = std::mem::take(&mut self.writes);
+        let primary_write = writes.remove(&primary).unwrap_or(Write::Lock);
+        let mut ordered = Vec::with_capacity(writes.len() + 1);
+        ordered.push((primary, primary_write));
+        ordered.extend(writes);
+        let notify =
+            crate::txn::notify::notify_flags(self.session.ctx(), &ordered, &self.notified).await?;
+        Committer::new(self.session.clone(), start_ts, ordered, notify)
+            .with_primary_extra(extra)
+            .commit()
+            .await
+    }
+
+    /// Discards the buffered writes. Nothing was written before commit, so nothing to undo.
+    ///
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
+    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
+    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
+    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let rt = tokio::runtime::Runtime::new()?;
+    /// # rt.block_on(async {
+    /// # let client = percolator::AsyncClient::connect(hbase, &oracles, Default::default()).await?;
+    /// let mut txn = client.begin().await?;
+    /// txn.set("t", "row", "f", "q", b"v".to_vec())?;
+    /// txn.rollback();
+    /// # client.shutdown().await;
+    /// # Ok::<(), percolator::Error>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn rollback(mut self) {
+        self.state = State::RolledBack;
+        self.writes.clear();
+    }
+}
