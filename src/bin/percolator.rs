@@ -233,7 +233,7 @@ fn run_bench(
     }
     if !json {
         println!(
-            "{:<14} {:>10} {:>9} {:>9} {:>9} {:>10} {:>10} {:>10} {:>9}",
+            "{:<14} {:>10} {:>9} {:>9} {:>9} {:>10} {:>10} {:>9} {:>10} {:>9}",
             "workload",
             "ops/s",
             "p50 us",
@@ -241,6 +241,7 @@ fn run_bench(
             "rpcs/op",
             "oracle/op",
             "cpu us/op",
+            "gw us/op",
             "switch/op",
             "cpu busy"
         );
@@ -248,7 +249,7 @@ fn run_bench(
     let report = bench::run(&stack, config, |name, r| {
         if !json {
             println!(
-                "{name:<14} {:>10.0} {:>9.0} {:>9.0} {:>9.2} {:>10} {:>10.1} {:>10.2} {:>8.0}%",
+                "{name:<14} {:>10.0} {:>9.0} {:>9.0} {:>9.2} {:>10} {:>10.1} {:>9} {:>10.2} {:>8.0}%",
                 r.ops_per_s,
                 r.p50_us,
                 r.p99_us,
@@ -256,6 +257,8 @@ fn run_bench(
                 r.oracle_requests_per_op
                     .map_or_else(|| "-".to_string(), |n| format!("{n:.2}")),
                 r.cpu_us_per_op,
+                r.gateway_cpu_us_per_op
+                    .map_or_else(|| "-".to_string(), |n| format!("{n:.1}")),
                 r.switches_per_op,
                 r.cpu_busy_pct
             );
@@ -304,6 +307,23 @@ fn print_ratios(report: &bench::BenchReport, cluster: bool) {
             "two checkAndMutates: raw_cas / raw_put / 2 = {:.2} (about the most txn_put1 / raw_put can reach here); cpu/op raw_cas / raw_put {:.2}x",
             cas.ops_per_s / put.ops_per_s / 2.0,
             cas.cpu_us_per_op / put.cpu_us_per_op
+        );
+    }
+    // What the in-process gateway alone spends on each transaction, against the whole cost
+    // of the raw operation: where the cores are the limit, not even a client that cost
+    // nothing could pass this ratio.
+    let gateway_bounds: Vec<String> = pairs
+        .into_iter()
+        .filter_map(|(txn, raw)| {
+            let (t, r) = both(report, txn, raw)?;
+            let gateway = t.gateway_cpu_us_per_op.filter(|g| *g > 0.0)?;
+            Some(format!("{txn} / {raw} <= {:.2}", r.cpu_us_per_op / gateway))
+        })
+        .collect();
+    if !gateway_bounds.is_empty() {
+        println!(
+            "the gateway's CPU alone (a client that cost nothing): {}",
+            gateway_bounds.join(", ")
         );
     }
     // Where the floor workloads ran: what the protocol's own calls allow against the raw

@@ -21,6 +21,7 @@ pub use crate::workload::floor::FLOOR_WORKLOADS;
 use crate::workload::floor::{Floor, FloorTask, FLOOR_GET, FLOOR_PUT1, FLOOR_TRANSFER2};
 use crate::workload::notify_bench::NotifyBench;
 use crate::workload::stack::Stack;
+use crate::workload::usage::Usage;
 
 /// Which API the workloads run through.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -90,6 +91,12 @@ pub struct WorkloadResult {
     /// CPU time of this whole process (client, and the embedded gateway and oracle) per op:
     /// what bounds throughput on a small machine, and steadier than ops/s when it is shared.
     pub cpu_us_per_op: f64,
+    /// The part of `cpu_us_per_op` the in-process gateway's threads spent (the embedded
+    /// emulator's); absent when the gateway runs elsewhere. What no client can save: where the
+    /// cores are the limit, `raw_X.cpu_us_per_op / txn_X.gateway_cpu_us_per_op` bounds the
+    /// throughput ratio even for a client that cost nothing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gateway_cpu_us_per_op: Option<f64>,
     /// Context switches of this process per op (each is a thread going to sleep).
     pub switches_per_op: f64,
     /// How busy the machine's cores were, from this process's CPU time: below ~95%, the
@@ -97,26 +104,6 @@ pub struct WorkloadResult {
     pub cpu_busy_pct: f64,
     pub ops: u64,
     pub errors: u64,
-}
-
-/// CPU time and context switches of this process so far.
-#[derive(Clone, Copy)]
-struct Usage {
-    cpu_us: f64,
-    switches: f64,
-}
-
-impl Usage {
-    fn now() -> Usage {
-        // SAFETY: getrusage only writes the struct it is given.
-        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-        unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
-        let us = |t: libc::timeval| t.tv_sec as f64 * 1e6 + t.tv_usec as f64;
-        Usage {
-            cpu_us: us(ru.ru_utime) + us(ru.ru_stime),
-            switches: (ru.ru_nvcsw + ru.ru_nivcsw) as f64,
-        }
-    }
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -225,6 +212,7 @@ pub fn run(
     let turn = config.duration / rounds as u32;
     let empty = || Sample {
         oracle_requests: Some(0),
+        gateway_cpu_us: Some(0.0),
         ..Sample::default()
     };
     let mut samples: Vec<Sample> = config.workloads.iter().map(|_| empty()).collect();
@@ -383,6 +371,8 @@ struct Sample {
     histogram: Histogram,
     elapsed_s: f64,
     cpu_us: f64,
+    /// `None` once any turn could not tell.
+    gateway_cpu_us: Option<f64>,
     switches: f64,
     rpcs: u64,
     /// Counted from `Some(0)`; `None` once any turn could not count them.
@@ -399,6 +389,10 @@ impl Sample {
         self.histogram.merge(&other.histogram);
         self.elapsed_s += other.elapsed_s;
         self.cpu_us += other.cpu_us;
+        self.gateway_cpu_us = self
+            .gateway_cpu_us
+            .zip(other.gateway_cpu_us)
+            .map(|(a, b)| a + b);
         self.switches += other.switches;
         self.rpcs += other.rpcs;
         self.errors += other.errors;
@@ -416,6 +410,7 @@ impl Sample {
         };
         WorkloadResult {
             cpu_us_per_op: per_op(self.cpu_us),
+            gateway_cpu_us_per_op: self.gateway_cpu_us.map(per_op),
             switches_per_op: per_op(self.switches),
             cpu_busy_pct: per_s(self.cpu_us) / (1e4 * cores()),
             ops_per_s: per_s(ops as f64),
@@ -658,6 +653,7 @@ fn measure(
         histogram,
         elapsed_s,
         cpu_us: usage.cpu_us - usage_before.cpu_us,
+        gateway_cpu_us: usage.gateway_us_since(&usage_before),
         switches: usage.switches - usage_before.switches,
         rpcs: stack.hbase.rpc_count() - rpcs_before,
         oracle_requests,

@@ -11,3 +11,4 @@ pub mod gc_bench;
 pub mod notify_bench;
 pub mod observe_demo;
 pub mod stack;
+mod usage;
