@@ -7,6 +7,7 @@ mod read;
 mod row;
 mod schema;
 mod table;
+mod versions;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -6,11 +6,10 @@
 //! and versions beyond the family's VERSIONS, can never be returned again; they are dropped at
 //! write time, which is the state a real region reaches after its next flush.
 
-use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet};
-use std::ops::Bound;
 
 use super::schema::FamilySchema;
+use super::versions::Versions;
 
 /// One cell version as reads return it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -39,8 +38,7 @@ pub(super) struct FamilyData {
 
 #[derive(Debug, Default)]
 pub(super) struct ColumnData {
-    /// Newest first, as HBase orders versions.
-    pub(super) versions: BTreeMap<Reverse<i64>, Vec<u8>>,
+    pub(super) versions: Versions,
     /// Highest DeleteColumn(s) marker: hides versions at or below it.
     columns_delete: Option<i64>,
     /// Single-version Delete markers: hide the version at exactly that timestamp.
@@ -67,8 +65,7 @@ impl FamilyData {
     ) -> impl Iterator<Item = (i64, &'a Vec<u8>)> + 'a {
         column
             .versions
-            .range((newest_below(max), Bound::Unbounded))
-            .map(|(Reverse(ts), v)| (*ts, v))
+            .newest_below(max)
             .filter(move |(ts, _)| !self.hides(*ts) && !column.hides(*ts))
     }
 
@@ -79,14 +76,14 @@ impl FamilyData {
         };
         let dead: Vec<i64> = column
             .versions
-            .keys()
-            .map(|Reverse(ts)| *ts)
+            .timestamps()
             .filter(|ts| self.hides(*ts) || column.hides(*ts))
             .collect();
         let column = self.columns.get_mut(qualifier).expect("looked up above");
-        for ts in dead {
-            column.versions.remove(&Reverse(ts));
-        }
+        // `dead` is in the versions' order, oldest first.
+        column
+            .versions
+            .retain(|ts| dead.binary_search(&ts).is_err());
         trim(column, schema);
     }
 
@@ -101,15 +98,7 @@ impl FamilyData {
 /// Drops the oldest versions past the family's VERSIONS.
 fn trim(column: &mut ColumnData, schema: &FamilySchema) {
     while column.versions.len() > schema.max_versions as usize {
-        column.versions.pop_last();
-    }
-}
-
-/// Where a newest-first walk of the versions below `max` starts.
-fn newest_below(max: i64) -> Bound<Reverse<i64>> {
-    match max {
-        i64::MAX => Bound::Unbounded,
-        max => Bound::Excluded(Reverse(max)),
+        column.versions.pop_oldest();
     }
 }
 
@@ -130,7 +119,7 @@ impl Row {
         if hidden_by_family || column.hides(ts) {
             return;
         }
-        column.versions.insert(Reverse(ts), value);
+        column.versions.insert(ts, value);
         trim(column, schema);
     }
 
@@ -139,7 +128,7 @@ impl Row {
         let family = self.families.entry(schema.name.clone()).or_default();
         let column = family.columns.entry(qualifier.to_vec()).or_default();
         column.version_deletes.insert(ts);
-        column.versions.remove(&Reverse(ts));
+        column.versions.remove(ts);
     }
 
     /// A DeleteColumn marker: every version of the column at or below `ts`.
