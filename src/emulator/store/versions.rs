@@ -47,9 +47,36 @@ impl Versions {
     pub fn newest_below(&self, max: i64) -> impl Iterator<Item = (i64, &Vec<u8>)> {
         let end = match max {
             i64::MAX => self.0.len(),
-            max => self.0.partition_point(|(t, _)| *t < max),
+            max => self.count_below(max),
         };
         self.0.range(..end).rev().map(|(t, v)| (*t, v))
+    }
+
+    /// How many versions are below `max`. Reads mostly ask for the newest versions (a fresh
+    /// snapshot is above every commit), so the search gallops from the newest end: one probe
+    /// then, and a binary search only as far back as the read goes.
+    fn count_below(&self, max: i64) -> usize {
+        // Every version at `hi` or after is at or above `max`.
+        let mut hi = self.0.len();
+        let mut step = 1;
+        while hi > 0 {
+            let lo = hi.saturating_sub(step);
+            if self.0[lo].0 < max {
+                let (mut l, mut h) = (lo + 1, hi);
+                while l < h {
+                    let mid = l + (h - l) / 2;
+                    if self.0[mid].0 < max {
+                        l = mid + 1;
+                    } else {
+                        h = mid;
+                    }
+                }
+                return l;
+            }
+            hi = lo;
+            step *= 2;
+        }
+        0
     }
 
     /// Every stored timestamp, oldest first.
@@ -92,6 +119,18 @@ mod tests {
         assert_eq!(stamps(&v, 4), [3, 2, 1]);
         assert_eq!(stamps(&v, 1), Vec::<i64>::new());
         assert_eq!(stamps(&v, 100), [5, 4, 3, 2, 1]);
+    }
+
+    #[test]
+    fn the_galloping_search_agrees_with_a_scan_at_every_bound() {
+        let mut v = Versions::default();
+        for ts in (0..100).map(|i| i * 3) {
+            v.insert(ts, Vec::new());
+        }
+        for max in -1..305 {
+            let expected: Vec<i64> = (0..100).map(|i| i * 3).filter(|t| *t < max).rev().collect();
+            assert_eq!(stamps(&v, max), expected, "below {max}");
+        }
     }
 
     #[test]
