@@ -2,7 +2,7 @@
 //!
 //! Kept oldest first in one ring buffer rather than a tree: timestamps mostly arrive in
 //! increasing order (server time, or a transaction's commit timestamp), so a write is a push
-//! at the newest end, reads seek by binary search and walk contiguous memory, and dropping
+//! at the newest end, a read seeks back from there and walks contiguous memory, and dropping
 //! the oldest past VERSIONS is a pop at the other end. A column with a long history (every
 //! version kept, as transactional tables are) then costs a write no walk down a tree.
 
