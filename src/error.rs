@@ -303,15 +303,6 @@ pub enum Error {
         reason: String,
     },
 
-    /// The transaction was already committed or rolled back.
-    #[error("transaction {start_ts} is already {state}")]
-    TransactionClosed {
-        /// The transaction's start timestamp.
-        start_ts: u64,
-        /// `committed` or `rolled back`.
-        state: &'static str,
-    },
-
     /// A value is over the configured size limit.
     #[error("value for {table} row {row:?} is {size} bytes, over the limit of {limit}")]
     ValueTooLarge {
@@ -325,8 +316,9 @@ pub enum Error {
         limit: usize,
     },
 
-    /// The client died at an injected crash point (tests and the demo): the transaction's
-    /// outcome is whatever the other clients' resolution makes of its locks.
+    /// The client died at an injected crash point (tests and the demo; feature `testing`): the
+    /// transaction's outcome is whatever the other clients' resolution makes of its locks.
+    #[cfg(feature = "testing")]
     #[error("client crashed at {seam} during transaction {start_ts}")]
     ClientCrashed {
         /// The transaction's start timestamp.
@@ -416,9 +408,11 @@ impl Error {
             | Error::KeyLocked { .. }
             | Error::RolledBack { .. }
             | Error::SnapshotTooOld { .. } => RetryClass::Retry,
-            Error::OutcomeUnknown { .. }
-            | Error::CommitUndetermined { .. }
-            | Error::ClientCrashed { .. } => RetryClass::Undetermined,
+            Error::OutcomeUnknown { .. } | Error::CommitUndetermined { .. } => {
+                RetryClass::Undetermined
+            }
+            #[cfg(feature = "testing")]
+            Error::ClientCrashed { .. } => RetryClass::Undetermined,
             // A new snapshot would see the same value: put-if-absent has its answer.
             Error::KeyExists { .. }
             | Error::TableNotFound { .. }
@@ -430,7 +424,6 @@ impl Error {
             | Error::OracleStore { .. }
             | Error::Corrupted { .. }
             | Error::NotTransactional { .. }
-            | Error::TransactionClosed { .. }
             | Error::ValueTooLarge { .. }
             | Error::Shutdown
             | Error::Migration { .. }
@@ -469,3 +462,15 @@ impl From<InvalidKey> for Error {
 /// assert_eq!(parse("7").ok(), Some(7));
 /// ```
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What a client killed at an injected crash returns. Crashes are injected only with the
+/// `testing` feature; without it this is never reached, and a dead client is one shut down.
+pub(crate) fn client_crashed(start_ts: u64, seam: &'static str) -> Error {
+    #[cfg(feature = "testing")]
+    return Error::ClientCrashed { start_ts, seam };
+    #[cfg(not(feature = "testing"))]
+    {
+        let _ = (start_ts, seam);
+        Error::Shutdown
+    }
+}

@@ -10,8 +10,8 @@
 //! Bottom up; each layer uses only those above it in this list.
 //! - `error`, `key`, `clock`, `runtime`: the one error type and its retry classification,
 //!   cell addresses, the wall-clock seam, and where the client's tasks run.
-//! - `thrift` (private): bindings generated from `thrift/hbase.thrift`, and the size-checked
-//!   input protocol the client and the emulator both decode with.
+//! - `thrift` (private): the Thrift2 bindings and the size-checked input protocol, from the
+//!   `percolator-thrift` crate.
 //! - [`hbase`]: a plain Thrift2 client, async and pipelined, with a blocking face
 //!   ([`AsyncHBaseClient`], [`HBaseClient`]); knows nothing of transactions.
 //! - [`oracle`]: the timestamp oracle server, its stores and its batching client
@@ -22,21 +22,20 @@
 //! - [`observer`]: observers over the transactions: notifications written with commits, the
 //!   [`Observer`](observer::Observer) trait and the [`ObserverWorker`](observer::ObserverWorker)
 //!   that runs them, sharing the work through leases in HBase.
-//! - [`gc`]: garbage collection below a safe point ([`gc::GcWorker`], `percolator gc`).
-//! - [`emulator`]: an in-memory server speaking Thrift2 with HBase 2.x semantics.
-//! - [`tools`]: operator helpers over the transaction API: lock listing and resolution, and
-//!   how the data commands show values.
-//! - [`migrate`]: `percolator migrate`, which makes existing tables transactional and adopts
-//!   their data, and returns them to plain use (`docs/migration.md`).
-//! - [`commands`]: the command-line faces of `migrate` and of the data commands (`get`,
-//!   `put`, `delete`, `scan`, `locks`), driven by the `percolator` binary.
-//! - `workload` (private): the bank demo, `observe-demo` and the benchmarks behind the
-//!   `percolator` binary.
+//! - [`gc`]: garbage collection below a safe point ([`gc::GcWorker`]).
+//! - [`locks`]: the locks in a table, whether their owners live, and their resolution.
+//! - [`progress`]: how long work (migration) reports its progress.
+//! - [`migrate`]: makes existing tables transactional and adopts their data, and returns them
+//!   to plain use (`docs/migration.md`).
+//!
+//! The command line (`percolator`, `percolator-oracle`) lives in the `percolator-cli` crate and
+//! the in-memory HBase gateway in `hbase-emulator`; neither is compiled into a service that
+//! depends on this crate.
 //!
 //! # Example
 //! ```
 //! use percolator::{Client, HBaseConfig, TxnOptions};
-//! let emulator = percolator::emulator::start_local()?;
+//! let emulator = hbase_emulator::start_local()?;
 //! let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
 //! let hbase = percolator::HBaseClient::connect(HBaseConfig::new(emulator.local_addr().to_string()))?;
 //! percolator::txn::setup::create_table(&hbase, &Default::default(), "accounts", &["f"])?;
@@ -53,34 +52,30 @@
 //! ```
 
 mod clock;
-pub mod commands;
-pub mod emulator;
 mod error;
 pub mod gc;
 pub mod hbase;
+#[cfg(feature = "testing")]
+#[doc(hidden)]
+pub mod internals;
 mod key;
+pub mod locks;
 pub mod migrate;
 pub mod observer;
 pub mod oracle;
+pub mod progress;
 mod runtime;
-mod thrift;
-pub mod tools;
+#[cfg(test)]
+mod test_stack;
 pub mod txn;
-mod workload;
+
+/// The Thrift2 wire, shared with `hbase-emulator` through the `percolator-thrift` crate.
+mod thrift {
+    pub(crate) use percolator_thrift::{guarded, hbase};
+}
 
 pub use error::{Error, MigrationIssue, Peer, Result, RetryClass};
 pub use hbase::{AsyncHBaseClient, HBaseClient, HBaseConfig};
 pub use oracle::{LocalTimestamps, OracleClient, OracleHandle, OracleServer, TimestampSource};
 pub use runtime::IO_THREADS_ENV;
 pub use txn::{AsyncClient, AsyncTransaction, CellKey, Client, Transaction, TxnOptions};
-
-/// Entry points of the `percolator` binary (the demo and the bench), not a supported API.
-#[doc(hidden)]
-pub mod cli {
-    pub use crate::workload::bank;
-    pub use crate::workload::bench::{self, BenchConfig, BenchReport, WORKLOADS};
-    pub use crate::workload::demo::{self, DemoConfig};
-    pub use crate::workload::gc_bench::{self, GcBenchConfig};
-    pub use crate::workload::observe_demo::{self, ObserveDemoConfig};
-    pub use crate::workload::stack::Stack;
-}

@@ -39,7 +39,8 @@ static PREFERRED: AtomicUsize = AtomicUsize::new(0);
 /// it, and on a 2-core machine that hand-off made every call cost 14-26% more CPU with no gain
 /// in throughput (session 33). `PERCOLATOR_IO_THREADS` still wins, and a runtime already built
 /// keeps its size.
-pub(crate) fn prefer_io_threads(threads: usize) {
+#[cfg_attr(not(feature = "testing"), allow(dead_code))]
+pub fn prefer_io_threads(threads: usize) {
     PREFERRED.store(threads, Ordering::Relaxed);
 }
 
@@ -87,7 +88,7 @@ pub(crate) fn io_handle() -> Result<Handle> {
 }
 
 /// The caller's runtime if it is a multi-thread one, else the shared I/O runtime.
-pub(crate) fn ambient_or_io() -> Result<Handle> {
+pub fn ambient_or_io() -> Result<Handle> {
     match Handle::try_current() {
         Ok(current) if current.runtime_flavor() == RuntimeFlavor::MultiThread => Ok(current),
         _ => io_handle(),
@@ -96,7 +97,7 @@ pub(crate) fn ambient_or_io() -> Result<Handle> {
 
 /// Runs `future` to completion from synchronous code on any thread, `handle` being the runtime
 /// its I/O is registered with.
-pub(crate) fn wait<F>(handle: &Handle, future: F) -> F::Output
+pub fn wait<F>(handle: &Handle, future: F) -> F::Output
 where
     F: Future + Send,
     F::Output: Send,

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use common::proxy::Proxy;
 use common::{Gateway, TestTable};
-use percolator::emulator::{self, EmulatorConfig};
+use hbase_emulator::{self as emulator, EmulatorConfig};
 use percolator::hbase::{
     Append, CheckAndMutate, CompareOp, FamilyDescriptor, Get, Increment, Protocol, Put, Scan,
     ServerType, TableDescriptor, Transport,

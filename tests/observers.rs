@@ -387,9 +387,7 @@ fn two_workers_share_the_partitions_through_leases() {
 
 /// Rows of `t`'s workers in the meta table (alive or not).
 fn worker_rows(env: &Env, t: &str) -> usize {
-    let (start, stop) =
-        percolator::tools::scan_range(Some(&format!("obs-worker/{t}/")), None, None);
-    let scan = percolator::hbase::Scan::range(start, stop);
+    let scan = percolator::hbase::Scan::prefix(format!("obs-worker/{t}/"));
     env.hbase
         .scan(&env.schema.meta_table, &scan)
         .unwrap()

@@ -51,10 +51,10 @@ impl Pass<'_> {
                 report: report.clone(),
             });
             if self.crash_after_pages == Some(pages) {
-                return Err(Error::ClientCrashed {
-                    start_ts: self.safe_point,
-                    seam: "gc between pages",
-                });
+                return Err(crate::error::client_crashed(
+                    self.safe_point,
+                    "gc between pages",
+                ));
             }
             match next_page_start(&page, self.page_rows) {
                 Some(next) => from = next,

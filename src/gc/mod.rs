@@ -9,11 +9,9 @@
 //!   drained on shutdown) and the reports; `command`: `percolator gc`.
 
 mod collect;
-mod command;
 mod locks;
 mod plan;
 mod safe_point;
 mod worker;
 
-pub use command::GcCommand;
 pub use worker::{GcHandle, GcOptions, GcProgress, GcReport, GcWorker, TableReport, MIN_LIFE_TIME};

@@ -207,7 +207,7 @@ impl GcReport {
 /// connection (to list the transactional tables).
 ///
 /// ```
-/// # let emulator = percolator::emulator::start_local()?;
+/// # let emulator = hbase_emulator::start_local()?;
 /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
 /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
 /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
@@ -235,7 +235,7 @@ impl GcWorker {
     /// A worker over an existing client and admin connection.
     ///
     /// ```
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
     /// # percolator::txn::setup::create_liveness_table(&hbase, &Default::default())?;
     /// # let rt = tokio::runtime::Runtime::new()?;
@@ -260,7 +260,7 @@ impl GcWorker {
     /// Connects to HBase and the oracle, creating the meta and liveness tables if missing.
     ///
     /// ```
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
     /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
     /// # let oracles = [oracle.local_addr().to_string()];
@@ -296,7 +296,7 @@ impl GcWorker {
     /// below it, collect each table. `progress` is called after every page.
     ///
     /// ```
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
     /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
     /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
@@ -394,7 +394,7 @@ impl GcWorker {
     /// that fails is logged and the next one starts over (every round is safe to repeat).
     ///
     /// ```
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
     /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
     /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
@@ -444,7 +444,7 @@ impl GcWorker {
     /// Stops rounds under way and shuts the worker's client down.
     ///
     /// ```
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
     /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
     /// # let oracles = [oracle.local_addr().to_string()];

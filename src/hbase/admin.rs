@@ -17,7 +17,7 @@ use crate::Result;
 ///
 /// ```
 /// use percolator::hbase::ServerType;
-/// # let emulator = percolator::emulator::start_local()?;
+/// # let emulator = hbase_emulator::start_local()?;
 /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
 /// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
 /// assert_eq!(hbase.admin().server_type()?, ServerType::Two);
@@ -36,7 +36,7 @@ pub enum ServerType {
 /// Where a region lives.
 ///
 /// ```
-/// # let emulator = percolator::emulator::start_local()?;
+/// # let emulator = hbase_emulator::start_local()?;
 /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
 /// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
 /// let region = hbase.admin().region_location("t", b"row", false)?;
@@ -63,7 +63,7 @@ pub struct RegionLocation {
 /// pool and RPC count).
 ///
 /// ```
-/// # let emulator = percolator::emulator::start_local()?;
+/// # let emulator = hbase_emulator::start_local()?;
 /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
 /// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
 /// let admin = hbase.admin();
@@ -86,7 +86,7 @@ impl AsyncHBaseClient {
     /// The table's families and their settings.
     ///
     /// ```
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # tokio::runtime::Runtime::new()?.block_on(async {
     /// # let config = percolator::HBaseConfig::new(emulator.local_addr().to_string());
     /// let hbase = percolator::AsyncHBaseClient::connect(config).await?;
@@ -125,7 +125,7 @@ impl<'a> Admin<'a> {
     ///
     /// ```
     /// use percolator::hbase::{FamilyDescriptor, TableDescriptor};
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
     /// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
     /// hbase.admin().create_table(&TableDescriptor::new("t2").family(FamilyDescriptor::new("f")))?;
@@ -140,7 +140,7 @@ impl<'a> Admin<'a> {
     ///
     /// ```
     /// use percolator::hbase::{FamilyDescriptor, TableDescriptor};
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
     /// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
     /// let table = TableDescriptor::new("split").family(FamilyDescriptor::new("f"));
@@ -161,7 +161,7 @@ impl<'a> Admin<'a> {
     /// The table must be disabled first, as in HBase.
     ///
     /// ```
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
     /// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
     /// hbase.admin().disable_table("t")?;
@@ -176,7 +176,7 @@ impl<'a> Admin<'a> {
     /// Brings a disabled table back online.
     ///
     /// ```
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
     /// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
     /// hbase.admin().disable_table("t")?;
@@ -191,7 +191,7 @@ impl<'a> Admin<'a> {
     /// Takes the table offline, as deleting or truncating it requires.
     ///
     /// ```
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
     /// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
     /// hbase.admin().disable_table("t")?;
@@ -206,7 +206,7 @@ impl<'a> Admin<'a> {
     ///
     /// ```
     /// use percolator::hbase::{Get, Put};
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
     /// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
     /// hbase.put("t", &Put::new("r").add("f", "q", "v"))?;
@@ -225,7 +225,7 @@ impl<'a> Admin<'a> {
     /// Whether a table of that name exists, enabled or not.
     ///
     /// ```
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
     /// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
     /// assert!(hbase.admin().table_exists("t")?);
@@ -239,7 +239,7 @@ impl<'a> Admin<'a> {
     /// Whether the table is online.
     ///
     /// ```
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
     /// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
     /// assert!(hbase.admin().is_table_enabled("t")?);
@@ -252,7 +252,7 @@ impl<'a> Admin<'a> {
     /// Whether the table is offline.
     ///
     /// ```
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
     /// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
     /// assert!(!hbase.admin().is_table_disabled("t")?);
@@ -265,7 +265,7 @@ impl<'a> Admin<'a> {
     /// Whether every region of the table is assigned and serving.
     ///
     /// ```
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
     /// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
     /// assert!(hbase.admin().is_table_available("t")?);
@@ -278,7 +278,7 @@ impl<'a> Admin<'a> {
     /// The table's families and their settings.
     ///
     /// ```
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
     /// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
     /// let table = hbase.admin().table_descriptor("t")?;
@@ -292,7 +292,7 @@ impl<'a> Admin<'a> {
     /// User tables in every namespace, as `"ns:name"` (bare names for `default`).
     ///
     /// ```
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
     /// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
     /// assert!(hbase.admin().list_tables()?.contains(&"t".to_string()));
@@ -307,7 +307,7 @@ impl<'a> Admin<'a> {
     /// The tables of one namespace.
     ///
     /// ```
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
     /// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
     /// let tables = hbase.admin().list_tables_in_namespace("default")?;
@@ -324,7 +324,7 @@ impl<'a> Admin<'a> {
     ///
     /// ```
     /// use percolator::hbase::FamilyDescriptor;
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
     /// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
     /// hbase.admin().add_family("t", &FamilyDescriptor::new("g"))?;
@@ -339,7 +339,7 @@ impl<'a> Admin<'a> {
     ///
     /// ```
     /// use percolator::hbase::FamilyDescriptor;
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
     /// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
     /// hbase.admin().modify_family("t", &FamilyDescriptor::new("f").max_versions(5))?;
@@ -360,7 +360,7 @@ impl<'a> Admin<'a> {
     ///
     /// ```
     /// use percolator::hbase::FamilyDescriptor;
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
     /// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
     /// hbase.admin().add_family("t", &FamilyDescriptor::new("g"))?;
@@ -375,7 +375,7 @@ impl<'a> Admin<'a> {
     }
 
     /// ```
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
     /// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
     /// hbase.admin().create_namespace("ns")?;
@@ -388,7 +388,7 @@ impl<'a> Admin<'a> {
     }
 
     /// ```
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
     /// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
     /// assert!(hbase.admin().list_namespaces()?.contains(&"default".to_string()));
@@ -401,7 +401,7 @@ impl<'a> Admin<'a> {
     /// The namespace must be empty, as in HBase.
     ///
     /// ```
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
     /// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
     /// hbase.admin().create_namespace("ns")?;
@@ -418,7 +418,7 @@ impl<'a> Admin<'a> {
     ///
     /// ```
     /// use percolator::hbase::ServerType;
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
     /// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
     /// assert_eq!(hbase.admin().server_type()?, ServerType::Two);
@@ -436,7 +436,7 @@ impl<'a> Admin<'a> {
     /// The HBase cluster's id.
     ///
     /// ```
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
     /// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
     /// assert!(!hbase.admin().cluster_id()?.is_empty());
@@ -449,7 +449,7 @@ impl<'a> Admin<'a> {
     /// The region holding `row`; `reload` bypasses the gateway's location cache.
     ///
     /// ```
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
     /// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
     /// assert_eq!(hbase.admin().region_location("t", b"r", true)?.table, "t");
@@ -469,7 +469,7 @@ impl<'a> Admin<'a> {
     /// Every region of the table, in key order.
     ///
     /// ```
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
     /// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
     /// assert_eq!(hbase.admin().region_locations("t")?.len(), 1);

@@ -14,7 +14,7 @@ use crate::Result;
 ///
 /// ```
 /// use percolator::hbase::{Get, Put};
-/// # let emulator = percolator::emulator::start_local()?;
+/// # let emulator = hbase_emulator::start_local()?;
 /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
 /// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
 /// hbase.put("t", &Put::new("r").add("f", "q", "v"))?;
@@ -31,7 +31,7 @@ impl AsyncHBaseClient {
     /// The blocking face of this client, sharing its pool and RPC counter.
     ///
     /// ```
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # tokio::runtime::Runtime::new()?.block_on(async {
     /// # let config = percolator::HBaseConfig::new(emulator.local_addr().to_string());
     /// let hbase = percolator::AsyncHBaseClient::connect(config).await?;
@@ -56,7 +56,7 @@ impl HBaseClient {
     ///
     /// ```
     /// use percolator::{HBaseClient, HBaseConfig};
-    /// let emulator = percolator::emulator::start_local()?;
+    /// let emulator = hbase_emulator::start_local()?;
     /// let hbase = HBaseClient::connect(HBaseConfig::new(emulator.local_addr().to_string()))?;
     /// assert!(hbase.admin().list_namespaces()?.contains(&"default".to_string()));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -81,7 +81,7 @@ impl HBaseClient {
     /// The configuration the client was built with.
     ///
     /// ```
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
     /// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
     /// assert_eq!(hbase.config().addr, emulator.local_addr().to_string());
@@ -95,7 +95,7 @@ impl HBaseClient {
     ///
     /// ```
     /// use percolator::hbase::Get;
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
     /// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
     /// let before = hbase.rpc_count();
@@ -110,7 +110,7 @@ impl HBaseClient {
     /// Table, family and namespace administration through this client.
     ///
     /// ```
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
     /// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
     /// assert!(hbase.admin().table_exists("t")?);
@@ -123,7 +123,7 @@ impl HBaseClient {
     /// The async client underneath, sharing the pool and the RPC counter.
     ///
     /// ```
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
     /// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
     /// let client = hbase.asynchronous();
@@ -138,7 +138,7 @@ impl HBaseClient {
     ///
     /// ```
     /// use percolator::hbase::{Get, Put};
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
     /// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
     /// hbase.put("t", &Put::new("r").add("f", "q", "v"))?;
@@ -154,7 +154,7 @@ impl HBaseClient {
     ///
     /// ```
     /// use percolator::hbase::{Get, Put};
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
     /// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
     /// hbase.put("t", &Put::new("a").add("f", "q", "1"))?;
@@ -170,7 +170,7 @@ impl HBaseClient {
     ///
     /// ```
     /// use percolator::hbase::{Get, Put};
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
     /// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
     /// hbase.put("t", &Put::new("r").add("f", "q", "v"))?;
@@ -186,7 +186,7 @@ impl HBaseClient {
     ///
     /// ```
     /// use percolator::hbase::{Get, Put};
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
     /// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
     /// hbase.put("t", &Put::new("r").add("f", "q", "v"))?;
@@ -201,7 +201,7 @@ impl HBaseClient {
     ///
     /// ```
     /// use percolator::hbase::{Get, Put};
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
     /// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
     /// hbase.put_many("t", &[Put::new("a").add("f", "q", "1"), Put::new("b").add("f", "q", "2")])?;
@@ -216,7 +216,7 @@ impl HBaseClient {
     ///
     /// ```
     /// use percolator::hbase::{Delete, Get, Put};
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
     /// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
     /// hbase.put("t", &Put::new("r").add("f", "q", "v"))?;
@@ -232,7 +232,7 @@ impl HBaseClient {
     ///
     /// ```
     /// use percolator::hbase::{Delete, Get, Put};
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
     /// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
     /// hbase.put_many("t", &[Put::new("a").add("f", "q", "1"), Put::new("b").add("f", "q", "2")])?;
@@ -248,7 +248,7 @@ impl HBaseClient {
     ///
     /// ```
     /// use percolator::hbase::{CheckAndMutate, CompareOp, Put};
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
     /// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
     /// let cam = CheckAndMutate::new("r", "f", "q", CompareOp::Equal, "").put(Put::new("r").add("f", "q", "v"));
@@ -264,7 +264,7 @@ impl HBaseClient {
     ///
     /// ```
     /// use percolator::hbase::{CheckAndMutate, CompareOp, Put};
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
     /// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
     /// let cam = |row: &str| CheckAndMutate::new(row, "f", "q", CompareOp::Equal, "").put(Put::new(row).add("f", "q", "v"));
@@ -281,7 +281,7 @@ impl HBaseClient {
     ///
     /// ```
     /// use percolator::hbase::Put;
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
     /// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
     /// let put = Put::new("r").add("f", "q", "v");
@@ -308,7 +308,7 @@ impl HBaseClient {
     ///
     /// ```
     /// use percolator::hbase::{Delete, Put};
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
     /// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
     /// hbase.put("t", &Put::new("r").add("f", "q", "v"))?;
@@ -336,7 +336,7 @@ impl HBaseClient {
     ///
     /// ```
     /// use percolator::hbase::{Delete, Get, Put, RowMutations};
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
     /// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
     /// hbase.put("t", &Put::new("r").add("f", "old", "1"))?;
@@ -354,7 +354,7 @@ impl HBaseClient {
     ///
     /// ```
     /// use percolator::hbase::Increment;
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
     /// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
     /// hbase.increment("t", &Increment::new("r").add("f", "n", 2))?;
@@ -370,7 +370,7 @@ impl HBaseClient {
     ///
     /// ```
     /// use percolator::hbase::Append;
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
     /// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
     /// hbase.append("t", &Append::new("r").add("f", "q", "ab"))?;
@@ -386,7 +386,7 @@ impl HBaseClient {
     ///
     /// ```
     /// use percolator::hbase::{Put, Scan};
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
     /// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
     /// hbase.put_many("t", &[Put::new("a").add("f", "q", "1"), Put::new("b").add("f", "q", "2")])?;
@@ -403,7 +403,7 @@ impl HBaseClient {
     ///
     /// ```
     /// use percolator::hbase::{Put, Scan};
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
     /// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
     /// hbase.put_many("t", &[Put::new("a").add("f", "q", "1"), Put::new("b").add("f", "q", "2")])?;
@@ -420,7 +420,7 @@ impl HBaseClient {
     ///
     /// ```
     /// use percolator::hbase::Scan;
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
     /// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
     /// let id = hbase.open_scanner("t", &Scan::new())?;
@@ -436,7 +436,7 @@ impl HBaseClient {
     ///
     /// ```
     /// use percolator::hbase::{Put, Scan};
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
     /// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
     /// hbase.put("t", &Put::new("r").add("f", "q", "v"))?;
@@ -454,7 +454,7 @@ impl HBaseClient {
     ///
     /// ```
     /// use percolator::hbase::Scan;
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
     /// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
     /// let id = hbase.open_scanner("t", &Scan::new())?;

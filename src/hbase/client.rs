@@ -100,7 +100,7 @@ struct Inner {
 ///
 /// ```
 /// use percolator::hbase::{Get, Put};
-/// # let emulator = percolator::emulator::start_local()?;
+/// # let emulator = hbase_emulator::start_local()?;
 /// # tokio::runtime::Runtime::new()?.block_on(async {
 /// # let config = percolator::HBaseConfig::new(emulator.local_addr().to_string());
 /// let hbase = percolator::AsyncHBaseClient::connect(config).await?;
@@ -132,7 +132,7 @@ impl AsyncHBaseClient {
     /// I/O runtime (see `runtime`).
     ///
     /// ```
-    /// let emulator = percolator::emulator::start_local()?;
+    /// let emulator = hbase_emulator::start_local()?;
     /// # tokio::runtime::Runtime::new()?.block_on(async {
     /// let config = percolator::HBaseConfig::new(emulator.local_addr().to_string());
     /// let hbase = percolator::AsyncHBaseClient::connect(config).await?;
@@ -190,7 +190,7 @@ impl AsyncHBaseClient {
     /// The configuration the client was built with.
     ///
     /// ```
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # tokio::runtime::Runtime::new()?.block_on(async {
     /// # let config = percolator::HBaseConfig::new(emulator.local_addr().to_string());
     /// let hbase = percolator::AsyncHBaseClient::connect(config).await?;
@@ -208,7 +208,7 @@ impl AsyncHBaseClient {
     ///
     /// ```
     /// use percolator::hbase::Get;
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # tokio::runtime::Runtime::new()?.block_on(async {
     /// # let config = percolator::HBaseConfig::new(emulator.local_addr().to_string());
     /// let hbase = percolator::AsyncHBaseClient::connect(config).await?;

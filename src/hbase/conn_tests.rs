@@ -257,7 +257,7 @@ async fn a_read_timeout_breaks_the_connection_and_follows_the_retry_rules() {
 
 #[test]
 fn blocking_calls_work_from_any_thread_and_inside_runtimes() {
-    let (_emulator, client) = crate::emulator::testutil::emulated_table();
+    let (_emulator, client) = emulated_table();
     client.put("t", &Put::new("r").add("f", "q", "v")).unwrap();
     let get = || {
         client
@@ -299,7 +299,7 @@ fn blocking_calls_work_from_any_thread_and_inside_runtimes() {
 #[test]
 fn every_async_call_is_send() {
     fn send<T: Send>(_: T) {}
-    let (_emulator, blocking) = crate::emulator::testutil::emulated_table();
+    let (_emulator, blocking) = emulated_table();
     let c = blocking.asynchronous();
     let (get, put, scan) = (
         Get::new("r"),
@@ -329,4 +329,16 @@ fn every_async_call_is_send() {
     send(c.open_scanner("t", &scan));
     send(c.close_scanner(1));
     send(c.table_descriptor("t"));
+}
+
+/// An emulator on 127.0.0.1 and a pooled client of it, with table `t` (family `f`) created.
+fn emulated_table() -> (hbase_emulator::EmulatorHandle, super::HBaseClient) {
+    use super::{FamilyDescriptor, HBaseClient, TableDescriptor};
+    let emulator = hbase_emulator::start_local().unwrap();
+    let client = HBaseClient::connect(HBaseConfig::new(emulator.local_addr().to_string())).unwrap();
+    client
+        .admin()
+        .create_table(&TableDescriptor::new("t").family(FamilyDescriptor::new("f")))
+        .unwrap();
+    (emulator, client)
 }

@@ -26,7 +26,7 @@ impl AsyncHBaseClient {
     ///
     /// ```
     /// use percolator::hbase::{Get, Put};
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # tokio::runtime::Runtime::new()?.block_on(async {
     /// # let config = percolator::HBaseConfig::new(emulator.local_addr().to_string());
     /// let hbase = percolator::AsyncHBaseClient::connect(config).await?;
@@ -49,7 +49,7 @@ impl AsyncHBaseClient {
     ///
     /// ```
     /// use percolator::hbase::{Get, Put};
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # tokio::runtime::Runtime::new()?.block_on(async {
     /// # let config = percolator::HBaseConfig::new(emulator.local_addr().to_string());
     /// let hbase = percolator::AsyncHBaseClient::connect(config).await?;
@@ -76,7 +76,7 @@ impl AsyncHBaseClient {
     ///
     /// ```
     /// use percolator::hbase::{Get, Put};
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # tokio::runtime::Runtime::new()?.block_on(async {
     /// # let config = percolator::HBaseConfig::new(emulator.local_addr().to_string());
     /// let hbase = percolator::AsyncHBaseClient::connect(config).await?;
@@ -99,7 +99,7 @@ impl AsyncHBaseClient {
     ///
     /// ```
     /// use percolator::hbase::{Get, Put};
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # tokio::runtime::Runtime::new()?.block_on(async {
     /// # let config = percolator::HBaseConfig::new(emulator.local_addr().to_string());
     /// let hbase = percolator::AsyncHBaseClient::connect(config).await?;
@@ -121,7 +121,7 @@ impl AsyncHBaseClient {
     ///
     /// ```
     /// use percolator::hbase::{Get, Put};
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # tokio::runtime::Runtime::new()?.block_on(async {
     /// # let config = percolator::HBaseConfig::new(emulator.local_addr().to_string());
     /// let hbase = percolator::AsyncHBaseClient::connect(config).await?;
@@ -147,7 +147,7 @@ impl AsyncHBaseClient {
     ///
     /// ```
     /// use percolator::hbase::{Delete, Get, Put};
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # tokio::runtime::Runtime::new()?.block_on(async {
     /// # let config = percolator::HBaseConfig::new(emulator.local_addr().to_string());
     /// let hbase = percolator::AsyncHBaseClient::connect(config).await?;
@@ -173,7 +173,7 @@ impl AsyncHBaseClient {
     ///
     /// ```
     /// use percolator::hbase::{Delete, Get, Put};
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # tokio::runtime::Runtime::new()?.block_on(async {
     /// # let config = percolator::HBaseConfig::new(emulator.local_addr().to_string());
     /// let hbase = percolator::AsyncHBaseClient::connect(config).await?;
@@ -213,7 +213,7 @@ impl AsyncHBaseClient {
     ///
     /// ```
     /// use percolator::hbase::{CheckAndMutate, CompareOp, Put};
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # tokio::runtime::Runtime::new()?.block_on(async {
     /// # let config = percolator::HBaseConfig::new(emulator.local_addr().to_string());
     /// let hbase = percolator::AsyncHBaseClient::connect(config).await?;
@@ -237,7 +237,7 @@ impl AsyncHBaseClient {
     ///
     /// ```
     /// use percolator::hbase::{CheckAndMutate, CompareOp, Put};
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # tokio::runtime::Runtime::new()?.block_on(async {
     /// # let config = percolator::HBaseConfig::new(emulator.local_addr().to_string());
     /// let hbase = percolator::AsyncHBaseClient::connect(config).await?;
@@ -268,7 +268,7 @@ impl AsyncHBaseClient {
     ///
     /// ```
     /// use percolator::hbase::Put;
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # tokio::runtime::Runtime::new()?.block_on(async {
     /// # let config = percolator::HBaseConfig::new(emulator.local_addr().to_string());
     /// let hbase = percolator::AsyncHBaseClient::connect(config).await?;
@@ -305,7 +305,7 @@ impl AsyncHBaseClient {
     ///
     /// ```
     /// use percolator::hbase::{Delete, Put};
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # tokio::runtime::Runtime::new()?.block_on(async {
     /// # let config = percolator::HBaseConfig::new(emulator.local_addr().to_string());
     /// let hbase = percolator::AsyncHBaseClient::connect(config).await?;
@@ -360,7 +360,7 @@ impl AsyncHBaseClient {
     ///
     /// ```
     /// use percolator::hbase::{Delete, Get, Put, RowMutations};
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # tokio::runtime::Runtime::new()?.block_on(async {
     /// # let config = percolator::HBaseConfig::new(emulator.local_addr().to_string());
     /// let hbase = percolator::AsyncHBaseClient::connect(config).await?;
@@ -388,7 +388,7 @@ impl AsyncHBaseClient {
     ///
     /// ```
     /// use percolator::hbase::Increment;
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # tokio::runtime::Runtime::new()?.block_on(async {
     /// # let config = percolator::HBaseConfig::new(emulator.local_addr().to_string());
     /// let hbase = percolator::AsyncHBaseClient::connect(config).await?;
@@ -410,7 +410,7 @@ impl AsyncHBaseClient {
     ///
     /// ```
     /// use percolator::hbase::Append;
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # tokio::runtime::Runtime::new()?.block_on(async {
     /// # let config = percolator::HBaseConfig::new(emulator.local_addr().to_string());
     /// let hbase = percolator::AsyncHBaseClient::connect(config).await?;
@@ -433,7 +433,7 @@ impl AsyncHBaseClient {
     ///
     /// ```
     /// use percolator::hbase::{Put, Scan};
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # tokio::runtime::Runtime::new()?.block_on(async {
     /// # let config = percolator::HBaseConfig::new(emulator.local_addr().to_string());
     /// let hbase = percolator::AsyncHBaseClient::connect(config).await?;
@@ -469,7 +469,7 @@ impl AsyncHBaseClient {
     ///
     /// ```
     /// use percolator::hbase::Scan;
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # tokio::runtime::Runtime::new()?.block_on(async {
     /// # let config = percolator::HBaseConfig::new(emulator.local_addr().to_string());
     /// let hbase = percolator::AsyncHBaseClient::connect(config).await?;
@@ -505,7 +505,7 @@ impl AsyncHBaseClient {
     ///
     /// ```
     /// use percolator::hbase::Scan;
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # tokio::runtime::Runtime::new()?.block_on(async {
     /// # let config = percolator::HBaseConfig::new(emulator.local_addr().to_string());
     /// let hbase = percolator::AsyncHBaseClient::connect(config).await?;

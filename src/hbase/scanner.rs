@@ -50,7 +50,7 @@ impl AsyncHBaseClient {
     ///
     /// ```
     /// use percolator::hbase::{Put, Scan};
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # tokio::runtime::Runtime::new()?.block_on(async {
     /// # let config = percolator::HBaseConfig::new(emulator.local_addr().to_string());
     /// let hbase = percolator::AsyncHBaseClient::connect(config).await?;
@@ -93,7 +93,7 @@ impl AsyncHBaseClient {
 ///
 /// ```
 /// use percolator::hbase::{Put, Scan};
-/// # let emulator = percolator::emulator::start_local()?;
+/// # let emulator = hbase_emulator::start_local()?;
 /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
 /// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
 /// hbase.put_many("t", &[Put::new("a").add("f", "q", "1"), Put::new("b").add("f", "q", "2")])?;
@@ -126,7 +126,7 @@ impl Scanner {
     ///
     /// ```
     /// use percolator::hbase::Scan;
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
     /// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
     /// let mut scanner = hbase.scan("t", &Scan::new())?;
@@ -143,7 +143,7 @@ impl Scanner {
     ///
     /// ```
     /// use percolator::hbase::Scan;
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
     /// # hbase.admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
     /// let scanner = hbase.scan("t", &Scan::new())?;

@@ -18,7 +18,7 @@ use crate::migrate::plan::{plan, Plan};
 use crate::migrate::state::{
     self, adopt, write_marker, Adopt, CrashHook, FamilySettings, Marker, Step,
 };
-use crate::tools::progress::{Progress, ProgressMode};
+use crate::progress::{Progress, ProgressMode};
 use crate::txn::codec::{column_qualifier, encode_write, WriteKind, WriteRecord};
 use crate::txn::meta::{META_REFRESH, MIG_STATE};
 use crate::txn::store::row_after;
@@ -46,19 +46,31 @@ pub struct ApplyOptions {
     pub short_value_limit: usize,
     /// A fresh oracle timestamp, when an oracle was named: checked to be above wall-clock ms.
     pub oracle_ts: Option<u64>,
-    /// Stops the run at a step (tests of resumption).
+    /// Stops the run at a step (tests of resumption; feature `testing`).
+    #[cfg(feature = "testing")]
     pub crash_at: Option<CrashHook>,
+}
+
+impl ApplyOptions {
+    /// The test hook, when the `testing` feature lets one be set.
+    fn crash_hook(&self) -> Option<&CrashHook> {
+        #[cfg(feature = "testing")]
+        return self.crash_at.as_ref();
+        #[cfg(not(feature = "testing"))]
+        None
+    }
 }
 
 impl Default for ApplyOptions {
     fn default() -> Self {
         ApplyOptions {
-            progress: ProgressMode::Auto,
+            progress: ProgressMode::Lines,
             checkpoint_rows: 1000,
             max_catch_up_passes: 4,
             settle: META_REFRESH,
             short_value_limit: TxnOptions::default().short_value_limit(),
             oracle_ts: None,
+            #[cfg(feature = "testing")]
             crash_at: None,
         }
     }
@@ -102,7 +114,7 @@ struct PassState {
 /// ```
 /// use percolator::hbase::{FamilyDescriptor, Put, TableDescriptor};
 /// use percolator::migrate::{apply, ApplyOptions, ProgressMode};
-/// let emulator = percolator::emulator::start_local()?;
+/// let emulator = hbase_emulator::start_local()?;
 /// let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
 /// hbase.admin().create_table(&TableDescriptor::new("legacy").family(FamilyDescriptor::new("f")))?;
 /// hbase.put("legacy", &Put::new("r1").add("f", "q", b"v".to_vec()))?;
@@ -123,7 +135,7 @@ pub fn apply(
 
 /// [`apply`], with the table's plan when the caller has just made it (a run over several
 /// tables plans them all before it changes any).
-pub(crate) fn apply_planned(
+pub fn apply_planned(
     hbase: &HBaseClient,
     schema: &Schema,
     table: &str,
@@ -147,7 +159,7 @@ pub(crate) fn apply_planned(
         // since) is made again: its refusal was decided on the state it saw.
         let plan = match planned {
             Some(plan) if plan.state == marker.state_name() => plan,
-            _ => plan(hbase, schema, table, opts.oracle_ts, opts.progress)?,
+            _ => plan(hbase, schema, table, opts.oracle_ts, opts.progress.clone())?,
         };
         plan.refusal()?;
         total_rows = Some(plan.rows);
@@ -169,12 +181,12 @@ pub(crate) fn apply_planned(
                 (state::SINCE, now),
             ],
         )?;
-        state::crash(&opts.crash_at, table, Step::Marked)?;
+        state::crash(opts.crash_hook(), table, Step::Marked)?;
         Marker::read(hbase, schema, table)?
     };
     state::settle(&marker, opts.settle);
     prepare_families(hbase, schema, table, &marker)?;
-    state::crash(&opts.crash_at, table, Step::FamiliesReady)?;
+    state::crash(opts.crash_hook(), table, Step::FamiliesReady)?;
     let marker = Marker::read(hbase, schema, table)?;
     let mut pass: PassState = marker
         .get(state::PASS)
@@ -193,7 +205,7 @@ pub(crate) fn apply_planned(
             &mut report,
         )?;
         report.passes += 1;
-        state::crash(&opts.crash_at, table, Step::PassDone)?;
+        state::crash(opts.crash_hook(), table, Step::PassDone)?;
         if pass.changed == 0 || pass.pass >= opts.max_catch_up_passes {
             break;
         }
@@ -214,7 +226,7 @@ pub(crate) fn apply_planned(
         ],
     )?;
     state::clear_marker(hbase, schema, table, &state::IN_PROGRESS)?;
-    state::crash(&opts.crash_at, table, Step::Adopted)?;
+    state::crash(opts.crash_hook(), table, Step::Adopted)?;
     report.seconds = started.elapsed().as_secs_f64();
     Ok(report)
 }
@@ -274,7 +286,7 @@ fn run_pass(
     } else {
         format!("catch-up {} {table}", pass.pass)
     };
-    let mut progress = Progress::new(opts.progress, label, total_rows);
+    let mut progress = Progress::new(&opts.progress, label, total_rows);
     let mut puts = Vec::new();
     let mut rows = 0usize;
     for row in hbase.scan(table, &scan)? {
@@ -337,7 +349,7 @@ fn run_pass(
             save(hbase, schema, table, pass)?;
             progress.inc(rows as u64);
             rows = 0;
-            state::crash(&opts.crash_at, table, Step::Checkpoint)?;
+            state::crash(opts.crash_hook(), table, Step::Checkpoint)?;
         }
     }
     flush(hbase, table, &puts)?;

@@ -15,7 +15,7 @@ fn quiet() -> ApplyOptions {
 
 #[test]
 fn a_plan_made_before_another_apply_finished_is_made_again_and_refuses() {
-    let emulator = crate::emulator::start_local().unwrap();
+    let emulator = hbase_emulator::start_local().unwrap();
     let hbase = HBaseClient::connect(HBaseConfig::new(emulator.local_addr().to_string())).unwrap();
     let schema = Schema::default();
     hbase

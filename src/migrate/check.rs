@@ -6,7 +6,7 @@ use crate::clock::{Clock, SystemClock};
 use crate::error::{Error, Result};
 use crate::hbase::{Get, HBaseClient, Scan};
 use crate::migrate::state::{self, adopt, Adopt, FamilySettings, Marker};
-use crate::tools::progress::{Progress, ProgressMode};
+use crate::progress::{Progress, ProgressMode};
 use crate::txn::codec::WriteKind;
 use crate::txn::Schema;
 
@@ -52,7 +52,7 @@ impl Verification {
 /// ```
 /// use percolator::hbase::{FamilyDescriptor, Put, TableDescriptor};
 /// use percolator::migrate::{apply, verify, ApplyOptions, ProgressMode};
-/// let emulator = percolator::emulator::start_local()?;
+/// let emulator = hbase_emulator::start_local()?;
 /// let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
 /// hbase.admin().create_table(&TableDescriptor::new("legacy").family(FamilyDescriptor::new("f")))?;
 /// hbase.put("legacy", &Put::new("r1").add("f", "q", b"v".to_vec()))?;
@@ -104,7 +104,7 @@ pub fn verify(
     let original = marker.original_by_name();
     let ttl_cut = marker.number(state::TTL_CUT).unwrap_or(0) as i64;
     let scan = state::with_columns(Scan::new().max_versions(1).caching(1000), schema, &desc);
-    let mut bar = Progress::new(progress, format!("verify {table}"), None);
+    let mut bar = Progress::new(&progress, format!("verify {table}"), None);
     for row in hbase.scan(table, &scan)? {
         let row = row?;
         let now = SystemClock.now_ms();
@@ -182,7 +182,7 @@ pub struct TableStatus {
 /// The state of `table`: whether it exists, has the families, and its marker.
 ///
 /// ```
-/// let emulator = percolator::emulator::start_local()?;
+/// let emulator = hbase_emulator::start_local()?;
 /// let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
 /// let s = percolator::migrate::status(&hbase, &Default::default(), "nope")?;
 /// assert!(!s.exists);

@@ -14,9 +14,9 @@ use crate::error::{Error, MigrationIssue, Result};
 use crate::hbase::{
     Delete, DeleteType, HBaseClient, Put, RowMutations, RowResult, Scan, TimeRange,
 };
+use crate::locks::{list_locks, resolve_locks};
 use crate::migrate::state::{self, issue, write_marker, CrashHook, Marker, Step, LEGACY_TS_LIMIT};
-use crate::tools::locks::{list_locks, resolve_locks};
-use crate::tools::progress::{Progress, ProgressMode};
+use crate::progress::{Progress, ProgressMode};
 use crate::txn::codec::{decode_write, split_column_qualifier, WriteKind};
 use crate::txn::meta::{META_REFRESH, MIG_STATE};
 use crate::txn::{Client, Schema, ALL_VERSIONS};
@@ -56,8 +56,19 @@ pub struct DisableOptions {
     /// may still trust a meta row cached before it.
     pub settle: Duration,
     pub progress: ProgressMode,
-    /// Stops the run at a step (tests of resumption).
+    /// Stops the run at a step (tests of resumption; feature `testing`).
+    #[cfg(feature = "testing")]
     pub crash_at: Option<CrashHook>,
+}
+
+impl DisableOptions {
+    /// The test hook, when the `testing` feature lets one be set.
+    fn crash_hook(&self) -> Option<&CrashHook> {
+        #[cfg(feature = "testing")]
+        return self.crash_at.as_ref();
+        #[cfg(not(feature = "testing"))]
+        None
+    }
 }
 
 impl Default for DisableOptions {
@@ -65,7 +76,8 @@ impl Default for DisableOptions {
         DisableOptions {
             force: false,
             settle: META_REFRESH,
-            progress: ProgressMode::Auto,
+            progress: ProgressMode::Lines,
+            #[cfg(feature = "testing")]
             crash_at: None,
         }
     }
@@ -78,7 +90,7 @@ impl Default for DisableOptions {
 /// ```
 /// use percolator::hbase::{FamilyDescriptor, Put, TableDescriptor};
 /// use percolator::migrate::{apply, disable, ApplyOptions, DisableOptions, ProgressMode};
-/// let emulator = percolator::emulator::start_local()?;
+/// let emulator = hbase_emulator::start_local()?;
 /// let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
 /// hbase.admin().create_table(&TableDescriptor::new("legacy").family(FamilyDescriptor::new("f")))?;
 /// let schema = Default::default();
@@ -147,7 +159,7 @@ pub fn disable(
         // A resumed run: the marker may have been written only just before the crash.
         state::settle(&marker, opts.settle);
     }
-    state::crash(&opts.crash_at, table, Step::Disabling)?;
+    state::crash(opts.crash_hook(), table, Step::Disabling)?;
     if has_families {
         rewrite_rows(hbase, schema, table, opts, &mut report)?;
     }
@@ -160,7 +172,7 @@ pub fn disable(
                 .push(String::from_utf8_lossy(&f.name).into_owned());
         }
     }
-    state::crash(&opts.crash_at, table, Step::FamiliesDropped)?;
+    state::crash(opts.crash_hook(), table, Step::FamiliesDropped)?;
     let original = marker.original_by_name();
     for f in admin.table_descriptor(table)?.families {
         if let Some(o) = original.get(&f.name) {
@@ -254,13 +266,13 @@ fn rewrite_rows(
         .time_range(TimeRange::new(LEGACY_TS_LIMIT, i64::MAX))
         .caching(500);
     let scan = state::with_columns(scan, schema, &desc);
-    let mut bar = Progress::new(opts.progress, format!("disable {table}"), None);
+    let mut bar = Progress::new(&opts.progress, format!("disable {table}"), None);
     for row in hbase.scan(table, &scan)? {
         let row = row?;
         report.rows_scanned += 1;
         if let Some(m) = row_mutations(schema, table, &row, SystemClock.now_ms() as i64, report)? {
             hbase.mutate_row(table, &m)?;
-            state::crash(&opts.crash_at, table, Step::RowMadePlain)?;
+            state::crash(opts.crash_hook(), table, Step::RowMadePlain)?;
         }
         bar.inc(1);
     }

@@ -16,10 +16,12 @@ mod disable;
 mod plan;
 mod state;
 
-pub use crate::tools::ProgressMode;
-pub(crate) use apply::apply_planned;
+pub use crate::progress::{Phase, ProgressMode, ProgressSink};
+pub use apply::apply_planned;
 pub use apply::{apply, ApplyOptions, ApplyReport};
 pub use check::{status, verify, TableStatus, Verification};
 pub use disable::{disable, DisableOptions, DisableReport};
 pub use plan::{plan, Plan, SettingChange};
-pub use state::{plausible_ms, CrashHook, Step, LEGACY_TS_LIMIT};
+#[cfg(feature = "testing")]
+pub use state::CrashHook;
+pub use state::{plausible_ms, Step, LEGACY_TS_LIMIT};

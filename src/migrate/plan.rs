@@ -6,7 +6,7 @@ use crate::clock::{Clock, SystemClock};
 use crate::error::{MigrationIssue, Result};
 use crate::hbase::{HBaseClient, Scan};
 use crate::migrate::state::{self, issue, plausible_ms, Marker, LEGACY_TS_LIMIT};
-use crate::tools::progress::{Progress, ProgressMode};
+use crate::progress::{Progress, ProgressMode};
 use crate::txn::Schema;
 
 /// One family setting `apply` changes, and why transactions need it.
@@ -27,7 +27,7 @@ pub struct SettingChange {
 /// What `apply` would do to one table.
 ///
 /// ```
-/// let emulator = percolator::emulator::start_local()?;
+/// let emulator = hbase_emulator::start_local()?;
 /// let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
 /// use percolator::hbase::{FamilyDescriptor, Put, TableDescriptor};
 /// hbase.admin().create_table(&TableDescriptor::new("legacy").family(FamilyDescriptor::new("f")))?;
@@ -57,7 +57,7 @@ pub struct Plan {
 
 impl Plan {
     /// The error `apply` gives for this plan, if it must refuse.
-    pub(crate) fn refusal(&self) -> Result<()> {
+    pub fn refusal(&self) -> Result<()> {
         let t = &self.table;
         if self.nothing_to_do {
             return Err(issue(
@@ -158,7 +158,7 @@ pub fn plan(
         scan = scan.family(f.name.clone());
     }
     let mut implausible = (0u64, None);
-    let mut bar = Progress::new(progress, format!("plan {table}"), None);
+    let mut bar = Progress::new(&progress, format!("plan {table}"), None);
     for row in hbase.scan(table, &scan)? {
         let row = row?;
         plan.rows += 1;

@@ -278,7 +278,7 @@ pub enum Step {
 pub type CrashHook = Arc<dyn Fn(Step) -> bool + Send + Sync>;
 
 /// Stops a run at `step` when the hook says so, as a kill there would.
-pub(crate) fn crash(hook: &Option<CrashHook>, table: &str, step: Step) -> Result<()> {
+pub(crate) fn crash(hook: Option<&CrashHook>, table: &str, step: Step) -> Result<()> {
     match hook {
         Some(hook) if hook(step) => Err(issue(
             table,

@@ -21,7 +21,12 @@ mod run;
 mod run_tests;
 mod worker;
 
+/// The attribute an [`Observer`] implementation takes (`#[percolator::observer::async_trait]`),
+/// so that implementing the trait needs no dependency of the service's own.
+pub use async_trait::async_trait;
 pub use model::ObservedColumn;
 pub use registry::{observed_columns, pending_notifications, register};
-pub use run::{Observer, WorkerCrash, WorkerSeam};
+pub use run::Observer;
+#[cfg(feature = "testing")]
+pub use run::{WorkerCrash, WorkerSeam};
 pub use worker::{ObserverSet, ObserverWorker, WorkerConfig, WorkerStats};

@@ -16,7 +16,7 @@ use crate::AsyncClient;
 /// their notification (docs/observers.md).
 ///
 /// ```
-/// # let emulator = percolator::emulator::start_local()?;
+/// # let emulator = hbase_emulator::start_local()?;
 /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
 /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
 /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
@@ -52,7 +52,7 @@ pub async fn register(client: &AsyncClient, column: &ObservedColumn, observer: &
 /// table (read now).
 ///
 /// ```
-/// # let emulator = percolator::emulator::start_local()?;
+/// # let emulator = hbase_emulator::start_local()?;
 /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
 /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
 /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
@@ -84,7 +84,7 @@ const COUNT_PAGE: i32 = 1000;
 /// Notifications not yet cleared in `table` (cells of the notify family, every version).
 ///
 /// ```
-/// # let emulator = percolator::emulator::start_local()?;
+/// # let emulator = hbase_emulator::start_local()?;
 /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
 /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
 /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;

@@ -7,10 +7,10 @@ use crate::hbase::Scan;
 use crate::observer::model::notification_qualifier;
 use crate::observer::run::{run_once, Observer, Outcome};
 use crate::observer::{register, ObservedColumn};
+use crate::test_stack::Stack;
 use crate::txn::actions;
 use crate::txn::mutation::{LockTemplate, Write};
 use crate::txn::{LivenessConfig, Schema};
-use crate::workload::stack::Stack;
 use crate::{AsyncTransaction, Client, Result};
 
 const TABLE: &str = "obs_run_rules";
@@ -35,7 +35,7 @@ impl Observer for Copy {
 }
 
 pub(super) fn stack_and_client() -> (Stack, Client) {
-    let stack = Stack::start(None, None).expect("embedded stack");
+    let stack = Stack::start().expect("embedded stack");
     let liveness = LivenessConfig {
         table: "obs_run_liveness".into(),
         ttl_secs: 10,

@@ -57,7 +57,6 @@
 #![allow(clippy::result_large_err)]
 
 mod alloc;
-mod bench;
 mod client;
 pub mod protocol;
 mod server;
@@ -65,12 +64,9 @@ mod stats;
 mod store;
 
 pub use alloc::{compose, physical_of, Clock, OffsetClock, SystemClock, LOGICAL_PER_MS};
-pub use bench::{run_bench, BenchConfig, BenchReport};
 pub use client::{ClientConfig, LocalTimestamps, OracleClient, TimestampSource};
 pub use server::{run, OracleHandle, OracleServer, ServerConfig};
 pub use stats::StatsSnapshot;
 pub use store::{
     Claim, FileStore, HBaseStore, MemoryStore, StoreSpec, WindowRecord, WindowStore, DEFAULT_LEASE,
 };
-
-pub(crate) use bench::Histogram;

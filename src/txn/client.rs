@@ -92,7 +92,7 @@ impl AsyncClient {
     /// HBase client and `OracleClient`). Registers the liveness row and starts the heartbeat.
     ///
     /// ```
-    /// let emulator = percolator::emulator::start_local()?;
+    /// let emulator = hbase_emulator::start_local()?;
     /// let hbase = percolator::HBaseClient::connect(
     ///     percolator::HBaseConfig::new(emulator.local_addr().to_string()),
     /// )?;
@@ -146,7 +146,7 @@ impl AsyncClient {
     /// addresses), creating the liveness table if it is missing.
     ///
     /// ```
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
     /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
     /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
@@ -197,7 +197,7 @@ impl AsyncClient {
     /// This client's liveness id, stored in every lock it takes.
     ///
     /// ```
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
     /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
     /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
@@ -217,7 +217,7 @@ impl AsyncClient {
     }
 
     /// ```
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
     /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
     /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
@@ -240,7 +240,7 @@ impl AsyncClient {
     /// (the timestamp travels with that operation's round trip, not ahead of it).
     ///
     /// ```
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
     /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
     /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
@@ -272,7 +272,7 @@ impl AsyncClient {
     /// reads see exactly what was committed at or below it. Writes are refused.
     ///
     /// ```
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
     /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
     /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
@@ -306,7 +306,7 @@ impl AsyncClient {
     /// `Undetermined` errors and after `retry.max_attempts`. No thread is held while it waits.
     ///
     /// ```
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
     /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
     /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
@@ -355,7 +355,7 @@ impl AsyncClient {
     /// `SnapshotTooOld` instead, never a guess.
     ///
     /// ```
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
     /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
     /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
@@ -391,7 +391,7 @@ impl AsyncClient {
     }
 
     /// ```
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
     /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
     /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
@@ -414,7 +414,7 @@ impl AsyncClient {
     /// Waits for background secondary commits to finish.
     ///
     /// ```
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
     /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
     /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
@@ -443,7 +443,7 @@ impl AsyncClient {
     /// row (a killed client leaves it to expire). Idempotent.
     ///
     /// ```
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
     /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
     /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
@@ -467,7 +467,7 @@ impl AsyncClient {
     /// liveness row expire.
     ///
     /// ```
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
     /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
     /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
@@ -492,7 +492,7 @@ impl AsyncClient {
     }
 
     /// ```
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
     /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
     /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;

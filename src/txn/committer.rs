@@ -154,10 +154,7 @@ impl Committer {
             "client dies at an injected crash"
         );
         self.session.ctx().die();
-        Error::ClientCrashed {
-            start_ts: self.start_ts,
-            seam: seam.name(),
-        }
+        crate::error::client_crashed(self.start_ts, seam.name())
     }
 
     /// Prewrites every cell at once. Each cell goes on by itself once its first CAS returns,

@@ -40,7 +40,7 @@ pub(crate) mod resolver;
 pub(crate) mod safe_point;
 mod schema;
 pub(crate) mod session;
-mod snapshot;
+pub(crate) mod snapshot;
 mod stats;
 pub(crate) mod store;
 mod transaction;
@@ -63,14 +63,12 @@ pub use blocking::{Client, RowIter, Transaction};
 pub use client::AsyncClient;
 pub use liveness::LivenessConfig;
 pub use meta::{meta_row, meta_table_descriptor};
-#[cfg(not(feature = "testing"))]
-pub(crate) use options::Seam;
 #[cfg(feature = "testing")]
 pub use options::{CrashInjector, Seam};
 pub use options::{RetryPolicy, TxnOptions, TxnOptionsBuilder};
 pub use schema::{Schema, ALL_VERSIONS};
 pub use snapshot::ScannedRow;
-pub(crate) use snapshot::{fetched_column, row_gets, FIRST_VERSIONS};
+
 pub use stats::ClientStats;
 pub use store::HBaseAccess;
 pub use transaction::{AsyncTransaction, RowStream};

@@ -8,7 +8,7 @@ use crate::txn::schema::Schema;
 
 /// What a transaction buffered for one cell.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Write {
+pub enum Write {
     Put(Vec<u8>),
     Delete,
     /// Only locked (write-skew protection): the committed value stays as it is.
@@ -25,7 +25,7 @@ impl Write {
     }
 }
 
-pub(crate) struct Mutation {
+pub struct Mutation {
     pub key: CellKey,
     pub lock: Lock,
     pub bytes: Vec<u8>,
@@ -63,7 +63,7 @@ impl Mutation {
 }
 
 /// What every lock of one commit shares.
-pub(crate) struct LockTemplate {
+pub struct LockTemplate {
     pub primary: CellKey,
     pub owner: String,
     pub wall_ms: u64,

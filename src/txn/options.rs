@@ -420,8 +420,14 @@ impl TxnOptionsBuilder {
         self.with_crash_injector(Some(injector))
     }
 
-    #[cfg(any(test, feature = "testing"))]
-    pub(crate) fn with_crash_injector(mut self, injector: Option<CrashInjector>) -> Self {
+    /// Sets or clears the crash injector (tests and the demo).
+    ///
+    /// ```
+    /// let o = percolator::TxnOptions::builder().with_crash_injector(None).build();
+    /// assert!(o.crash_injector().is_none());
+    /// ```
+    #[cfg(feature = "testing")]
+    pub fn with_crash_injector(mut self, injector: Option<CrashInjector>) -> Self {
         self.0.crash_injector = injector;
         self
     }

@@ -10,7 +10,7 @@ use crate::txn::schema::Schema;
 /// table is left as it is if it already passes `Schema::check`.
 ///
 /// ```
-/// let emulator = percolator::emulator::start_local()?;
+/// let emulator = hbase_emulator::start_local()?;
 /// let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
 /// let schema = percolator::txn::Schema::default();
 /// percolator::txn::setup::create_table(&hbase, &schema, "accounts", &["f"])?;
@@ -36,7 +36,7 @@ pub fn create_table(
 ///
 /// ```
 /// use percolator::hbase::{FamilyDescriptor, TableDescriptor};
-/// let emulator = percolator::emulator::start_local()?;
+/// let emulator = hbase_emulator::start_local()?;
 /// let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
 /// hbase.admin().create_table(&TableDescriptor::new("legacy").family(FamilyDescriptor::new("f")))?;
 /// let schema = percolator::txn::Schema::default();
@@ -86,7 +86,7 @@ pub(crate) fn add_percolator_families(
 /// Creates the liveness table if it does not exist (its family's TTL makes rows ephemeral).
 ///
 /// ```
-/// let emulator = percolator::emulator::start_local()?;
+/// let emulator = hbase_emulator::start_local()?;
 /// let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
 /// let config = percolator::txn::LivenessConfig::default();
 /// percolator::txn::setup::create_liveness_table(&hbase, &config)?;
@@ -101,7 +101,7 @@ pub fn create_liveness_table(hbase: &HBaseClient, config: &LivenessConfig) -> Re
 /// every client shares. `create_table` and `enable_transactions` call it.
 ///
 /// ```
-/// let emulator = percolator::emulator::start_local()?;
+/// let emulator = hbase_emulator::start_local()?;
 /// let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
 /// let schema = percolator::txn::Schema::default();
 /// percolator::txn::setup::create_meta_table(&hbase, &schema)?;

@@ -18,7 +18,7 @@ use crate::txn::store::row_after;
 /// Write-record versions fetched per column on the first try: the newest is almost always a
 /// commit, and a read that meets rollback records asks again for 8 times as many. A second
 /// version up front would cost every read a cell to cover a case that is rare.
-pub(crate) const FIRST_VERSIONS: i32 = 1;
+pub const FIRST_VERSIONS: i32 = 1;
 /// Rows per scan round trip.
 const SCAN_PAGE: i32 = 256;
 
@@ -370,14 +370,14 @@ impl<'a> SnapshotReader<'a> {
 
 /// A column as a Get of `row_gets` fetched it (`versions`: the write records it asked for),
 /// decoded, and what a read at `snapshot` makes of it.
-pub(crate) struct FetchedColumn {
+pub struct FetchedColumn {
     pub decision: ReadDecision,
     pub writes: Vec<Cell>,
     /// Every write record of the column is in `writes` (fewer came than were asked for).
     pub complete: bool,
 }
 
-pub(crate) fn fetched_column(
+pub fn fetched_column(
     schema: &Schema,
     row: &RowResult,
     qualifier: &[u8],
@@ -403,7 +403,7 @@ pub(crate) fn fetched_column(
 
 /// One Get per row of the pending keys (lock and write columns, up to the snapshot if given),
 /// and for each Get the indices of the keys it serves.
-pub(crate) fn row_gets(
+pub fn row_gets(
     schema: &Schema,
     keys: &[CellKey],
     qualifiers: &[Vec<u8>],

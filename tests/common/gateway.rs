@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use percolator::emulator::{self, EmulatorConfig, EmulatorHandle};
+use hbase_emulator::{self as emulator, EmulatorConfig, EmulatorHandle};
 use percolator::hbase::{FamilyDescriptor, TableDescriptor};
 use percolator::{HBaseClient, HBaseConfig};
 

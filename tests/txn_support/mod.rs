@@ -18,8 +18,8 @@ pub mod proxy;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use hbase_emulator::{self as emulator, EmulatorHandle};
 use parking_lot::Mutex;
-use percolator::emulator::{self, EmulatorHandle};
 use percolator::hbase::{Get, TimeRange};
 use percolator::oracle::TimestampSource;
 use percolator::txn::codec::{decode_lock_state, decode_write, LockState, WriteRecord};

@@ -60,6 +60,21 @@ impl Scan {
         }
     }
 
+    /// Every row whose key starts with `prefix` (HBase's `setRowPrefixFilter`).
+    ///
+    /// ```
+    /// use percolator::hbase::Scan;
+    /// let scan = Scan::prefix("ab");
+    /// assert_eq!((scan.start_row, scan.stop_row), (b"ab".to_vec(), b"ac".to_vec()));
+    /// assert_eq!(Scan::prefix([0x61, 0xff]).stop_row, b"b");
+    /// assert!(Scan::prefix("").stop_row.is_empty());
+    /// ```
+    pub fn prefix(prefix: impl Into<Vec<u8>>) -> Self {
+        let start = prefix.into();
+        let stop = crate::txn::store::prefix_end(&start);
+        Scan::range(start, stop)
+    }
+
     /// Adds a whole family to the columns read.
     ///
     /// ```

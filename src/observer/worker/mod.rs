@@ -116,8 +116,8 @@ pub struct WorkerConfig {
     /// Backoff of a failed run: `retry_base * 2^attempts`, at most `retry_max`.
     pub retry_base: Duration,
     pub retry_max: Duration,
-    /// Makes the worker die at a seam (tests, the demo's kills).
-    pub crash: Option<WorkerCrash>,
+    /// Makes the worker die at a seam (tests, the demo's kills; feature `testing`).
+    pub(crate) crash: Option<WorkerCrash>,
 }
 
 impl Default for WorkerConfig {
@@ -149,8 +149,9 @@ impl WorkerConfig {
 
     /// ```
     /// let c = percolator::observer::WorkerConfig::default().with_crash(std::sync::Arc::new(|_| false));
-    /// assert!(c.crash.is_some());
+    /// # let _ = c;
     /// ```
+    #[cfg(feature = "testing")]
     pub fn with_crash(mut self, crash: WorkerCrash) -> Self {
         self.crash = Some(crash);
         self
@@ -240,7 +241,7 @@ struct Inner {
 /// # impl Observer for Nop {
 /// #     async fn process(&self, _: &mut percolator::AsyncTransaction, _: &[u8], _: &ObservedColumn) -> percolator::Result<()> { Ok(()) }
 /// # }
-/// # let emulator = percolator::emulator::start_local()?;
+/// # let emulator = hbase_emulator::start_local()?;
 /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
 /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
 /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;

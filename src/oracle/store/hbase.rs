@@ -44,7 +44,7 @@ const ATTEMPTS: usize = 4;
 /// use std::time::Duration;
 /// use percolator::oracle::{HBaseStore, WindowStore};
 /// use percolator::{HBaseClient, HBaseConfig};
-/// let emulator = percolator::emulator::start_local()?;
+/// let emulator = hbase_emulator::start_local()?;
 /// let addr = emulator.local_addr().to_string();
 /// let mut store = HBaseStore::connect(&addr, "tso", Duration::from_secs(2))?;
 /// store.claim()?;
@@ -108,7 +108,7 @@ const ADMIN_TIMEOUT: Duration = Duration::from_secs(60);
 /// ```
 /// use std::time::Duration;
 /// use percolator::oracle::{HBaseStore, OracleClient, OracleServer};
-/// let emulator = percolator::emulator::start_local()?;
+/// let emulator = hbase_emulator::start_local()?;
 /// let addr = emulator.local_addr().to_string();
 /// let store = HBaseStore::connect(&addr, "tso", Duration::from_secs(1))?;
 /// let oracle = OracleServer::start_local(store)?;
@@ -132,7 +132,7 @@ impl HBaseStore {
     ///
     /// ```
     /// use percolator::oracle::{HBaseStore, WindowStore, DEFAULT_LEASE};
-    /// let emulator = percolator::emulator::start_local()?;
+    /// let emulator = hbase_emulator::start_local()?;
     /// let mut store = HBaseStore::connect(&emulator.local_addr().to_string(), "tso", DEFAULT_LEASE)?;
     /// assert_eq!(store.claim()?.top, 0);
     /// assert_eq!(store.lease(), Some(DEFAULT_LEASE));
@@ -163,7 +163,7 @@ impl HBaseStore {
     /// ```
     /// use percolator::oracle::{HBaseStore, WindowStore, DEFAULT_LEASE};
     /// use percolator::{HBaseClient, HBaseConfig};
-    /// let emulator = percolator::emulator::start_local()?;
+    /// let emulator = hbase_emulator::start_local()?;
     /// let addr = emulator.local_addr().to_string();
     /// let mut store = HBaseStore::connect(&addr, "tso", DEFAULT_LEASE)?;
     /// store.claim()?;

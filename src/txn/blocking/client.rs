@@ -50,7 +50,7 @@ impl Client {
     /// and `OracleClient`). Registers the liveness row and starts the heartbeat.
     ///
     /// ```
-    /// let emulator = percolator::emulator::start_local()?;
+    /// let emulator = hbase_emulator::start_local()?;
     /// let hbase = percolator::HBaseClient::connect(
     ///     percolator::HBaseConfig::new(emulator.local_addr().to_string()),
     /// )?;
@@ -90,7 +90,7 @@ impl Client {
     /// The async client this one wraps (same connections, heartbeat and liveness row).
     ///
     /// ```
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
     /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
     /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
@@ -109,7 +109,7 @@ impl Client {
     /// This client's liveness id, stored in every lock it takes.
     ///
     /// ```
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
     /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
     /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
@@ -125,7 +125,7 @@ impl Client {
     }
 
     /// ```
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
     /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
     /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
@@ -143,7 +143,7 @@ impl Client {
     /// Starts a transaction. Its snapshot is taken after this call, by its first operation.
     ///
     /// ```
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
     /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
     /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
@@ -163,7 +163,7 @@ impl Client {
     /// A read-only transaction whose snapshot is `ts`; see [`AsyncClient::snapshot`].
     ///
     /// ```
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
     /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
     /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
@@ -193,7 +193,7 @@ impl Client {
     /// `Undetermined` errors and after `retry.max_attempts`.
     ///
     /// ```
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
     /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
     /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
@@ -227,7 +227,7 @@ impl Client {
     /// See [`AsyncClient::transaction_status`].
     ///
     /// ```
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
     /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
     /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
@@ -251,7 +251,7 @@ impl Client {
     }
 
     /// ```
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
     /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
     /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
@@ -270,7 +270,7 @@ impl Client {
     /// Waits for background secondary commits to finish.
     ///
     /// ```
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
     /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
     /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
@@ -293,7 +293,7 @@ impl Client {
     /// row (a killed client leaves it to expire). Idempotent.
     ///
     /// ```
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
     /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
     /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
@@ -313,7 +313,7 @@ impl Client {
     /// liveness row expire.
     ///
     /// ```
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
     /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
     /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
@@ -331,7 +331,7 @@ impl Client {
     }
 
     /// ```
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
     /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
     /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;

@@ -23,15 +23,6 @@ use crate::txn::open_txns::Registration;
 use crate::txn::session::Session;
 use crate::txn::stats::Stats;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum State {
-    Active,
-    /// A snapshot at a chosen timestamp: reads only.
-    ReadOnly,
-    Committed,
-    RolledBack,
-}
-
 /// A snapshot-isolated transaction, async. Reads see the snapshot at `start_ts` plus this
 /// transaction's own writes; writes are buffered until [`commit`](Self::commit).
 ///
@@ -59,7 +50,8 @@ pub struct AsyncTransaction {
     /// Values read at the snapshot already by [`get_many_with_newest`](Self::get_many_with_newest),
     /// served again without a round trip.
     remembered: HashMap<CellKey, Option<Vec<u8>>>,
-    state: State,
+    /// A snapshot at a chosen timestamp: reads only.
+    read_only: bool,
 }
 
 impl AsyncTransaction {
@@ -72,7 +64,7 @@ impl AsyncTransaction {
             first: None,
             notified: BTreeSet::new(),
             remembered: HashMap::new(),
-            state: State::Active,
+            read_only: false,
         }
     }
 
@@ -85,14 +77,14 @@ impl AsyncTransaction {
             first: None,
             notified: BTreeSet::new(),
             remembered: HashMap::new(),
-            state: State::ReadOnly,
+            read_only: true,
         }
     }
 
     /// The snapshot timestamp, fetched now if no operation has fixed it yet.
     ///
     /// ```
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
     /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
     /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
@@ -128,7 +120,7 @@ impl AsyncTransaction {
     /// HBase RPCs this transaction has made so far (reads, prewrites, commits, resolution).
     ///
     /// ```
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
     /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
     /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
@@ -149,38 +141,23 @@ impl AsyncTransaction {
         self.session.rpcs()
     }
 
-    fn check_readable(&self) -> Result<()> {
-        match self.state {
-            State::Active | State::ReadOnly => Ok(()),
-            State::Committed => Err(self.closed("committed")),
-            State::RolledBack => Err(self.closed("rolled back")),
-        }
-    }
-
     fn check_writable(&self) -> Result<()> {
-        match self.state {
-            State::ReadOnly => Err(Error::IllegalArgument {
+        if self.read_only {
+            return Err(Error::IllegalArgument {
                 message: format!(
                     "snapshot at {} is read-only: it cannot write",
                     self.known_start_ts()
                 ),
-            }),
-            _ => self.check_readable(),
+            });
         }
-    }
-
-    fn closed(&self, state: &'static str) -> Error {
-        Error::TransactionClosed {
-            start_ts: self.known_start_ts(),
-            state,
-        }
+        Ok(())
     }
 
     /// Commits the buffered writes and returns the commit timestamp (`start_ts` for a
     /// transaction that wrote nothing: it needs no commit).
     ///
     /// ```
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
     /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
     /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
@@ -206,9 +183,7 @@ impl AsyncTransaction {
     /// commit point's CAS; `Committed::extra_applied` says whether it did. A read-only
     /// transaction commits nothing, so nothing is applied either.
     pub(crate) async fn commit_with(mut self, extra: Option<Delete>) -> Result<Committed> {
-        self.check_readable()?;
-        let read_only = self.state == State::ReadOnly;
-        self.state = State::Committed;
+        let read_only = self.read_only;
         if self.start.get().is_none() && self.first.is_some() {
             // Nothing was read (a read-only snapshot has its start_ts from the outset), so no
             // snapshot is owed: a start_ts at hand saves a round trip.
@@ -241,7 +216,7 @@ impl AsyncTransaction {
     /// Discards the buffered writes. Nothing was written before commit, so nothing to undo.
     ///
     /// ```
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
     /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
     /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
@@ -258,8 +233,5 @@ impl AsyncTransaction {
     /// # })?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn rollback(mut self) {
-        self.state = State::RolledBack;
-        self.writes.clear();
-    }
+    pub fn rollback(self) {}
 }

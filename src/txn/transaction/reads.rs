@@ -10,7 +10,7 @@ impl AsyncTransaction {
     /// Reads one cell at the snapshot.
     ///
     /// ```
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
     /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
     /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
@@ -45,7 +45,7 @@ impl AsyncTransaction {
     /// Reads many cells (any tables and rows) at the snapshot, batched per table and row.
     ///
     /// ```
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
     /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
     /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
@@ -64,7 +64,6 @@ impl AsyncTransaction {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub async fn get_many(&self, keys: &[CellKey]) -> Result<Vec<Option<Vec<u8>>>> {
-        self.check_readable()?;
         let unbuffered: Vec<CellKey> = keys
             .iter()
             .filter(|k| self.known(k).is_none())
@@ -94,7 +93,6 @@ impl AsyncTransaction {
         &mut self,
         keys: &[CellKey],
     ) -> Result<Vec<(Option<Vec<u8>>, u64)>> {
-        self.check_readable()?;
         let snapshot = self.start_ts().await?;
         let read = SnapshotReader::new(&self.session, snapshot)
             .read_with_newest(keys)
@@ -128,7 +126,7 @@ impl AsyncTransaction {
     /// which is how a reader opts out of write skew for the cells its decision rests on.
     ///
     /// ```
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
     /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
     /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
@@ -170,7 +168,7 @@ impl AsyncTransaction {
     /// [`get_for_update`](Self::get_for_update)).
     ///
     /// ```
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
     /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
     /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
@@ -198,7 +196,7 @@ impl AsyncTransaction {
     /// Whether the cell has a value at the snapshot (this transaction's own writes included).
     ///
     /// ```
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
     /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
     /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;

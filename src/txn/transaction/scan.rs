@@ -16,7 +16,7 @@ impl AsyncTransaction {
     /// transaction's own writes.
     ///
     /// ```
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
     /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
     /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
@@ -48,7 +48,7 @@ impl AsyncTransaction {
     /// [`scan`](Self::scan) in descending order: the last rows of `[start, stop)` first.
     ///
     /// ```
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
     /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
     /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
@@ -87,7 +87,7 @@ impl AsyncTransaction {
     /// of this call.
     ///
     /// ```
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
     /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
     /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
@@ -118,7 +118,7 @@ impl AsyncTransaction {
     /// [`scan_stream`](Self::scan_stream) in descending order.
     ///
     /// ```
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
     /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
     /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
@@ -151,7 +151,6 @@ impl AsyncTransaction {
         stop: &[u8],
         reverse: bool,
     ) -> Result<RowStream<'_>> {
-        self.check_readable()?;
         let cursor = ScanCursor::new(table, start, stop, reverse);
         let mut own: BTreeMap<Vec<u8>, RowWrites> = BTreeMap::new();
         for (k, v) in self
@@ -186,7 +185,7 @@ impl AsyncTransaction {
 /// [`AsyncTransaction::scan_stream`]).
 ///
 /// ```
-/// # let emulator = percolator::emulator::start_local()?;
+/// # let emulator = hbase_emulator::start_local()?;
 /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
 /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
 /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
@@ -215,7 +214,7 @@ impl RowStream<'_> {
     /// Up to `limit` rows, consuming the stream.
     ///
     /// ```
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
     /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
     /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
@@ -245,7 +244,7 @@ impl RowStream<'_> {
     /// The next row with a visible column, or `None` at the end of the range.
     ///
     /// ```
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
     /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
     /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use percolator::emulator::EmulatorConfig;
+use hbase_emulator::EmulatorConfig;
 use percolator::hbase::{
     CheckAndMutate, CompareOp, Delete, DeleteType, FamilyDescriptor, Increment, Put, RowResult,
     Scan, TimeRange,

@@ -1,0 +1,254 @@
+//! `percolator-oracle`: serve timestamps, fetch some, or benchmark a server.
+//!
+//! Serving prints `listening on ADDR` on stdout once bound (scripts and tests wait for it);
+//! logs go to stderr (`RUST_LOG` filters them).
+
+// The crate's `Error` is deliberately rich; see `error.rs`.
+#![allow(clippy::result_large_err)]
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+use percolator::oracle::{
+    run, ClientConfig, OffsetClock, OracleClient, ServerConfig, StoreSpec, DEFAULT_LEASE,
+};
+use percolator::{Error, Result};
+use percolator_cli::oracle_bench::{run_bench, BenchConfig};
+
+#[derive(Parser)]
+#[command(
+    name = "percolator-oracle",
+    about = "Timestamp oracle for percolator transactions",
+    args_conflicts_with_subcommands = true
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    #[command(flatten)]
+    serve: ServeArgs,
+}
+
+#[derive(Args)]
+struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:7077")]
+    listen: String,
+    /// Window store: file:PATH, hbase:HOST:PORT[/TABLE], or memory (not durable: tests only).
+    #[arg(long)]
+    store: Option<String>,
+    /// How far ahead each window extension reaches, in ms.
+    #[arg(long, default_value_t = 3000)]
+    window_ms: u64,
+    /// Lease of a shared (hbase) store, in ms: a successor waits this long for us to stop.
+    #[arg(long, default_value_t = DEFAULT_LEASE.as_millis() as u64)]
+    lease_ms: u64,
+    #[arg(long, default_value_t = 1024)]
+    max_connections: usize,
+    /// Runtime worker threads.
+    #[arg(long, default_value_t = 2)]
+    threads: usize,
+    /// Period of the stats log line, in seconds.
+    #[arg(long, default_value_t = 10)]
+    stats_interval_s: u64,
+    /// Shift the wall clock the server reads (tests: restarts across a clock step).
+    #[arg(long, default_value_t = 0, hide = true, allow_negative_numbers = true)]
+    clock_offset_ms: i64,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Print N timestamps, one per line.
+    Fetch {
+        /// Oracle address; a comma-separated list fails over in order.
+        #[arg(long)]
+        addr: String,
+        #[arg(long, default_value_t = 1)]
+        count: u64,
+    },
+    /// Print a server's counters as JSON.
+    Stats {
+        #[arg(long)]
+        addr: String,
+    },
+    /// Measure timestamps/s and latency with N concurrent one-at-a-time requesters.
+    Bench {
+        /// Oracle address(es); omitted: start one in-process on the memory store.
+        #[arg(long)]
+        addr: Option<String>,
+        #[arg(long, default_value_t = 64)]
+        concurrency: usize,
+        #[arg(long, default_value_t = 5.0)]
+        seconds: f64,
+        /// Client connections.
+        #[arg(long, default_value_t = ClientConfig::default().connections)]
+        connections: usize,
+        /// Runtime threads for the requesters.
+        #[arg(long, default_value_t = 2)]
+        threads: usize,
+        /// Run the client's connections on a thread of their own instead of on the
+        /// requesters' runtime.
+        #[arg(long)]
+        client_thread: bool,
+        /// Print one JSON object instead of a line of text.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Every binary of the crate uses mimalloc: glibc's allocator took 12-19% of the benchmark's
+/// CPU (see docs/benchmarks.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .init();
+    let outcome = match cli.command {
+        None => serve(cli.serve),
+        Some(Command::Fetch { addr, count }) => fetch(&addr, count),
+        Some(Command::Stats { addr }) => stats(&addr),
+        Some(Command::Bench {
+            addr,
+            concurrency,
+            seconds,
+            connections,
+            threads,
+            client_thread,
+            json,
+        }) => bench(
+            BenchConfig {
+                addrs: addr.as_deref().map(split_addrs),
+                concurrency,
+                duration: Duration::from_secs_f64(seconds),
+                client: ClientConfig {
+                    connections,
+                    ..ClientConfig::default()
+                },
+                threads,
+                client_thread,
+                ..BenchConfig::default()
+            },
+            json,
+        ),
+    };
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!(error = %e, "percolator-oracle failed");
+            eprintln!("percolator-oracle: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn split_addrs(list: &str) -> Vec<String> {
+    list.split(',')
+        .map(str::trim)
+        .filter(|a| !a.is_empty())
+        .map(String::from)
+        .collect()
+}
+
+fn serve(args: ServeArgs) -> Result<()> {
+    let spec: StoreSpec = args
+        .store
+        .as_deref()
+        .ok_or_else(|| Error::IllegalArgument {
+            message: "--store is required to serve (file:PATH or hbase:HOST:PORT[/TABLE])".into(),
+        })?
+        .parse()?;
+    let store = spec.open(Duration::from_millis(args.lease_ms))?;
+    let config = ServerConfig {
+        window: Duration::from_millis(args.window_ms),
+        extend_below: Duration::from_millis(args.window_ms / 2),
+        max_connections: args.max_connections,
+        stats_interval: Duration::from_secs(args.stats_interval_s.max(1)),
+        clock: Arc::new(OffsetClock {
+            offset_ms: args.clock_offset_ms,
+        }),
+        ..ServerConfig::default()
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(args.threads.max(1))
+        .enable_all()
+        .build()
+        .map_err(|e| Error::io("building the runtime", e))?;
+    runtime.block_on(async {
+        let listener = tokio::net::TcpListener::bind(&args.listen)
+            .await
+            .map_err(|e| Error::io(format!("binding {}", args.listen), e))?;
+        let local = listener
+            .local_addr()
+            .map_err(|e| Error::io("reading the bound address", e))?;
+        println!("listening on {local}");
+        std::io::stdout()
+            .flush()
+            .map_err(|e| Error::io("writing stdout", e))?;
+        run(listener, store, config, shutdown_signal()).await
+    })
+}
+
+/// Resolves on SIGTERM or ctrl-c.
+async fn shutdown_signal() {
+    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot watch SIGTERM; only ctrl-c stops the server");
+            let _ = tokio::signal::ctrl_c().await;
+            return;
+        }
+    };
+    tokio::select! {
+        _ = term.recv() => tracing::info!("SIGTERM: shutting down"),
+        _ = tokio::signal::ctrl_c() => tracing::info!("ctrl-c: shutting down"),
+    }
+}
+
+fn fetch(addr: &str, count: u64) -> Result<()> {
+    let client = OracleClient::connect(&split_addrs(addr), ClientConfig::default())?;
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let mut left = count;
+    while left > 0 {
+        let n = left.min(u64::from(percolator::oracle::protocol::MAX_COUNT)) as u32;
+        for ts in client.get_timestamps(n)? {
+            writeln!(out, "{ts}").map_err(|e| Error::io("writing stdout", e))?;
+        }
+        left -= u64::from(n);
+    }
+    out.flush().map_err(|e| Error::io("writing stdout", e))
+}
+
+fn stats(addr: &str) -> Result<()> {
+    let client = OracleClient::connect(&split_addrs(addr), ClientConfig::default())?;
+    let snapshot = client.server_stats()?;
+    println!(
+        "{}",
+        serde_json::to_string(&snapshot).expect("stats serialize to JSON")
+    );
+    Ok(())
+}
+
+fn bench(config: BenchConfig, json: bool) -> Result<()> {
+    let r = run_bench(&config)?;
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string(&r).expect("bench report serializes to JSON")
+        );
+    } else {
+        println!(
+            "concurrency {:>5}  connections {}  {:>12.0} timestamps/s  p50 {:>8.1} us  p99 {:>8.1} us  p99.9 {:>8.1} us  max {:>9.1} us  mean batch {:>7.1}  errors {}  order violations {}",
+            r.concurrency, r.connections, r.timestamps_per_s, r.p50_us, r.p99_us, r.p999_us, r.max_us, r.mean_batch, r.errors, r.order_violations
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,208 @@
+//! `percolator gc`: one round (`--once`) or rounds every `--interval` until Ctrl-C, with
+//! progress per table (a bar on a terminal, a line every few seconds otherwise, none with
+//! `--json`) and a report per round (text, or JSON lines with `--json`).
+//! With `--interval`, a round that fails with a retryable error (a live lock, a busy region)
+//! is logged and the next one starts over; anything else ends the command, non-zero.
+
+use std::io::Write;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+
+use crate::tools::progress::{unless_json, Progress};
+use percolator::gc::{GcOptions, GcProgress, GcReport, GcWorker};
+use percolator::hbase::HBaseConfig;
+use percolator::txn::{LivenessConfig, Schema, TxnOptions};
+use percolator::{Error, Result, RetryClass};
+
+/// `percolator gc` options (also its command-line arguments).
+///
+/// ```
+/// use clap::Parser;
+/// #[derive(Parser)]
+/// struct Cli { #[command(flatten)] gc: percolator_cli::commands::GcCommand }
+/// let cli = Cli::parse_from(["gc", "--hbase", "h:9090", "--oracle", "o:7070", "--once", "t"]);
+/// assert_eq!(cli.gc.life_time, "10m");
+/// ```
+#[derive(Clone, Debug, clap::Args)]
+pub struct GcCommand {
+    /// HBase Thrift2 gateway host:port.
+    #[arg(long)]
+    pub hbase: String,
+    /// Timestamp oracle host:port (comma-separated for fail-over).
+    #[arg(long)]
+    pub oracle: String,
+    /// How long versions stay readable: the safe point trails the oracle's time by this
+    /// (e.g. 90s, 10m, 1h; at least 5s).
+    #[arg(long, default_value = "10m")]
+    pub life_time: String,
+    /// Run one round and exit.
+    #[arg(long, conflicts_with = "interval")]
+    pub once: bool,
+    /// Pause between rounds (e.g. 30s, 1m) when not --once.
+    #[arg(long, default_value = "1m")]
+    pub interval: String,
+    /// One JSON report per round on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// The meta table holding the safe point (the clients' `Schema::meta_table`).
+    #[arg(long, default_value = "percolator_meta")]
+    pub meta_table: String,
+    /// The liveness table where clients publish their open transactions.
+    #[arg(long, default_value = "percolator_liveness")]
+    pub liveness_table: String,
+    /// The tables to collect.
+    #[arg(required = true)]
+    pub tables: Vec<String>,
+}
+
+impl GcCommand {
+    /// Runs the command; returns when `--once` is done or after Ctrl-C.
+    ///
+    /// ```no_run
+    /// use clap::Parser;
+    /// #[derive(Parser)]
+    /// struct Cli { #[command(flatten)] gc: percolator_cli::commands::GcCommand }
+    /// let cli = Cli::parse_from(["gc", "--hbase", "h:9090", "--oracle", "o:7070", "--once", "t"]);
+    /// cli.gc.run()?;
+    /// # Ok::<(), percolator::Error>(())
+    /// ```
+    pub fn run(&self) -> Result<()> {
+        let opts = GcOptions::default().with_life_time(parse_duration(&self.life_time)?)?;
+        let interval = parse_duration(&self.interval)?;
+        let oracles: Vec<String> = self
+            .oracle
+            .split(',')
+            .map(|s| s.trim().to_string())
+            .collect();
+        let runtime = tokio::runtime::Runtime::new().map_err(|e| Error::io("starting tokio", e))?;
+        runtime.block_on(async {
+            let schema = Schema {
+                meta_table: self.meta_table.clone(),
+                ..Schema::default()
+            };
+            let liveness = LivenessConfig {
+                table: self.liveness_table.clone(),
+                ..LivenessConfig::default()
+            };
+            let txn = TxnOptions::builder()
+                .schema(schema)
+                .liveness(liveness)
+                .build();
+            let gc = GcWorker::connect(HBaseConfig::new(self.hbase.clone()), &oracles, txn, opts)
+                .await?;
+            let result = self.rounds(&gc, interval).await;
+            gc.shutdown().await;
+            result
+        })
+    }
+
+    async fn rounds(&self, gc: &GcWorker, interval: Duration) -> Result<()> {
+        let mode = unless_json(self.json);
+        loop {
+            // One bar per table, as the round reaches it; the report follows the round.
+            let shown: Mutex<Option<(String, Progress)>> = Mutex::new(None);
+            let show = |p: &GcProgress| {
+                let mut shown = shown.lock();
+                if shown.as_ref().is_none_or(|(table, _)| *table != p.table) {
+                    if let Some((_, done)) = shown.take() {
+                        done.finish();
+                    }
+                    let label = format!("gc {}", p.table);
+                    *shown = Some((p.table.clone(), Progress::new(&mode, label, None)));
+                }
+                if let Some((_, progress)) = shown.as_mut() {
+                    progress.set(p.report.rows);
+                }
+            };
+            let round = gc.run_once(&self.tables, &show).await;
+            if let Some((_, done)) = shown.into_inner() {
+                done.finish();
+            }
+            match round {
+                Ok(report) => self.print(&report)?,
+                // Between rounds nothing is half done: a transient failure waits for the next.
+                Err(e) if !self.once && e.retry_class() == RetryClass::Retry => {
+                    tracing::warn!(error = %e, "GC round failed; the next round starts over");
+                }
+                Err(e) => return Err(e),
+            }
+            if self.once {
+                return Ok(());
+            }
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => return Ok(()),
+                _ = tokio::time::sleep(interval) => {}
+            }
+        }
+    }
+
+    fn print(&self, report: &GcReport) -> Result<()> {
+        let mut out = std::io::stdout().lock();
+        let line = if self.json {
+            serde_json::to_string(report).map_err(|e| Error::io("encoding the report", e.into()))?
+        } else {
+            let rate = report.cells() as f64 / report.collect_secs.max(1e-9);
+            let mut text = format!(
+                "safe point {}: {} locks resolved, {} cells scanned, {} versions removed, {:.0} cells/s",
+                report.safe_point,
+                report.locks_resolved,
+                report.cells(),
+                report.removed(),
+                rate
+            );
+            for t in &report.tables {
+                text.push_str(&format!(
+                    "\n  {}: {} rows, {} cells, {} write records ({} rollbacks) and {} data versions removed, {} versions kept",
+                    t.table,
+                    t.rows,
+                    t.cells,
+                    t.write_records_removed,
+                    t.rollback_records_removed,
+                    t.data_versions_removed,
+                    t.versions_kept
+                ));
+            }
+            text
+        };
+        writeln!(out, "{line}").map_err(|e| Error::io("writing the report", e))
+    }
+}
+
+/// `500ms`, `90s`, `10m`, `1h` (a bare number is seconds).
+fn parse_duration(text: &str) -> Result<Duration> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let bad = || Error::IllegalArgument {
+        message: format!("cannot read {text:?} as a duration (e.g. 90s, 10m, 1h)"),
+    };
+    let n: u64 = number.parse().map_err(|_| bad())?;
+    let ms = match unit {
+        "ms" => 1,
+        "" | "s" => 1000,
+        "m" => 60_000,
+        "h" => 3_600_000,
+        _ => return Err(bad()),
+    };
+    Ok(Duration::from_millis(n.checked_mul(ms).ok_or_else(bad)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_duration;
+    use std::time::Duration;
+
+    #[test]
+    fn durations_read_with_units_and_refuse_anything_else() {
+        assert_eq!(parse_duration("10m").unwrap(), Duration::from_secs(600));
+        assert_eq!(parse_duration("90s").unwrap(), Duration::from_secs(90));
+        assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
+        assert_eq!(parse_duration("2").unwrap(), Duration::from_secs(2));
+        assert!(parse_duration("ten").is_err());
+        assert!(parse_duration("5d").is_err());
+        assert!(parse_duration("").is_err());
+    }
+}

@@ -1,0 +1,346 @@
+//! `percolator migrate ...`: plan, apply, verify, status, disable, and the hidden bench.
+
+use std::time::{Duration, Instant};
+
+use super::{client, hbase, print_json};
+use crate::tools::progress::unless_json;
+use percolator::hbase::{FamilyDescriptor, HBaseClient, HBaseConfig, Put, TableDescriptor};
+use percolator::migrate::{self, ApplyOptions, ProgressMode};
+use percolator::oracle::{ClientConfig, OracleClient};
+use percolator::txn::Schema;
+use percolator::Result;
+
+/// `percolator migrate ...`.
+///
+/// ```
+/// use percolator::commands::{MigrateArgs, MigrateCommand};
+/// let c = MigrateCommand::Status(MigrateArgs { hbase: "h:1".into(), json: true, tables: vec!["t".into()] });
+/// assert!(matches!(c, MigrateCommand::Status(_)));
+/// ```
+#[derive(clap::Subcommand, Debug)]
+pub enum MigrateCommand {
+    /// Lists what `apply` would do to each table (families, settings, rows, blockers); changes nothing.
+    Plan(MigrateArgs),
+    /// Makes each table transactional and adopts its data; resumes an interrupted run.
+    Apply(ApplyArgs),
+    /// Checks migrated tables; exits 1 and lists the problems if any.
+    Verify(MigrateArgs),
+    /// Shows each table's migration state.
+    Status(MigrateArgs),
+    /// Returns each table to plain use (refuses while locks are present unless --force).
+    Disable(DisableArgs),
+    /// Times `apply` on the embedded emulator for a table of N cells (the README's figure).
+    #[command(hide = true)]
+    Bench(BenchArgs),
+}
+
+/// What every `migrate` command takes.
+///
+/// ```
+/// let a = percolator::commands::MigrateArgs { hbase: "h:1".into(), json: false, tables: vec!["t".into()] };
+/// assert_eq!(a.tables, ["t"]);
+/// ```
+#[derive(clap::Args, Debug)]
+pub struct MigrateArgs {
+    /// The HBase Thrift2 gateway, HOST:PORT.
+    #[arg(long)]
+    pub hbase: String,
+    /// Print JSON (one value for all tables) instead of text; no progress bar.
+    #[arg(long)]
+    pub json: bool,
+    #[arg(required = true)]
+    pub tables: Vec<String>,
+}
+
+/// `migrate apply`.
+///
+/// ```
+/// use percolator::commands::{ApplyArgs, MigrateArgs};
+/// let common = MigrateArgs { hbase: "h:1".into(), json: false, tables: vec!["t".into()] };
+/// let a = ApplyArgs { common, oracle: None, checkpoint_rows: 1000 };
+/// assert_eq!(a.checkpoint_rows, 1000);
+/// ```
+#[derive(clap::Args, Debug)]
+pub struct ApplyArgs {
+    #[command(flatten)]
+    pub common: MigrateArgs,
+    /// A timestamp oracle, HOST:PORT, to check that its timestamps are above wall-clock ms.
+    #[arg(long)]
+    pub oracle: Option<String>,
+    /// Rows between checkpoints.
+    #[arg(long, default_value_t = 1000)]
+    pub checkpoint_rows: usize,
+}
+
+/// `migrate disable`.
+///
+/// ```
+/// use percolator::commands::{DisableArgs, MigrateArgs};
+/// let common = MigrateArgs { hbase: "h:1".into(), json: false, tables: vec!["t".into()] };
+/// assert!(!DisableArgs { common, force: false, oracle: None }.force);
+/// ```
+#[derive(clap::Args, Debug)]
+pub struct DisableArgs {
+    #[command(flatten)]
+    pub common: MigrateArgs,
+    /// Resolve abandoned locks (through the normal protocol, needs --oracle) instead of refusing.
+    #[arg(long)]
+    pub force: bool,
+    #[arg(long)]
+    pub oracle: Option<String>,
+}
+
+/// `migrate bench`.
+///
+/// ```
+/// let a = percolator::commands::BenchArgs { cells: 10, columns: 2, runs: 1 };
+/// assert_eq!(a.cells / a.columns, 5);
+/// ```
+#[derive(clap::Args, Debug)]
+pub struct BenchArgs {
+    #[arg(long, default_value_t = 1_000_000)]
+    pub cells: usize,
+    /// Columns per row.
+    #[arg(long, default_value_t = 10)]
+    pub columns: usize,
+    #[arg(long, default_value_t = 3)]
+    pub runs: usize,
+}
+
+fn oracle_ts(addr: &str) -> Result<u64> {
+    OracleClient::connect(&[addr.to_string()], ClientConfig::default())?.get_timestamp()
+}
+
+/// Runs one `migrate` command.
+///
+/// ```
+/// use percolator::commands::{migrate, MigrateArgs, MigrateCommand};
+/// let emulator = hbase_emulator::start_local()?;
+/// let args = MigrateArgs { hbase: emulator.local_addr().to_string(), json: true, tables: vec!["nope".into()] };
+/// assert!(migrate(&MigrateCommand::Status(args))?);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn migrate(command: &MigrateCommand) -> Result<bool> {
+    let schema = Schema::default();
+    match command {
+        MigrateCommand::Plan(a) => {
+            let hb = hbase(&a.hbase)?;
+            let plans = a
+                .tables
+                .iter()
+                .map(|t| migrate::plan(&hb, &schema, t, None, unless_json(a.json)))
+                .collect::<Result<Vec<_>>>()?;
+            if a.json {
+                print_json(&plans);
+            } else {
+                plans.iter().for_each(print_plan);
+            }
+            Ok(true)
+        }
+        MigrateCommand::Apply(a) => {
+            let hb = hbase(&a.common.hbase)?;
+            let ts = a.oracle.as_deref().map(oracle_ts).transpose()?;
+            let opts = ApplyOptions {
+                progress: unless_json(a.common.json),
+                checkpoint_rows: a.checkpoint_rows.max(1),
+                oracle_ts: ts,
+                ..ApplyOptions::default()
+            };
+            // Every table is checked before any is changed; each is planned once.
+            let mut plans = std::collections::HashMap::new();
+            if a.common.tables.len() > 1 {
+                for t in &a.common.tables {
+                    let status = migrate::status(&hb, &schema, t)?;
+                    if status.state != "applying" {
+                        let plan = migrate::plan(&hb, &schema, t, ts, opts.progress.clone())?;
+                        plan.refusal()?;
+                        plans.insert(t.clone(), plan);
+                    }
+                }
+            }
+            let mut reports = Vec::new();
+            for t in &a.common.tables {
+                let r = migrate::apply_planned(&hb, &schema, t, &opts, plans.remove(t))?;
+                if !a.common.json {
+                    println!(
+                        "{t}: adopted ({} rows scanned, {} write records, {} passes{}, {:.1}s){}",
+                        r.rows_scanned,
+                        r.records_written,
+                        r.passes,
+                        if r.resumed { ", resumed" } else { "" },
+                        r.seconds,
+                        if r.implausible > 0 {
+                            format!("; {} cells not adopted (see verify)", r.implausible)
+                        } else {
+                            String::new()
+                        }
+                    );
+                }
+                reports.push(r);
+            }
+            if a.common.json {
+                print_json(&reports);
+            }
+            Ok(true)
+        }
+        MigrateCommand::Verify(a) => {
+            let hb = hbase(&a.hbase)?;
+            let results = a
+                .tables
+                .iter()
+                .map(|t| migrate::verify(&hb, &schema, t, unless_json(a.json)))
+                .collect::<Result<Vec<_>>>()?;
+            if a.json {
+                print_json(&results);
+            } else {
+                for v in &results {
+                    if v.ok() {
+                        println!("{}: ok ({} cells checked)", v.table, v.cells_checked);
+                    } else {
+                        println!("{}: {} problems", v.table, v.problem_count);
+                        v.problems.iter().for_each(|p| println!("  - {p}"));
+                    }
+                }
+            }
+            Ok(results.iter().all(migrate::Verification::ok))
+        }
+        MigrateCommand::Status(a) => {
+            let hb = hbase(&a.hbase)?;
+            let all = a
+                .tables
+                .iter()
+                .map(|t| migrate::status(&hb, &schema, t))
+                .collect::<Result<Vec<_>>>()?;
+            if a.json {
+                print_json(&all);
+            } else {
+                for s in &all {
+                    let pass = s
+                        .pass
+                        .as_ref()
+                        .map_or(String::new(), |p| format!(" (pass {p})"));
+                    println!("{}: {}{pass}", s.table, s.state);
+                }
+            }
+            Ok(true)
+        }
+        MigrateCommand::Disable(a) => {
+            let hb = hbase(&a.common.hbase)?;
+            let resolver = match (&a.oracle, a.force) {
+                (Some(o), true) => Some(client(&a.common.hbase, o)?),
+                _ => None,
+            };
+            let mut reports = Vec::new();
+            for t in &a.common.tables {
+                let opts = migrate::DisableOptions {
+                    force: a.force,
+                    progress: unless_json(a.common.json),
+                    ..Default::default()
+                };
+                let r = migrate::disable(&hb, &schema, t, resolver.as_ref(), &opts);
+                reports.push(r?);
+            }
+            if let Some(c) = resolver {
+                c.shutdown();
+            }
+            if a.common.json {
+                print_json(&reports);
+            } else {
+                for r in &reports {
+                    println!(
+                        "{}: plain again ({} values rewritten, {} deletes, families {} dropped)",
+                        r.table,
+                        r.values_rewritten,
+                        r.deletes_written,
+                        r.families_dropped.join(", ")
+                    );
+                    r.remains.iter().for_each(|s| println!("  remains: {s}"));
+                }
+            }
+            Ok(true)
+        }
+        MigrateCommand::Bench(a) => bench(a),
+    }
+}
+
+fn print_plan(p: &migrate::Plan) {
+    println!("{} ({})", p.table, p.state);
+    if p.nothing_to_do {
+        println!("  nothing to do");
+        return;
+    }
+    println!(
+        "  add families: {}",
+        if p.families_to_add.is_empty() {
+            "none".into()
+        } else {
+            p.families_to_add.join(", ")
+        }
+    );
+    for c in &p.family_changes {
+        println!(
+            "  family {}: {} {} -> {} ({})",
+            c.family, c.setting, c.from, c.to, c.why
+        );
+    }
+    println!("  rows to process: {}, cells: {}", p.rows, p.cells);
+    for c in &p.clashes {
+        println!("  CLASH: user family {c} has a project family's name");
+    }
+    for b in &p.blockers {
+        println!("  BLOCKER: {b}");
+    }
+}
+
+/// `migrate bench`: fills a table of `cells` cells into a fresh embedded emulator per run and
+/// times `apply` (plan scan, full pass and catch-up pass).
+fn bench(a: &BenchArgs) -> Result<bool> {
+    let columns = a.columns.max(1);
+    let rows = a.cells.div_ceil(columns);
+    println!(
+        "{:<4} {:>9} {:>9} {:>8} {:>10} {:>11}",
+        "run", "rows", "cells", "seconds", "rows/s", "cells/s"
+    );
+    for run in 0..a.runs.max(1) {
+        let emulator = hbase_emulator::start_local()
+            .map_err(|e| percolator::Error::io("starting the emulator", e))?;
+        let hb = HBaseClient::connect(HBaseConfig::new(emulator.local_addr().to_string()))?;
+        let table = "bench";
+        hb.admin()
+            .create_table(&TableDescriptor::new(table).family(FamilyDescriptor::new("f")))?;
+        let mut batch = Vec::new();
+        for r in 0..rows {
+            let mut put = Put::new(format!("row{r:09}"));
+            for c in 0..columns {
+                put = put.add("f", format!("c{c}"), format!("value-{r}-{c}"));
+            }
+            batch.push(put);
+            if batch.len() == 1000 || r + 1 == rows {
+                hb.put_many(table, &batch)?;
+                batch.clear();
+            }
+        }
+        let opts = ApplyOptions {
+            progress: ProgressMode::Off,
+            settle: Duration::ZERO,
+            ..ApplyOptions::default()
+        };
+        let started = Instant::now();
+        let report = migrate::apply(&hb, &Schema::default(), table, &opts)?;
+        let secs = started.elapsed().as_secs_f64();
+        let cells = rows * columns;
+        println!(
+            "{:<4} {rows:>9} {cells:>9} {secs:>8.2} {:>10.0} {:>11.0}",
+            run + 1,
+            rows as f64 / secs,
+            cells as f64 / secs
+        );
+        if report.records_written != cells as u64 {
+            return Err(percolator::Error::IllegalArgument {
+                message: format!("adopted {} of {cells} cells", report.records_written),
+            });
+        }
+        emulator.shutdown();
+    }
+    Ok(true)
+}

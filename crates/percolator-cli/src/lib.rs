@@ -1,0 +1,19 @@
+//! The `percolator` and `percolator-oracle` commands: the bank demo, the benchmarks, and the
+//! operator tools (`migrate`, `get`/`put`/`delete`/`scan`, `locks`, `gc`) over the
+//! [`percolator`] library. This library part exists for the two binaries and their tests; it is
+//! not an API for services, which depend on `percolator` itself.
+//!
+//! # Layout
+//! - [`tools`]: how the data commands name columns and show values, and progress bars.
+//! - [`commands`]: each operator command's arguments (clap) and its run.
+//! - [`workload`]: the bank demo, `observe-demo` and the benchmarks, on an embedded emulator
+//!   and oracle ([`workload::stack`]) or on the addresses given.
+//! - [`oracle_bench`]: `percolator-oracle bench`.
+
+// The library's `Error` is deliberately rich; see its docs.
+#![allow(clippy::result_large_err)]
+
+pub mod commands;
+pub mod oracle_bench;
+pub mod tools;
+pub mod workload;

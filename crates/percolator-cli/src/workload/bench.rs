@@ -1,0 +1,665 @@
+//! `percolator bench`: raw HBase operations and the same work done in transactions, in one
+//! process against one gateway and oracle, so the ratios are fair. Prints ops/s, p50, p99 and
+//! HBase RPCs per operation.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde::Serialize;
+
+use crate::oracle_bench::Histogram;
+pub use crate::workload::floor::FLOOR_WORKLOADS;
+use crate::workload::floor::{Floor, FloorTask, FLOOR_GET, FLOOR_PUT1, FLOOR_TRANSFER2};
+use crate::workload::notify_bench::NotifyBench;
+use crate::workload::stack::Stack;
+use crate::workload::usage::Usage;
+use percolator::hbase::{
+    AsyncHBaseClient, CheckAndMutate, CompareOp, FamilyDescriptor, Get, Put, TableDescriptor,
+};
+use percolator::txn::{self, AsyncClient, CellKey, Client, LivenessConfig};
+use percolator::Result;
+
+/// Which API the workloads run through.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Api {
+    /// Tasks on the client's tokio runtime, through `AsyncClient` and `AsyncHBaseClient`.
+    Async,
+    /// Threads, through the blocking `Client` and `HBaseClient`.
+    Sync,
+}
+
+pub const WORKLOADS: [&str; 7] = [
+    "raw_get",
+    "raw_put",
+    RAW_CAS,
+    "raw_rmw2",
+    "txn_get",
+    "txn_put1",
+    "txn_transfer2",
+];
+
+/// Observer notifications processed (see `notify_bench`); run only when named.
+pub const NOTIFY: &str = "notify";
+
+/// One checkAndMutate that always passes: what the gateway charges for the call every
+/// transactional write makes at least twice.
+pub const RAW_CAS: &str = "raw_cas";
+
+/// Every workload `--workloads` may name.
+fn known_workloads() -> impl Iterator<Item = &'static str> {
+    WORKLOADS.into_iter().chain(FLOOR_WORKLOADS).chain([NOTIFY])
+}
+
+fn unknown_workload(name: &str) -> percolator::Error {
+    percolator::Error::IllegalArgument {
+        message: format!(
+            "unknown workload {name:?}; known: {}",
+            known_workloads().collect::<Vec<_>>().join(", ")
+        ),
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct BenchConfig {
+    /// Measured time per workload, over all rounds.
+    pub duration: Duration,
+    pub threads: usize,
+    pub rows: usize,
+    pub workloads: Vec<String>,
+    /// The workloads take turns this many times, each turn `duration / rounds` long, so that
+    /// a machine whose speed drifts (a shared VM) slows every workload alike and the ratios
+    /// stay fair.
+    pub rounds: usize,
+    /// Async tasks or blocking threads (`threads` of them either way).
+    pub api: Api,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct WorkloadResult {
+    pub ops_per_s: f64,
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub rpcs_per_op: f64,
+    /// Requests the oracle answered per op (one request carries many callers' timestamps);
+    /// absent with local timestamps.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub oracle_requests_per_op: Option<f64>,
+    /// CPU time of this whole process (client, and the embedded gateway and oracle) per op:
+    /// what bounds throughput on a small machine, and steadier than ops/s when it is shared.
+    pub cpu_us_per_op: f64,
+    /// The part of `cpu_us_per_op` the in-process gateway's threads spent (the embedded
+    /// emulator's); absent when the gateway runs elsewhere. What no client can save: where the
+    /// cores are the limit, `raw_X.cpu_us_per_op / txn_X.gateway_cpu_us_per_op` bounds the
+    /// throughput ratio even for a client that cost nothing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gateway_cpu_us_per_op: Option<f64>,
+    /// Context switches of this process per op (each is a thread going to sleep).
+    pub switches_per_op: f64,
+    /// How busy the machine's cores were, from this process's CPU time: below ~95%, the
+    /// workload waited on round trips with cores idle, and more threads would raise its ops/s.
+    pub cpu_busy_pct: f64,
+    pub ops: u64,
+    pub errors: u64,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct BenchReport {
+    pub workloads: BTreeMap<String, WorkloadResult>,
+}
+
+const F: &str = "f";
+const Q: &str = "q";
+
+struct Tables {
+    raw: String,
+    txn: String,
+    notify: String,
+    floor: String,
+}
+
+pub fn run(
+    stack: &Stack,
+    config: &BenchConfig,
+    mut each: impl FnMut(&str, &WorkloadResult),
+) -> Result<BenchReport> {
+    if let Some(unknown) = config
+        .workloads
+        .iter()
+        .find(|w| !known_workloads().any(|k| k == w.as_str()))
+    {
+        return Err(unknown_workload(unknown));
+    }
+    let wants_notify = config.workloads.iter().any(|w| w == NOTIFY);
+    let wants_floor = config
+        .workloads
+        .iter()
+        .any(|w| FLOOR_WORKLOADS.contains(&w.as_str()));
+    if (wants_notify || wants_floor) && config.api == Api::Sync {
+        return Err(percolator::Error::IllegalArgument {
+            message: "the notify and floor workloads run on the async API only (--api async)"
+                .into(),
+        });
+    }
+    if wants_floor && config.rows < 2 * config.threads {
+        return Err(percolator::Error::IllegalArgument {
+            message: format!(
+                "the floor workloads give each of the {} tasks two rows or more: --rows {} is too few",
+                config.threads, config.rows
+            ),
+        });
+    }
+    let suffix = format!("{}_{}", std::process::id(), rand::random::<u32>());
+    let tables = Tables {
+        raw: format!("bench_raw_{suffix}"),
+        txn: format!("bench_txn_{suffix}"),
+        notify: format!("bench_notify_{suffix}"),
+        floor: format!("bench_floor_{suffix}"),
+    };
+    let liveness = LivenessConfig {
+        table: "percolator_liveness".into(),
+        ..LivenessConfig::default()
+    };
+    let options = stack.txn_options(liveness)?;
+    stack
+        .hbase
+        .admin()
+        .create_table(&TableDescriptor::new(tables.raw.clone()).family(FamilyDescriptor::new(F)))?;
+    txn::setup::create_table(&stack.hbase, options.schema(), &tables.txn, &[F])?;
+    if wants_notify {
+        txn::setup::create_table(&stack.hbase, options.schema(), &tables.notify, &[F])?;
+    }
+    if wants_floor {
+        txn::setup::create_table(&stack.hbase, options.schema(), &tables.floor, &[F])?;
+    }
+    let floor = wants_floor.then(|| {
+        Arc::new(Floor {
+            hbase: stack.hbase.asynchronous(),
+            tso: stack.tso.clone(),
+            options: options.clone(),
+            table: tables.floor.clone(),
+            family: F,
+            qualifier: Q,
+        })
+    });
+    let client = stack.client(options)?;
+    populate(stack, &client, &tables.raw, &tables.txn, config.rows)?;
+    if wants_floor {
+        populate_txn(&client, &tables.floor, config.rows)?;
+    }
+    let notify = if wants_notify {
+        let bench = NotifyBench::start(client.asynchronous(), &tables.notify);
+        Some(Arc::new(percolator::internals::wait(
+            percolator::internals::client_runtime(&client.asynchronous()),
+            bench,
+        )?))
+    } else {
+        None
+    };
+    let tables = Arc::new(tables);
+    let clients = Clients {
+        hbase: stack.hbase.asynchronous(),
+        txn: client.asynchronous(),
+        tables: Arc::clone(&tables),
+        rows: config.rows,
+        notify: notify.clone(),
+        floor,
+    };
+    let rounds = config.rounds.max(1);
+    let turn = config.duration / rounds as u32;
+    let empty = || Sample {
+        oracle_requests: Some(0),
+        gateway_cpu_us: Some(0.0),
+        ..Sample::default()
+    };
+    let mut samples: Vec<Sample> = config.workloads.iter().map(|_| empty()).collect();
+    for round in 0..rounds {
+        for (name, sample) in config.workloads.iter().zip(&mut samples) {
+            let warm_up = round == 0;
+            let sample_of_turn = match config.api {
+                Api::Sync => measure(stack, turn, warm_up, |stop, errors| {
+                    on_threads(config.threads, stop, errors, |rng| {
+                        op(name, stack, &client, &tables, config.rows, rng)
+                    })
+                }),
+                Api::Async => measure(stack, turn, warm_up, |stop, errors| {
+                    on_tasks(config.threads, stop, errors, name, &clients)
+                }),
+            };
+            sample.add(sample_of_turn);
+        }
+    }
+    let mut report = BenchReport::default();
+    for (name, sample) in config.workloads.iter().zip(samples) {
+        let result = sample.result();
+        each(name, &result);
+        report.workloads.insert(name.clone(), result);
+    }
+    if let Some(notify) = notify {
+        percolator::internals::wait(
+            percolator::internals::client_runtime(&client.asynchronous()),
+            notify.shutdown(),
+        );
+    }
+    client.shutdown();
+    Ok(report)
+}
+
+fn populate(stack: &Stack, client: &Client, raw: &str, txn: &str, rows: usize) -> Result<()> {
+    let puts: Vec<Put> = (0..rows)
+        .map(|i| Put::new(row(i)).add(F, Q, "100"))
+        .collect();
+    for chunk in puts.chunks(500) {
+        stack.hbase.put_many(raw, chunk)?;
+    }
+    populate_txn(client, txn, rows)
+}
+
+fn populate_txn(client: &Client, table: &str, rows: usize) -> Result<()> {
+    for start in (0..rows).step_by(100) {
+        client.run(|t| {
+            for i in start..(start + 100).min(rows) {
+                t.set(table, row(i), F, Q, "100")?;
+            }
+            Ok(())
+        })?;
+    }
+    Ok(())
+}
+
+pub(crate) fn row(i: usize) -> String {
+    format!("row{i:07}")
+}
+
+pub(crate) fn two_rows(rng: &mut impl Rng, rows: usize) -> (usize, usize) {
+    let a = rng.gen_range(0..rows);
+    let mut b = rng.gen_range(0..rows - 1);
+    if b >= a {
+        b += 1;
+    }
+    (a, b)
+}
+
+pub(crate) fn add_one(v: Option<&[u8]>) -> Vec<u8> {
+    let n: i64 = v
+        .and_then(|v| std::str::from_utf8(v).ok()?.parse().ok())
+        .unwrap_or(0);
+    (n + 1).to_string().into_bytes()
+}
+
+/// One operation of workload `name`.
+fn op(
+    name: &str,
+    stack: &Stack,
+    client: &Client,
+    tables: &Tables,
+    rows: usize,
+    rng: &mut StdRng,
+) -> Result<()> {
+    let hbase = &stack.hbase;
+    match name {
+        "raw_get" => hbase
+            .get(
+                &tables.raw,
+                &Get::new(row(rng.gen_range(0..rows))).column(F, Q),
+            )
+            .map(drop),
+        // A checkAndMutate that always passes: column `f:c` stays empty, and an empty expected
+        // value matches an absent or empty cell.
+        RAW_CAS => {
+            let r = row(rng.gen_range(0..rows));
+            let cam = CheckAndMutate::new(r.clone(), F, "c", CompareOp::Equal, "")
+                .put(Put::new(r).add(F, "c", ""));
+            hbase.check_and_mutate(&tables.raw, &cam).map(drop)
+        }
+        "raw_put" => hbase.put(
+            &tables.raw,
+            &Put::new(row(rng.gen_range(0..rows))).add(F, Q, "7"),
+        ),
+        "raw_rmw2" => {
+            let (a, b) = two_rows(rng, rows);
+            let got = hbase.get_many(
+                &tables.raw,
+                &[Get::new(row(a)).column(F, Q), Get::new(row(b)).column(F, Q)],
+            )?;
+            let puts = [
+                Put::new(row(a)).add(F, Q, add_one(got[0].value(F.as_bytes(), Q.as_bytes()))),
+                Put::new(row(b)).add(F, Q, add_one(got[1].value(F.as_bytes(), Q.as_bytes()))),
+            ];
+            hbase.put_many(&tables.raw, &puts)
+        }
+        "txn_get" => client
+            .begin()?
+            .get(&tables.txn, row(rng.gen_range(0..rows)), F, Q)
+            .map(drop),
+        "txn_put1" => {
+            let mut t = client.begin()?;
+            t.set(&tables.txn, row(rng.gen_range(0..rows)), F, Q, "7")?;
+            t.commit().map(drop)
+        }
+        "txn_transfer2" => {
+            let (a, b) = two_rows(rng, rows);
+            let keys = [key(&tables.txn, a)?, key(&tables.txn, b)?];
+            let mut t = client.begin()?;
+            let got = t.get_many(&keys)?;
+            for (k, v) in keys.iter().zip(&got) {
+                t.set(
+                    &k.table,
+                    &k.row,
+                    &k.family,
+                    &k.qualifier,
+                    add_one(v.as_deref()),
+                )?;
+            }
+            t.commit().map(drop)
+        }
+        other => Err(unknown_workload(other)),
+    }
+}
+
+fn key(table: &str, i: usize) -> Result<CellKey> {
+    Ok(CellKey::new(table, row(i), F, Q)?)
+}
+
+fn cores() -> f64 {
+    std::thread::available_parallelism().map_or(1, |n| n.get()) as f64
+}
+
+/// What one or more turns of a workload measured.
+#[derive(Default)]
+struct Sample {
+    histogram: Histogram,
+    elapsed_s: f64,
+    cpu_us: f64,
+    /// `None` once any turn could not tell.
+    gateway_cpu_us: Option<f64>,
+    switches: f64,
+    rpcs: u64,
+    /// Counted from `Some(0)`; `None` once any turn could not count them.
+    oracle_requests: Option<u64>,
+    errors: u64,
+}
+
+impl Sample {
+    fn add(&mut self, other: Sample) {
+        self.oracle_requests = self
+            .oracle_requests
+            .zip(other.oracle_requests)
+            .map(|(a, b)| a + b);
+        self.histogram.merge(&other.histogram);
+        self.elapsed_s += other.elapsed_s;
+        self.cpu_us += other.cpu_us;
+        self.gateway_cpu_us = self
+            .gateway_cpu_us
+            .zip(other.gateway_cpu_us)
+            .map(|(a, b)| a + b);
+        self.switches += other.switches;
+        self.rpcs += other.rpcs;
+        self.errors += other.errors;
+    }
+
+    fn result(&self) -> WorkloadResult {
+        let ops = self.histogram.count();
+        let per_op = |v: f64| if ops == 0 { 0.0 } else { v / ops as f64 };
+        let per_s = |v: f64| {
+            if self.elapsed_s > 0.0 {
+                v / self.elapsed_s
+            } else {
+                0.0
+            }
+        };
+        WorkloadResult {
+            cpu_us_per_op: per_op(self.cpu_us),
+            gateway_cpu_us_per_op: self.gateway_cpu_us.map(per_op),
+            switches_per_op: per_op(self.switches),
+            cpu_busy_pct: per_s(self.cpu_us) / (1e4 * cores()),
+            ops_per_s: per_s(ops as f64),
+            p50_us: self.histogram.quantile(0.5) as f64 / 1000.0,
+            p99_us: self.histogram.quantile(0.99) as f64 / 1000.0,
+            rpcs_per_op: per_op(self.rpcs as f64),
+            oracle_requests_per_op: self.oracle_requests.map(|n| per_op(n as f64)),
+            ops,
+            errors: self.errors,
+        }
+    }
+}
+
+/// What the async workloads share, cheap to hand to each task.
+#[derive(Clone)]
+struct Clients {
+    hbase: AsyncHBaseClient,
+    txn: AsyncClient,
+    tables: Arc<Tables>,
+    rows: usize,
+    notify: Option<Arc<NotifyBench>>,
+    floor: Option<Arc<Floor>>,
+}
+
+impl Clients {
+    /// The floor workloads' state, set up when one of them was asked for.
+    fn floor(&self, name: &str) -> Result<&Floor> {
+        self.floor
+            .as_deref()
+            .ok_or_else(|| percolator::Error::IllegalArgument {
+                message: format!("workload {name} was not set up"),
+            })
+    }
+}
+
+/// One operation of workload `name`, through the async API.
+async fn op_async(
+    name: &str,
+    c: &Clients,
+    rng: &mut StdRng,
+    floor_task: &mut FloorTask,
+) -> Result<()> {
+    let (hbase, tables, rows) = (&c.hbase, &c.tables, c.rows);
+    match name {
+        "raw_get" => {
+            let get = Get::new(row(rng.gen_range(0..rows))).column(F, Q);
+            hbase.get(&tables.raw, &get).await.map(drop)
+        }
+        RAW_CAS => {
+            let r = row(rng.gen_range(0..rows));
+            let cam = CheckAndMutate::new(r.clone(), F, "c", CompareOp::Equal, "")
+                .put(Put::new(r).add(F, "c", ""));
+            hbase.check_and_mutate(&tables.raw, &cam).await.map(drop)
+        }
+        "raw_put" => {
+            let put = Put::new(row(rng.gen_range(0..rows))).add(F, Q, "7");
+            hbase.put(&tables.raw, &put).await
+        }
+        "raw_rmw2" => {
+            let (a, b) = two_rows(rng, rows);
+            let gets = [Get::new(row(a)).column(F, Q), Get::new(row(b)).column(F, Q)];
+            let got = hbase.get_many(&tables.raw, &gets).await?;
+            let puts = [
+                Put::new(row(a)).add(F, Q, add_one(got[0].value(F.as_bytes(), Q.as_bytes()))),
+                Put::new(row(b)).add(F, Q, add_one(got[1].value(F.as_bytes(), Q.as_bytes()))),
+            ];
+            hbase.put_many(&tables.raw, &puts).await
+        }
+        "txn_get" => {
+            let txn = c.txn.begin().await?;
+            let r = row(rng.gen_range(0..rows));
+            txn.get(&tables.txn, r, F, Q).await.map(drop)
+        }
+        "txn_put1" => {
+            let mut txn = c.txn.begin().await?;
+            txn.set(&tables.txn, row(rng.gen_range(0..rows)), F, Q, "7")?;
+            txn.commit().await.map(drop)
+        }
+        "txn_transfer2" => {
+            let (a, b) = two_rows(rng, rows);
+            let keys = [key(&tables.txn, a)?, key(&tables.txn, b)?];
+            let mut txn = c.txn.begin().await?;
+            let got = txn.get_many(&keys).await?;
+            for (k, v) in keys.iter().zip(&got) {
+                let next = add_one(v.as_deref());
+                txn.set(&k.table, &k.row, &k.family, &k.qualifier, next)?;
+            }
+            txn.commit().await.map(drop)
+        }
+        FLOOR_GET => c.floor(name)?.get(floor_task, rng).await,
+        FLOOR_PUT1 => c.floor(name)?.put1(floor_task, rng).await,
+        FLOOR_TRANSFER2 => c.floor(name)?.transfer2(floor_task, rng).await,
+        other => Err(unknown_workload(other)),
+    }
+}
+
+/// Records one operation's latency, or counts its failure.
+fn record(h: &mut Histogram, errors: &AtomicU64, t0: Instant, outcome: Result<()>) {
+    match outcome {
+        Ok(()) => h.record(t0.elapsed().as_nanos() as u64),
+        Err(e) => {
+            if errors.fetch_add(1, Ordering::Relaxed) == 0 {
+                tracing::debug!(error = %e, "bench operation failed");
+            }
+        }
+    }
+}
+
+/// `threads` threads running `op` until `stop`.
+fn on_threads(
+    threads: usize,
+    stop: &AtomicBool,
+    errors: &AtomicU64,
+    op: impl Fn(&mut StdRng) -> Result<()> + Sync,
+) -> Vec<Histogram> {
+    std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut rng = StdRng::from_entropy();
+                    let mut h = Histogram::default();
+                    while !stop.load(Ordering::Relaxed) {
+                        let t0 = Instant::now();
+                        record(&mut h, errors, t0, op(&mut rng));
+                    }
+                    h
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| w.join().expect("bench thread"))
+            .collect()
+    })
+}
+
+/// `tasks` tasks on the client's runtime running workload `name` until `stop`.
+fn on_tasks(
+    tasks: usize,
+    stop: &AtomicBool,
+    errors: &AtomicU64,
+    name: &str,
+    clients: &Clients,
+) -> Vec<Histogram> {
+    let runtime = percolator::internals::client_runtime(&clients.txn).clone();
+    // The tasks are 'static; they report through these, and the caller's flag is copied in.
+    let (done, failed) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicU64::new(0)),
+    );
+    let per_task = clients.rows / tasks.max(1);
+    let handles: Vec<_> = (0..tasks)
+        .map(|task| {
+            let (done, failed, clients, name) = (
+                Arc::clone(&done),
+                Arc::clone(&failed),
+                clients.clone(),
+                name.to_string(),
+            );
+            // The rows this task's floor operations write: tasks never share one.
+            let mut floor_task = FloorTask::new(task * per_task..(task + 1) * per_task);
+            runtime.spawn(async move {
+                let mut rng = StdRng::from_entropy();
+                let mut h = Histogram::default();
+                while !done.load(Ordering::Relaxed) {
+                    let (t0, outcome) = match (&clients.notify, name == NOTIFY) {
+                        // Timed from the change's commit to its observer's commit.
+                        (Some(notify), true) => notify.op(&clients.txn, &mut rng).await,
+                        _ => {
+                            let t0 = Instant::now();
+                            (
+                                t0,
+                                op_async(&name, &clients, &mut rng, &mut floor_task).await,
+                            )
+                        }
+                    };
+                    record(&mut h, &failed, t0, outcome);
+                }
+                if floor_task.settle().await.is_err() {
+                    failed.fetch_add(1, Ordering::Relaxed);
+                }
+                h
+            })
+        })
+        .collect();
+    while !stop.load(Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    done.store(true, Ordering::Relaxed);
+    let histograms = percolator::internals::wait(&runtime, futures::future::join_all(handles));
+    errors.fetch_add(failed.load(Ordering::Relaxed), Ordering::Relaxed);
+    histograms
+        .into_iter()
+        .map(|h| h.expect("bench task"))
+        .collect()
+}
+
+/// Runs `drive` (threads or tasks doing the work until told to stop) for `duration`, after a
+/// short warm-up if asked, and measures what it cost.
+fn measure(
+    stack: &Stack,
+    duration: Duration,
+    warm_up: bool,
+    drive: impl Fn(&AtomicBool, &AtomicU64) -> Vec<Histogram> + Sync,
+) -> Sample {
+    if warm_up {
+        // Connections and caches, outside the measurement.
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                std::thread::sleep(Duration::from_millis(300));
+                stop.store(true, Ordering::Relaxed);
+            });
+            drive(&stop, &AtomicU64::new(0));
+        });
+    }
+    let stop = AtomicBool::new(false);
+    let errors = AtomicU64::new(0);
+    let rpcs_before = stack.hbase.rpc_count();
+    let oracle_before = stack.oracle_requests();
+    let usage_before = Usage::now();
+    let started = Instant::now();
+    let histograms = std::thread::scope(|s| {
+        s.spawn(|| {
+            std::thread::sleep(duration);
+            stop.store(true, Ordering::Relaxed);
+        });
+        drive(&stop, &errors)
+    });
+    let elapsed_s = started.elapsed().as_secs_f64();
+    let usage = Usage::now();
+    let oracle_requests = oracle_before
+        .zip(stack.oracle_requests())
+        .map(|(before, after)| after.saturating_sub(before));
+    let mut histogram = Histogram::default();
+    for h in &histograms {
+        histogram.merge(h);
+    }
+    Sample {
+        histogram,
+        elapsed_s,
+        cpu_us: usage.cpu_us - usage_before.cpu_us,
+        gateway_cpu_us: usage.gateway_us_since(&usage_before),
+        switches: usage.switches - usage_before.switches,
+        rpcs: stack.hbase.rpc_count() - rpcs_before,
+        oracle_requests,
+        errors: errors.load(Ordering::Relaxed),
+    }
+}
