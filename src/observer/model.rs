@@ -1,16 +1,16 @@
 //! The observer data model: acknowledgment cells of the ack family and the observed-column
 //! registry in the meta table; the notification cells themselves are the committer's
-//! (`txn::notify`). Layout in `docs/observers.md`.
+//! (`txn::notify_cells`). Layout in `docs/observers.md`.
 
 use crate::error::{Error, Result};
 use crate::hbase::RowResult;
 use crate::key::CellKey;
 use crate::txn::codec::column_qualifier;
 use crate::txn::meta::META_FAMILY;
-pub(crate) use crate::txn::notify::{
+pub(crate) use crate::txn::notify_cells::{
     notification_filter, notification_qualifier, parse_notification,
 };
-use crate::txn::notify::{observed_qualifier, parse_observed};
+use crate::txn::notify_cells::{observed_qualifier, parse_observed};
 use crate::txn::Schema;
 
 /// Qualifier prefix of an acknowledgment in the ack family (then the observer's name, a zero

@@ -1,8 +1,9 @@
 //! Percolator transactions: the protocol and the transaction API.
 //!
 //! Bottom up:
-//! - `codec`: byte formats of locks and write records; `actions`: the protocol steps as pure
-//!   functions returning the `CheckAndMutate` to apply.
+//! - `codec`: byte formats of locks and write records, and `notify_cells` of observer
+//!   notifications; `actions`: the protocol steps as pure functions returning the
+//!   `CheckAndMutate` to apply.
 //! - `store`: the seam to HBase ([`HBaseAccess`]); `session`: one transaction's counted
 //!   round trips; `context`: what a client's transactions share.
 //! - The protocol, each part owning its state: `snapshot` (the snapshot reader), `resolver`
@@ -28,6 +29,7 @@ mod lock_guess;
 pub(crate) mod meta;
 pub(crate) mod mutation;
 pub(crate) mod notify;
+pub(crate) mod notify_cells;
 mod open_txns;
 mod options;
 #[cfg(test)]

@@ -47,7 +47,7 @@ impl Mutation {
             absent,
         );
         if self.notify {
-            cam.put(crate::txn::notify::notification_put(
+            cam.put(crate::txn::notify_cells::notification_put(
                 schema,
                 &self.key,
                 self.lock.start_ts,

@@ -15,6 +15,7 @@ use crate::oracle_bench::Histogram;
 pub use crate::workload::floor::FLOOR_WORKLOADS;
 use crate::workload::floor::{Floor, FloorTask, FLOOR_GET, FLOOR_PUT1, FLOOR_TRANSFER2};
 use crate::workload::notify_bench::NotifyBench;
+use crate::workload::rows::{add_one, row, two_rows};
 use crate::workload::stack::Stack;
 use crate::workload::usage::Usage;
 use percolator::hbase::{
@@ -268,26 +269,6 @@ fn populate_txn(client: &Client, table: &str, rows: usize) -> Result<()> {
         })?;
     }
     Ok(())
-}
-
-pub(crate) fn row(i: usize) -> String {
-    format!("row{i:07}")
-}
-
-pub(crate) fn two_rows(rng: &mut impl Rng, rows: usize) -> (usize, usize) {
-    let a = rng.gen_range(0..rows);
-    let mut b = rng.gen_range(0..rows - 1);
-    if b >= a {
-        b += 1;
-    }
-    (a, b)
-}
-
-pub(crate) fn add_one(v: Option<&[u8]>) -> Vec<u8> {
-    let n: i64 = v
-        .and_then(|v| std::str::from_utf8(v).ok()?.parse().ok())
-        .unwrap_or(0);
-    (n + 1).to_string().into_bytes()
 }
 
 /// One operation of workload `name`.

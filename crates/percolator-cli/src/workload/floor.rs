@@ -126,7 +126,7 @@ impl Floor {
 
     /// `txn_transfer2`'s calls on two rows of this task's slice.
     pub async fn transfer2(&self, task: &mut FloorTask, rng: &mut impl Rng) -> Result<()> {
-        let (a, b) = super::bench::two_rows(rng, task.rows.len());
+        let (a, b) = crate::workload::rows::two_rows(rng, task.rows.len());
         let rows = [task.rows.start + a, task.rows.start + b];
         task.settle_any_of(&rows).await?;
         let keys = [self.key(rows[0])?, self.key(rows[1])?];
@@ -135,7 +135,7 @@ impl Floor {
         let template = self.template(&keys[0]);
         let mut values = values.into_iter();
         let [primary, secondary] = keys.map(|key| {
-            let next = super::bench::add_one(values.next().flatten().as_deref());
+            let next = crate::workload::rows::add_one(values.next().flatten().as_deref());
             template.mutation(start_ts, key, Write::Put(next), false)
         });
         let schema = &self.options.schema();
@@ -226,7 +226,7 @@ impl Floor {
     fn key(&self, row: usize) -> Result<CellKey> {
         Ok(CellKey::new(
             self.table.as_str(),
-            super::bench::row(row),
+            crate::workload::rows::row(row),
             self.family,
             self.qualifier,
         )?)
@@ -286,7 +286,7 @@ mod tests {
         client
             .run(|t| {
                 for i in 0..ROWS {
-                    t.set(table, super::super::bench::row(i), "f", "q", "100")?;
+                    t.set(table, crate::workload::rows::row(i), "f", "q", "100")?;
                 }
                 Ok(())
             })
@@ -324,7 +324,7 @@ mod tests {
             .run(|t| {
                 let mut sum = 0;
                 for i in 0..ROWS {
-                    let v = t.get(table, super::super::bench::row(i), "f", "q")?;
+                    let v = t.get(table, crate::workload::rows::row(i), "f", "q")?;
                     sum += std::str::from_utf8(&v.expect("a value"))
                         .expect("utf-8")
                         .parse::<i64>()
@@ -336,7 +336,7 @@ mod tests {
         assert_eq!(total, (100 * ROWS + 2 * TASKS * OPS) as i64);
         let schema = &options.schema();
         for i in 0..ROWS {
-            let key = CellKey::new(table, super::super::bench::row(i), "f", "q").unwrap();
+            let key = CellKey::new(table, crate::workload::rows::row(i), "f", "q").unwrap();
             let q = schema.qualifier(&key);
             let row = stack
                 .hbase
@@ -360,7 +360,7 @@ mod tests {
         })
         .expect("put1");
         let got = client
-            .run(|t| t.get(table, super::super::bench::row(0), "f", "q"))
+            .run(|t| t.get(table, crate::workload::rows::row(0), "f", "q"))
             .expect("read");
         assert_eq!(got.as_deref(), Some(&b"7"[..]));
         client.shutdown();

@@ -10,6 +10,7 @@ mod floor;
 pub mod gc_bench;
 pub mod notify_bench;
 pub mod observe_demo;
+mod rows;
 pub mod stack;
 mod usage;
 
