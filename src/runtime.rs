@@ -27,7 +27,7 @@ pub const IO_THREADS_ENV: &str = "PERCOLATOR_IO_THREADS";
 /// background commits and heartbeats. Two keep a reply's wake-up short where calls wait on a
 /// network: one of them is often still awake when a reply comes, where a lone worker would be
 /// parked. Against the cluster profile, a transaction of two calls took 1.96-1.99 times a put's
-/// p50 with two workers and 2.07-2.25 with one (docs/benchmarks.md, session 33).
+/// p50 with two workers and 2.07-2.25 with one (measured on b25f77f; docs/benchmarks.md).
 const DEFAULT_IO_THREADS: usize = 2;
 
 /// A worker count asked for by [`prefer_io_threads`] (0: none).
@@ -37,8 +37,8 @@ static PREFERRED: AtomicUsize = AtomicUsize::new(0);
 /// cores with the gateway (the embedded emulator). There, a second worker costs more than it
 /// gives: the worker that reads a reply wakes the waiting task, the idle one is woken to steal
 /// it, and on a 2-core machine that hand-off made every call cost 14-26% more CPU with no gain
-/// in throughput (session 33). `PERCOLATOR_IO_THREADS` still wins, and a runtime already built
-/// keeps its size.
+/// in throughput (measured on b25f77f). `PERCOLATOR_IO_THREADS` still wins, and a runtime
+/// already built keeps its size.
 #[cfg_attr(not(feature = "testing"), allow(dead_code))]
 pub fn prefer_io_threads(threads: usize) {
     PREFERRED.store(threads, Ordering::Relaxed);

@@ -24,7 +24,7 @@ use crate::txn::store::HBaseAccess;
 /// Small enough that the reads woken by one oracle answer travel as a few calls the gateway
 /// serves side by side, not one long call that it serves on one thread while the client waits:
 /// on the embedded bench's two cores, 16 rather than 256 moved `txn_get` from 70% to 80% of
-/// the cores and 11% more operations a second (docs/benchmarks.md, session 32). Past a dozen
+/// the cores and 11% more operations a second (16a020a; docs/benchmarks.md). Past a dozen
 /// gets a call's fixed cost is spread thin, so the cap gives up little of what fusion saves
 /// (3% more CPU per read there).
 pub(crate) const MAX_GETS: usize = 16;

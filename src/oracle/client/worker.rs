@@ -30,7 +30,7 @@ pub(crate) async fn run_lane(
     // Askers are often woken together, by one reply that finished their previous transactions.
     // On a single worker they are all queued behind the lane, and one yield lets them join this
     // request instead of the next. With more workers a yield is a deferred wake-up, which cost
-    // 130 us per timestamp against the cluster profile (docs/benchmarks.md, session 33).
+    // 130 us per timestamp against the cluster profile (measured on b25f77f; docs/benchmarks.md).
     let gather = tokio::runtime::Handle::current().metrics().num_workers() == 1;
     loop {
         let (batch, slots) = loop {

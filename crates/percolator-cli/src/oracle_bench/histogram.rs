@@ -8,9 +8,9 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 /// Log-linear latency histogram in nanoseconds: 256 buckets per power of two (a bucket is at
-/// most 0.4% wide), up to 2^36 ns; 30 KiB. The bench's targets compare two p50s with margins
-/// of a few percent, so a coarser bucket (32 per power of two, 3% wide, as this was) decided
-/// them: a 2.33 ms p50 stood for anything from 2.29 to 2.36 ms, every run alike.
+/// most 0.4% wide), up to 2^36 ns; 30 KiB. The bench's ratios compare two p50s that differ by a
+/// few percent, so a coarser bucket (32 per power of two, 3% wide, as this was) decided them: a
+/// 2.33 ms p50 stood for anything from 2.29 to 2.36 ms, every run alike.
 pub(crate) struct Histogram {
     counts: Vec<u32>,
     count: u64,
