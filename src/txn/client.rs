@@ -328,15 +328,75 @@ impl AsyncClient {
     /// # })?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    ///
+    /// The body borrows what it needs (the caller's locals, a shared counter), and the future
+    /// `run` returns is `Send` whenever the body's is, so a request handler that calls it can
+    /// be spawned:
+    ///
+    /// ```
+    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
+    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
+    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "accounts", &["f"])?;
+    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let rt = tokio::runtime::Runtime::new()?;
+    /// # rt.block_on(async {
+    /// # let client = percolator::AsyncClient::connect(hbase, &oracles, Default::default()).await?;
+    /// use std::sync::atomic::{AtomicU64, Ordering};
+    /// use std::sync::Arc;
+    ///
+    /// let transfers = Arc::new(AtomicU64::new(0));
+    /// let handler = tokio::spawn({
+    ///     let (client, transfers) = (client.clone(), Arc::clone(&transfers));
+    ///     async move {
+    ///         let (from, to, amount) = ("alice".to_string(), "bob".to_string(), 10);
+    ///         client
+    ///             .run(async |txn| {
+    ///                 txn.set("accounts", &from, "f", "balance", (100 - amount).to_string())?;
+    ///                 txn.set("accounts", &to, "f", "balance", amount.to_string())?;
+    ///                 transfers.fetch_add(1, Ordering::Relaxed);
+    ///                 Ok(())
+    ///             })
+    ///             .await
+    ///     }
+    /// });
+    /// handler.await.expect("the handler panicked")?;
+    /// assert_eq!(transfers.load(Ordering::Relaxed), 1);
+    /// # client.shutdown().await;
+    /// # Ok::<(), percolator::Error>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Why the body is bounded by [`TxnBody`] as well as `AsyncFnMut`
+    ///
+    /// With an `AsyncFnMut` bound alone, a spawned task like the one above fails to compile on
+    /// stable Rust: "implementation of `Send` is not general enough", naming `&AsyncClient`,
+    /// `&RetryPolicy` or the closure's captures. An `AsyncFnMut` call returns a future that
+    /// borrows the closure itself, for a lifetime the compiler's `Send` check of the task
+    /// treats as "any lifetime", and it cannot relate that lifetime to the closure's own
+    /// borrows (rust-lang/rust#134997; a nightly compiler with `-Zhigher-ranked-assumptions`
+    /// proves it). Nor can a bound say the future is `Send`: stable Rust cannot name it. So
+    /// `run` calls the body as an `FnMut` returning a future that [`TxnBody`] names, which the
+    /// check proves `Send` from the concrete types; the `AsyncFnMut` bound remains only so
+    /// that the closure's argument type is inferred.
+    ///
+    /// The price: the body's future must not borrow from the closure itself. Write
+    /// `async |txn|`, not `async move |txn|` (a `move` closure owns its captures, and its
+    /// future would borrow them), and do not assign to captured variables: count with an
+    /// atomic, or return the value as `T`. The compiler reports such a body as "async closure
+    /// does not implement `FnMut` because it captures state from its environment". An
+    /// `async fn(&mut AsyncTransaction) -> Result<T>` is a body too.
     pub async fn run<T, F>(&self, mut body: F) -> Result<T>
     where
-        F: AsyncFnMut(&mut AsyncTransaction) -> Result<T>,
+        F: AsyncFnMut(&mut AsyncTransaction) -> Result<T> + for<'t> TxnBody<'t, T>,
     {
         let mut attempts = Attempts::new(&self.shared.ctx.opts().retry);
         loop {
             let result = async {
                 let mut txn = self.begin_now()?;
-                let value = body(&mut txn).await?;
+                let value = call(&mut body, &mut txn).await?;
                 txn.commit().await?;
                 Ok(value)
             }
@@ -510,6 +570,59 @@ impl AsyncClient {
     pub fn is_dead(&self) -> bool {
         self.shared.ctx.is_dead()
     }
+}
+
+/// The body [`AsyncClient::run`] takes: called with the transaction, it returns a future of
+/// the result. Every `async |txn| { ... }` closure whose future does not borrow from the
+/// closure itself is one (see `run`), and so is an `async fn(&mut AsyncTransaction) ->
+/// Result<T>` or a closure returning a boxed future; there is nothing to implement.
+///
+/// Unlike `AsyncFnMut`, it names the future one call returns ([`Future`](Self::Future)),
+/// which is what lets a task calling `run` be proven `Send` (see [`AsyncClient::run`]). Name
+/// it to pass a body on:
+///
+/// ```
+/// use percolator::txn::TxnBody;
+/// use percolator::{AsyncClient, AsyncTransaction, Result};
+///
+/// async fn run_logged<T, F>(client: &AsyncClient, body: F) -> Result<T>
+/// where
+///     F: AsyncFnMut(&mut AsyncTransaction) -> Result<T> + for<'t> TxnBody<'t, T>,
+/// {
+///     let result = client.run(body).await;
+///     if let Err(e) = &result {
+///         eprintln!("transaction failed: {e}");
+///     }
+///     result
+/// }
+///
+/// async fn touch(txn: &mut AsyncTransaction) -> Result<()> {
+///     txn.set("t", "row", "f", "q", b"v".to_vec())
+/// }
+///
+/// fn spawn_handler(client: AsyncClient) -> tokio::task::JoinHandle<Result<()>> {
+///     tokio::spawn(async move { run_logged(&client, touch).await })
+/// }
+/// ```
+pub trait TxnBody<'t, T>:
+    FnMut(&'t mut AsyncTransaction) -> <Self as TxnBody<'t, T>>::Future
+{
+    /// The future one call returns.
+    type Future: std::future::Future<Output = Result<T>>;
+}
+
+impl<'t, T, F, Fut> TxnBody<'t, T> for F
+where
+    F: FnMut(&'t mut AsyncTransaction) -> Fut,
+    Fut: std::future::Future<Output = Result<T>>,
+{
+    type Future = Fut;
+}
+
+/// Calls `body` as an `FnMut`, whose future's type `TxnBody` names, rather than as an
+/// `AsyncFnMut`, whose future borrows `body` (see `AsyncClient::run`).
+fn call<'t, T, F: TxnBody<'t, T>>(body: &mut F, txn: &'t mut AsyncTransaction) -> F::Future {
+    body(txn)
 }
 
 /// The retry loop of `run`, shared by the async and the blocking API.

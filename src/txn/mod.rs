@@ -62,7 +62,7 @@ pub mod setup;
 pub use crate::clock::{Clock, SystemClock};
 pub use crate::key::{CellKey, InvalidKey};
 pub use blocking::{Client, RowIter, Transaction};
-pub use client::AsyncClient;
+pub use client::{AsyncClient, TxnBody};
 pub use liveness::LivenessConfig;
 pub use meta::{meta_row, meta_table_descriptor};
 #[cfg(feature = "testing")]

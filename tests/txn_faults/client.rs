@@ -86,11 +86,12 @@ async fn async_transactions_never_block_the_runtime() {
     let (release, released) = tokio::sync::oneshot::channel::<()>();
     let waiter = {
         let (facade, t) = (facade.clone(), t.clone());
-        let mut released = Some(released);
+        let released = parking_lot::Mutex::new(Some(released));
         tokio::spawn(async move {
             facade
-                .run(async move |txn| {
-                    if let Some(released) = released.take() {
+                .run(async |txn| {
+                    let first = released.lock().take();
+                    if let Some(released) = first {
                         tokio::time::timeout(Duration::from_secs(20), released)
                             .await
                             .map_err(|_| Error::IllegalArgument {
@@ -108,7 +109,7 @@ async fn async_transactions_never_block_the_runtime() {
         let (facade, t) = (facade.clone(), t.clone());
         tasks.spawn(async move {
             facade
-                .run(async move |txn| txn.set(&t, format!("row{i:02}"), FAMILY, "q", i.to_string()))
+                .run(async |txn| txn.set(&t, format!("row{i:02}"), FAMILY, "q", i.to_string()))
                 .await
         });
     }
