@@ -2,25 +2,26 @@
 use percolator::txn::{setup, Schema};
 use percolator::{Client, HBaseClient, HBaseConfig, TxnOptions};
 
-pub fn count(hbase: &str, oracle: &str) -> percolator::Result<i64> {
+pub fn count(hbase: &str, oracle: &str) -> percolator::Result<Vec<u8>> {
     let admin = HBaseClient::connect(HBaseConfig::new(hbase))?;
     setup::create_table(&admin, &Schema::default(), "counters", &["f"])?;
-    let client = Client::connect(HBaseConfig::new(hbase), &[oracle.into()], TxnOptions::default())?;
-
+    let config = HBaseConfig::new(hbase);
+    let client = Client::connect(config, &[oracle.into()], TxnOptions::default())?;
     client.run(|txn| {
         let hits = txn.get("counters", "page:/", "f", "hits")?;
-        let hits: i64 = hits.and_then(|v| String::from_utf8(v).ok()?.parse().ok()).unwrap_or(0);
+        let text = String::from_utf8(hits.unwrap_or_default()).unwrap_or_default();
+        let hits: u64 = text.parse().unwrap_or(0);
         txn.set("counters", "page:/", "f", "hits", (hits + 1).to_string())
     })?;
-    let txn = client.begin()?;
-    let hits = txn.get("counters", "page:/", "f", "hits")?.unwrap_or_default();
+    let hits = client.begin()?.get("counters", "page:/", "f", "hits")?;
     client.shutdown();
-    Ok(String::from_utf8_lossy(&hits).parse().unwrap_or(0))
+    Ok(hits.unwrap_or_default())
 }
 
 fn main() -> percolator::Result<()> {
     let hbase = std::env::var("HBASE_THRIFT").unwrap_or_else(|_| "127.0.0.1:9090".into());
     let oracle = std::env::var("PERCOLATOR_ORACLE").unwrap_or_else(|_| "127.0.0.1:7077".into());
-    println!("hits: {}", count(&hbase, &oracle)?);
+    let hits = count(&hbase, &oracle)?;
+    println!("hits: {}", String::from_utf8_lossy(&hits));
     Ok(())
 }

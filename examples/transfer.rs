@@ -11,27 +11,24 @@ pub async fn transfers(hbase: &str, oracle: &str) -> percolator::Result<u64> {
     for table in ["checking", "savings"] {
         setup::create_table(&admin, &Schema::default(), table, &["f"])?;
     }
-    let options = TxnOptions::builder().build();
-    let client = AsyncClient::connect(HBaseConfig::new(hbase), &[oracle.into()], options).await?;
-
+    let config = HBaseConfig::new(hbase);
+    let client = AsyncClient::connect(config, &[oracle.into()], TxnOptions::default()).await?;
     let done = Arc::new(AtomicU64::new(0));
     let mut handlers = Vec::new();
     for i in 0..4 {
         let (client, done) = (client.clone(), Arc::clone(&done));
         handlers.push(tokio::spawn(async move {
-            let (from, to, amount) = (format!("alice{i}"), format!("alice{i}"), 10);
-            client
-                .run(async |txn| {
-                    let balance = txn.get("checking", &from, "f", "balance").await?;
-                    let balance: i64 = balance.map_or(100, |v| parse(&v));
-                    txn.set("checking", &from, "f", "balance", (balance - amount).to_string())?;
-                    let saved = txn.get("savings", &to, "f", "balance").await?;
-                    let saved: i64 = saved.map_or(0, |v| parse(&v));
-                    txn.set("savings", &to, "f", "balance", (saved + amount).to_string())?;
-                    done.fetch_add(1, Ordering::Relaxed);
-                    Ok(())
-                })
-                .await
+            let (account, amount) = (format!("alice{i}"), 10);
+            let run = client.run(async |txn| {
+                let checking = number(txn.get("checking", &account, "f", "b").await?, 100);
+                let savings = number(txn.get("savings", &account, "f", "b").await?, 0);
+                let (left, saved) = (checking - amount, savings + amount);
+                txn.set("checking", &account, "f", "b", left.to_string())?;
+                txn.set("savings", &account, "f", "b", saved.to_string())?;
+                done.fetch_add(1, Ordering::Relaxed);
+                Ok(())
+            });
+            run.await
         }));
     }
     for handler in handlers {
@@ -41,8 +38,10 @@ pub async fn transfers(hbase: &str, oracle: &str) -> percolator::Result<u64> {
     Ok(done.load(Ordering::Relaxed))
 }
 
-fn parse(value: &[u8]) -> i64 {
-    std::str::from_utf8(value).ok().and_then(|s| s.parse().ok()).unwrap_or(0)
+/// A stored balance, or `default` for an account never written.
+fn number(value: Option<Vec<u8>>, default: i64) -> i64 {
+    let text = value.and_then(|v| String::from_utf8(v).ok());
+    text.and_then(|t| t.parse().ok()).unwrap_or(default)
 }
 
 #[tokio::main]

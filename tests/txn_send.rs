@@ -28,7 +28,7 @@ fn balance(value: Option<Vec<u8>>) -> i64 {
 /// does. The tasks overlap on accounts, so some attempts conflict and are retried.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn run_inside_tokio_spawn_moves_money_and_keeps_the_total() {
-    let emulator = percolator::emulator::start_local().unwrap();
+    let emulator = hbase_emulator::start_local().unwrap();
     let oracle = OracleServer::start_local(MemoryStore::new()).unwrap();
     let hbase = HBaseConfig::new(emulator.local_addr().to_string());
     let admin = HBaseClient::connect(hbase.clone()).unwrap();
@@ -116,7 +116,7 @@ async fn an_async_fn_is_a_body() {
         txn.set("accounts", "carol", "f", "balance", "7")?;
         txn.start_ts().await
     }
-    let emulator = percolator::emulator::start_local().unwrap();
+    let emulator = hbase_emulator::start_local().unwrap();
     let oracle = OracleServer::start_local(MemoryStore::new()).unwrap();
     let hbase = HBaseConfig::new(emulator.local_addr().to_string());
     let admin = HBaseClient::connect(hbase.clone()).unwrap();

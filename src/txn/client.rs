@@ -334,7 +334,7 @@ impl AsyncClient {
     /// be spawned:
     ///
     /// ```
-    /// # let emulator = percolator::emulator::start_local()?;
+    /// # let emulator = hbase_emulator::start_local()?;
     /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
     /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
     /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;

@@ -10,7 +10,7 @@ use percolator::Result;
 /// The connection options of the data commands.
 ///
 /// ```
-/// let a = percolator::commands::DataArgs { hbase: "h:1".into(), oracle: "o:2".into(), json: true };
+/// let a = percolator_cli::commands::DataArgs { hbase: "h:1".into(), oracle: "o:2".into(), json: true };
 /// assert!(a.json);
 /// ```
 #[derive(clap::Args, Debug)]
@@ -28,7 +28,7 @@ pub struct DataArgs {
 /// The data commands: each runs one transaction.
 ///
 /// ```
-/// use percolator::commands::{DataArgs, DataCommand};
+/// use percolator_cli::commands::{DataArgs, DataCommand};
 /// let conn = DataArgs { hbase: "h:1".into(), oracle: "o:2".into(), json: true };
 /// let c = DataCommand::Get { conn, table: "t".into(), row: "r".into(), column: "f:q".into() };
 /// assert!(matches!(c, DataCommand::Get { .. }));
@@ -93,7 +93,7 @@ pub enum DataCommand {
 /// Runs one data command.
 ///
 /// ```
-/// use percolator::commands::{data, DataCommand};
+/// use percolator_cli::commands::{data, DataCommand};
 /// let emulator = hbase_emulator::start_local()?;
 /// let schema = Default::default();
 /// let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;

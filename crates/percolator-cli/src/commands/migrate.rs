@@ -13,7 +13,7 @@ use percolator::Result;
 /// `percolator migrate ...`.
 ///
 /// ```
-/// use percolator::commands::{MigrateArgs, MigrateCommand};
+/// use percolator_cli::commands::{MigrateArgs, MigrateCommand};
 /// let c = MigrateCommand::Status(MigrateArgs { hbase: "h:1".into(), json: true, tables: vec!["t".into()] });
 /// assert!(matches!(c, MigrateCommand::Status(_)));
 /// ```
@@ -37,7 +37,7 @@ pub enum MigrateCommand {
 /// What every `migrate` command takes.
 ///
 /// ```
-/// let a = percolator::commands::MigrateArgs { hbase: "h:1".into(), json: false, tables: vec!["t".into()] };
+/// let a = percolator_cli::commands::MigrateArgs { hbase: "h:1".into(), json: false, tables: vec!["t".into()] };
 /// assert_eq!(a.tables, ["t"]);
 /// ```
 #[derive(clap::Args, Debug)]
@@ -55,7 +55,7 @@ pub struct MigrateArgs {
 /// `migrate apply`.
 ///
 /// ```
-/// use percolator::commands::{ApplyArgs, MigrateArgs};
+/// use percolator_cli::commands::{ApplyArgs, MigrateArgs};
 /// let common = MigrateArgs { hbase: "h:1".into(), json: false, tables: vec!["t".into()] };
 /// let a = ApplyArgs { common, oracle: None, checkpoint_rows: 1000 };
 /// assert_eq!(a.checkpoint_rows, 1000);
@@ -75,7 +75,7 @@ pub struct ApplyArgs {
 /// `migrate disable`.
 ///
 /// ```
-/// use percolator::commands::{DisableArgs, MigrateArgs};
+/// use percolator_cli::commands::{DisableArgs, MigrateArgs};
 /// let common = MigrateArgs { hbase: "h:1".into(), json: false, tables: vec!["t".into()] };
 /// assert!(!DisableArgs { common, force: false, oracle: None }.force);
 /// ```
@@ -93,7 +93,7 @@ pub struct DisableArgs {
 /// `migrate bench`.
 ///
 /// ```
-/// let a = percolator::commands::BenchArgs { cells: 10, columns: 2, runs: 1 };
+/// let a = percolator_cli::commands::BenchArgs { cells: 10, columns: 2, runs: 1 };
 /// assert_eq!(a.cells / a.columns, 5);
 /// ```
 #[derive(clap::Args, Debug)]
@@ -114,7 +114,7 @@ fn oracle_ts(addr: &str) -> Result<u64> {
 /// Runs one `migrate` command.
 ///
 /// ```
-/// use percolator::commands::{migrate, MigrateArgs, MigrateCommand};
+/// use percolator_cli::commands::{migrate, MigrateArgs, MigrateCommand};
 /// let emulator = hbase_emulator::start_local()?;
 /// let args = MigrateArgs { hbase: emulator.local_addr().to_string(), json: true, tables: vec!["nope".into()] };
 /// assert!(migrate(&MigrateCommand::Status(args))?);
