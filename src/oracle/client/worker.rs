@@ -116,7 +116,7 @@ async fn exchange(shared: &Shared, conn: &mut Option<Connection>, count: u32) ->
             });
         }
         // After trying every address once, pause before going round again.
-        if failures % shared.addrs.len() == 0 {
+        if failures.is_multiple_of(shared.addrs.len()) {
             tokio::time::sleep(backoff.min(deadline - now)).await;
             backoff = (backoff * 2).min(MAX_BACKOFF);
         }
