@@ -1,4 +1,4 @@
-//! The committed bindings (src/thrift/hbase.rs) must be what Apache Thrift 0.17 generates from
+//! The committed bindings (crates/percolator-thrift/src/hbase.rs) must be what Apache Thrift 0.17 generates from
 //! thrift/hbase.thrift. Runs where the `thrift` compiler is installed; says so and skips
 //! elsewhere.
 

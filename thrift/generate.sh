@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerates src/thrift/hbase.rs from thrift/hbase.thrift with Apache Thrift 0.17
+# Regenerates crates/percolator-thrift/src/hbase.rs from thrift/hbase.thrift with Apache Thrift 0.17
 # (Debian: apt-get install thrift-compiler). `--check` compares instead of writing, so CI can
 # prove the committed bindings match the IDL.
 set -euo pipefail
@@ -12,12 +12,12 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 thrift -out "$out" --gen rs "$here/hbase.thrift"
 if [ "${1:-}" = "--check" ]; then
-  if ! diff -q "$out/hbase.rs" "$root/src/thrift/hbase.rs" >/dev/null; then
-    echo "src/thrift/hbase.rs is out of date with thrift/hbase.thrift: run thrift/generate.sh" >&2
+  if ! diff -q "$out/hbase.rs" "$root/crates/percolator-thrift/src/hbase.rs" >/dev/null; then
+    echo "crates/percolator-thrift/src/hbase.rs is out of date with thrift/hbase.thrift: run thrift/generate.sh" >&2
     exit 1
   fi
   echo "thrift bindings in sync"
 else
-  cp "$out/hbase.rs" "$root/src/thrift/hbase.rs"
-  echo "wrote src/thrift/hbase.rs"
+  cp "$out/hbase.rs" "$root/crates/percolator-thrift/src/hbase.rs"
+  echo "wrote crates/percolator-thrift/src/hbase.rs"
 fi
