@@ -3,7 +3,8 @@
 
 use std::time::Duration;
 
-use crate::key::{CellKey, InvalidKey};
+use crate::hbase::errors::{is_retryable_exception, one_line};
+use crate::key::{Binary, CellKey, InvalidKey};
 
 /// What a caller should do about an error, so retry loops need not match on variants.
 ///
@@ -78,6 +79,12 @@ pub enum MigrationIssue {
 /// Everything that can go wrong, with the facts needed to act on it; see
 /// [`retry_class`](Error::retry_class).
 ///
+/// Display is one line. Row keys, columns and table names in it are printed as HBase prints
+/// them (see [`Binary`]): printable ASCII as is, other bytes as `\xNN`; the fields stay bytes.
+/// A gateway's message shows only the Java exception's class and first line; the whole text,
+/// stack trace included, is in the variant's `message` field and returned by
+/// [`detail`](Error::detail).
+///
 /// ```
 /// use percolator::{Error, RetryClass};
 /// let lost = Error::OutcomeUnknown {
@@ -93,22 +100,27 @@ pub enum MigrationIssue {
 pub enum Error {
     // ---- HBase access layer ----
     /// The table does not exist (or is not visible to the gateway).
-    #[error("table {table} not found: {message}")]
+    #[error("table {} not found: {}", Binary(.table.as_bytes()), one_line(.message))]
     TableNotFound {
         /// The table asked for.
         table: String,
-        /// Details, for the log.
+        /// The gateway's whole message (Display shows its first line; see [`Error::detail`]).
         message: String,
     },
 
     /// The table has no such column family.
-    #[error("column family {family} not found in table {table}: {message}")]
+    #[error(
+        "column family {} not found in table {}: {}",
+        Binary(.family.as_bytes()),
+        Binary(.table.as_bytes()),
+        one_line(.message)
+    )]
     FamilyNotFound {
         /// The table asked for.
         table: String,
         /// The family it lacks.
         family: String,
-        /// Details, for the log.
+        /// The gateway's whole message (Display shows its first line; see [`Error::detail`]).
         message: String,
     },
 
@@ -119,13 +131,38 @@ pub enum Error {
         message: String,
     },
 
-    /// The gateway answered with `TIOError`.
-    #[error("HBase I/O error (can retry: {can_retry}): {message}")]
+    /// The gateway answered with `TIOError`: an `IOException` in the gateway or behind it.
+    ///
+    /// Display shows the Java exception's class and the first line of its message, and
+    /// `(retryable)` when [`retry_class`](Error::retry_class) says `Retry`; the whole message,
+    /// usually with a Java stack trace, stays in `message` (see [`Error::detail`]).
+    ///
+    /// ```
+    /// use percolator::{Error, RetryClass};
+    /// let busy = Error::ServerIo {
+    ///     message: "org.apache.hadoop.hbase.RegionTooBusyException: Over memstore limit=512.0 M\n\tat org.apache.hadoop.hbase.regionserver.HRegion.checkResources(HRegion.java:5016)".into(),
+    ///     can_retry: false,
+    ///     exception: Some("org.apache.hadoop.hbase.RegionTooBusyException".into()),
+    /// };
+    /// assert_eq!(
+    ///     busy.to_string(),
+    ///     "HBase I/O error (retryable): org.apache.hadoop.hbase.RegionTooBusyException: Over memstore limit=512.0 M"
+    /// );
+    /// assert_eq!(busy.retry_class(), RetryClass::Retry, "HBase retries a busy region");
+    /// assert!(busy.detail().unwrap().contains("HRegion.checkResources"));
+    /// ```
+    #[error("HBase I/O error{}: {}", retry_note(*.can_retry, .exception), one_line(.message))]
     ServerIo {
-        /// Details, for the log.
+        /// The gateway's whole message: the Java exception's class, its message and often a
+        /// multi-line stack trace.
         message: String,
-        /// HBase's `canRetry`: false for a `DoNotRetryIOException`.
+        /// HBase's `canRetry` as the gateway sent it: false for a `DoNotRetryIOException`.
         can_retry: bool,
+        /// The Java exception class the message starts with (e.g.
+        /// `org.apache.hadoop.hbase.NotServingRegionException`), if it names one; exceptions
+        /// HBase's own client retries (a region moving, opening or too busy, a server starting,
+        /// a full call queue, ...) are `Retry` whatever `can_retry` says.
+        exception: Option<String>,
     },
 
     /// The gateway rejected the call with a Thrift application exception (bad filter, empty row,
@@ -159,9 +196,42 @@ pub enum Error {
         message: String,
     },
 
+    /// The server at the gateway's address answered with bytes that cannot begin a Thrift
+    /// reply in the configured transport and protocol: it is not a Thrift2 gateway (an HTTP
+    /// server, a gateway in HTTP mode, another service), or it frames or encodes differently
+    /// (framed against buffered, compact against binary). Nothing was applied; retrying
+    /// cannot help.
+    ///
+    /// ```
+    /// use percolator::{Error, RetryClass};
+    /// let err = Error::NotThrift {
+    ///     addr: "gw:9090".into(),
+    ///     head: b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n".to_vec(),
+    ///     http: true,
+    /// };
+    /// assert!(err.to_string().starts_with(
+    ///     "the HBase gateway at gw:9090 answered in HTTP (HTTP/1.1 400 Bad Request): it may be \
+    ///      running in HTTP mode (hbase.regionserver.thrift.http=true)"
+    /// ));
+    /// assert_eq!(err.retry_class(), RetryClass::Fatal);
+    /// ```
+    #[error("{}", not_thrift(.addr, .head, *.http))]
+    NotThrift {
+        /// The address talked to.
+        addr: String,
+        /// The first bytes of the answer (at most 64).
+        head: Vec<u8>,
+        /// The answer starts like an HTTP response (`HTTP/`).
+        http: bool,
+    },
+
     /// A non-idempotent call (checkAndMutate, increment, append) lost its reply: it may or may
     /// not have been applied.
-    #[error("outcome of {method} on {table} row {row:?} is unknown: {source}")]
+    #[error(
+        "outcome of {method} on {} row {} is unknown: {source}",
+        Binary(.table.as_bytes()),
+        Binary(.row)
+    )]
     OutcomeUnknown {
         /// The call whose reply was lost.
         method: &'static str,
@@ -209,7 +279,12 @@ pub enum Error {
 
     // ---- transactions ----
     /// Another transaction wrote the cell after our snapshot, or holds a newer record.
-    #[error("write conflict on {table} row {row:?} column {column:?}: start_ts {start_ts}, conflicting ts {conflict_ts}")]
+    #[error(
+        "write conflict on {} row {} column {}: start_ts {start_ts}, conflicting ts {conflict_ts}",
+        Binary(.table.as_bytes()),
+        Binary(.row),
+        Binary(.column)
+    )]
     WriteConflict {
         /// The table concerned.
         table: String,
@@ -224,7 +299,12 @@ pub enum Error {
     },
 
     /// `Transaction::insert` of a cell that has a value at the transaction's snapshot.
-    #[error("{table} row {row:?} column {column:?} already has a value at snapshot {start_ts}")]
+    #[error(
+        "{} row {} column {} already has a value at snapshot {start_ts}",
+        Binary(.table.as_bytes()),
+        Binary(.row),
+        Binary(.column)
+    )]
     KeyExists {
         /// The table concerned.
         table: String,
@@ -237,7 +317,12 @@ pub enum Error {
     },
 
     /// A lock is held by a live transaction and did not clear within the wait budget.
-    #[error("{table} row {row:?} column {column:?} is locked by live transaction {lock_ts}")]
+    #[error(
+        "{} row {} column {} is locked by live transaction {lock_ts}",
+        Binary(.table.as_bytes()),
+        Binary(.row),
+        Binary(.column)
+    )]
     KeyLocked {
         /// The table concerned.
         table: String,
@@ -254,7 +339,9 @@ pub enum Error {
 
     /// Our transaction was rolled back by another client (it found us dead or stale).
     #[error(
-        "transaction {start_ts} was rolled back by another client (found at {table} row {row:?})"
+        "transaction {start_ts} was rolled back by another client (found at {} row {})",
+        Binary(.table.as_bytes()),
+        Binary(.row)
     )]
     RolledBack {
         /// The transaction's start timestamp.
@@ -280,7 +367,12 @@ pub enum Error {
     },
 
     /// A lock or write record that cannot be decoded. Nothing was overwritten.
-    #[error("corrupted {what} at {table} row {row:?} column {column:?}: {reason}")]
+    #[error(
+        "corrupted {what} at {} row {} column {}: {reason}",
+        Binary(.table.as_bytes()),
+        Binary(.row),
+        Binary(.column)
+    )]
     Corrupted {
         /// What was being decoded (a lock or a write record).
         what: &'static str,
@@ -295,7 +387,7 @@ pub enum Error {
     },
 
     /// The table lacks the lock and write column families transactions need.
-    #[error("table {table} is not set up for transactions: {reason}")]
+    #[error("table {} is not set up for transactions: {reason}", Binary(.table.as_bytes()))]
     NotTransactional {
         /// The table concerned.
         table: String,
@@ -304,7 +396,11 @@ pub enum Error {
     },
 
     /// A value is over the configured size limit.
-    #[error("value for {table} row {row:?} is {size} bytes, over the limit of {limit}")]
+    #[error(
+        "value for {} row {} is {size} bytes, over the limit of {limit}",
+        Binary(.table.as_bytes()),
+        Binary(.row)
+    )]
     ValueTooLarge {
         /// The table concerned.
         table: String,
@@ -344,7 +440,7 @@ pub enum Error {
 
     /// `percolator migrate` refused a table, or stopped: `kind` says why. Nothing was changed
     /// unless `kind` is [`MigrationIssue::Interrupted`] (the run can be resumed).
-    #[error("table {table}: {reason}")]
+    #[error("table {}: {reason}", Binary(.table.as_bytes()))]
     Migration {
         /// The table concerned.
         table: String,
@@ -388,14 +484,18 @@ impl Error {
     ///
     /// ```
     /// use percolator::{Error, RetryClass};
-    /// let busy = Error::ServerIo { message: "region moving".into(), can_retry: true };
+    /// let busy = Error::ServerIo { message: "region moving".into(), can_retry: true, exception: None };
     /// assert_eq!(busy.retry_class(), RetryClass::Retry);
     /// assert_eq!(Error::Shutdown.retry_class(), RetryClass::Fatal);
     /// ```
     pub fn retry_class(&self) -> RetryClass {
         match self {
-            Error::ServerIo { can_retry, .. } => {
-                if *can_retry {
+            Error::ServerIo {
+                can_retry,
+                exception,
+                ..
+            } => {
+                if *can_retry || exception.as_deref().is_some_and(is_retryable_exception) {
                     RetryClass::Retry
                 } else {
                     RetryClass::Fatal
@@ -420,6 +520,7 @@ impl Error {
             | Error::IllegalArgument { .. }
             | Error::Rejected { .. }
             | Error::Protocol { .. }
+            | Error::NotThrift { .. }
             | Error::OracleFenced { .. }
             | Error::OracleStore { .. }
             | Error::Corrupted { .. }
@@ -428,6 +529,34 @@ impl Error {
             | Error::Shutdown
             | Error::Migration { .. }
             | Error::Io { .. } => RetryClass::Fatal,
+        }
+    }
+
+    /// The whole text behind a one-line Display, for a `--verbose` output: the gateway's full
+    /// message, with the Java stack trace it usually carries ([`Error::ServerIo`],
+    /// [`Error::TableNotFound`], [`Error::FamilyNotFound`], or one of them under
+    /// [`Error::OutcomeUnknown`]). `None` when Display already shows everything.
+    ///
+    /// ```
+    /// use percolator::Error;
+    /// let err = Error::ServerIo {
+    ///     message: "java.io.IOException: disk full\n\tat org.example.Store.flush(Store.java:7)".into(),
+    ///     can_retry: true,
+    ///     exception: Some("java.io.IOException".into()),
+    /// };
+    /// assert_eq!(err.to_string(), "HBase I/O error (retryable): java.io.IOException: disk full");
+    /// assert_eq!(err.detail(), Some("java.io.IOException: disk full\n\tat org.example.Store.flush(Store.java:7)"));
+    /// assert_eq!(Error::Shutdown.detail(), None);
+    /// ```
+    pub fn detail(&self) -> Option<&str> {
+        match self {
+            Error::ServerIo { message, .. }
+            | Error::TableNotFound { message, .. }
+            | Error::FamilyNotFound { message, .. } => {
+                (one_line(message) != message.as_str()).then_some(message.as_str())
+            }
+            Error::OutcomeUnknown { source, .. } => source.detail(),
+            _ => None,
         }
     }
 
@@ -443,6 +572,40 @@ impl Error {
             context: context.into(),
             source,
         }
+    }
+}
+
+/// ` (retryable)` for a gateway error worth retrying, for [`Error::ServerIo`]'s Display.
+fn retry_note(can_retry: bool, exception: &Option<String>) -> &'static str {
+    if can_retry || exception.as_deref().is_some_and(is_retryable_exception) {
+        " (retryable)"
+    } else {
+        ""
+    }
+}
+
+/// [`Error::NotThrift`]'s Display: what answered, and what to check.
+fn not_thrift(addr: &str, head: &[u8], http: bool) -> String {
+    if http {
+        let status = head
+            .split(|&b| b == b'\r' || b == b'\n')
+            .next()
+            .unwrap_or(head);
+        format!(
+            "the HBase gateway at {addr} answered in HTTP ({}): it may be running in HTTP mode \
+             (hbase.regionserver.thrift.http=true), which this client does not speak; it talks \
+             Thrift over plain TCP",
+            Binary(status)
+        )
+    } else {
+        const SHOWN: usize = 16;
+        let more = if head.len() > SHOWN { "..." } else { "" };
+        format!(
+            "the HBase gateway at {addr} answered with bytes that cannot begin a Thrift reply \
+             ({}{more}): check that the address is a Thrift2 gateway's, and that the transport \
+             (buffered or framed) and protocol (binary or compact) match its own",
+            Binary(&head[..head.len().min(SHOWN)])
+        )
     }
 }
 
@@ -472,5 +635,142 @@ pub(crate) fn client_crashed(start_ts: u64, seam: &'static str) -> Error {
     {
         let _ = (start_ts, seam);
         Error::Shutdown
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn boxed(table: &str, row: &[u8], family: &[u8], qualifier: &[u8]) -> Box<CellKey> {
+        Box::new(CellKey {
+            table: table.into(),
+            row: row.to_vec(),
+            family: family.to_vec(),
+            qualifier: qualifier.to_vec(),
+        })
+    }
+
+    #[test]
+    fn keys_in_errors_read_as_hbase_prints_them() {
+        let ascii = Error::WriteConflict {
+            table: "bank".into(),
+            row: b"acct00".to_vec(),
+            column: b"f:bal".to_vec(),
+            start_ts: 10,
+            conflict_ts: 12,
+        };
+        assert_eq!(
+            ascii.to_string(),
+            "write conflict on bank row acct00 column f:bal: start_ts 10, conflicting ts 12"
+        );
+        let binary = Error::WriteConflict {
+            table: "bank".into(),
+            row: b"\x00\x01acct\xff\\".to_vec(),
+            column: b"f:\x80".to_vec(),
+            start_ts: 10,
+            conflict_ts: 12,
+        };
+        assert_eq!(
+            binary.to_string(),
+            r"write conflict on bank row \x00\x01acct\xFF\x5C column f:\x80: start_ts 10, conflicting ts 12"
+        );
+        let cases: Vec<(Error, &str)> = vec![
+            (
+                Error::ValueTooLarge {
+                    table: "users".into(),
+                    row: b"big".to_vec(),
+                    size: 20_000_000,
+                    limit: 10_485_760,
+                },
+                "value for users row big is 20000000 bytes, over the limit of 10485760",
+            ),
+            (
+                Error::KeyExists {
+                    table: "t".into(),
+                    row: 7u32.to_be_bytes().to_vec(),
+                    column: b"f:q".to_vec(),
+                    start_ts: 5,
+                },
+                r"t row \x00\x00\x00\x07 column f:q already has a value at snapshot 5",
+            ),
+            (
+                Error::KeyLocked {
+                    table: "t".into(),
+                    row: b"r 1".to_vec(),
+                    column: b"f:\tq".to_vec(),
+                    lock_ts: 9,
+                    primary: Some(boxed("t", b"p", b"f", b"q")),
+                },
+                r"t row r 1 column f:\x09q is locked by live transaction 9",
+            ),
+            (
+                Error::RolledBack {
+                    start_ts: 4,
+                    table: "t".into(),
+                    row: "é".as_bytes().to_vec(),
+                },
+                r"transaction 4 was rolled back by another client (found at t row \xC3\xA9)",
+            ),
+            (
+                Error::Corrupted {
+                    what: "lock",
+                    table: "t".into(),
+                    row: b"r\n".to_vec(),
+                    column: b"f:q".to_vec(),
+                    reason: "truncated".into(),
+                },
+                r"corrupted lock at t row r\x0A column f:q: truncated",
+            ),
+            (
+                Error::OutcomeUnknown {
+                    method: "checkAndMutate",
+                    table: "accounts".into(),
+                    row: b"alice\x00".to_vec(),
+                    source: Box::new(Error::Shutdown),
+                },
+                r"outcome of checkAndMutate on accounts row alice\x00 is unknown: client is shut down",
+            ),
+            (
+                Error::TableNotFound {
+                    table: "ns:t".into(),
+                    message: "ns:t".into(),
+                },
+                "table ns:t not found: ns:t",
+            ),
+        ];
+        for (error, text) in cases {
+            assert_eq!(error.to_string(), text, "{error:?}");
+        }
+        let key = boxed("t", b"\x00r", b"f", b"\xffq");
+        assert_eq!(key.to_string(), r"t/\x00r/f:\xFFq");
+    }
+
+    #[test]
+    fn gateway_errors_show_one_line_and_keep_the_rest() {
+        let trace = "org.apache.hadoop.hbase.TableNotFoundException: ns:t\n\tat org.apache.hadoop.hbase.client.ConnectionImplementation.locateRegion(ConnectionImplementation.java:900)\n\tat org.apache.hadoop.hbase.client.HTable.get(HTable.java:384)\n";
+        let missing = Error::TableNotFound {
+            table: "ns:t".into(),
+            message: trace.into(),
+        };
+        assert_eq!(
+            missing.to_string(),
+            "table ns:t not found: org.apache.hadoop.hbase.TableNotFoundException: ns:t"
+        );
+        assert_eq!(missing.detail(), Some(trace));
+        let unknown = Error::OutcomeUnknown {
+            method: "increment",
+            table: "t".into(),
+            row: b"r".to_vec(),
+            source: Box::new(missing),
+        };
+        assert_eq!(unknown.detail(), Some(trace));
+        let single = Error::ServerIo {
+            message: "t is disabled.".into(),
+            can_retry: false,
+            exception: None,
+        };
+        assert_eq!(single.to_string(), "HBase I/O error: t is disabled.");
+        assert_eq!(single.detail(), None, "Display already says it all");
     }
 }

@@ -1,5 +1,61 @@
-//! Addresses of transactional cells. A leaf: the error type refers to keys, so keys must not
-//! refer to it (their own validation error converts into `Error::IllegalArgument`).
+//! Addresses of transactional cells, and how keys are printed. A leaf: the error type refers
+//! to keys, so keys must not refer to it (their own validation error converts into
+//! `Error::IllegalArgument`).
+
+use std::fmt;
+
+/// Bytes printed as HBase's `Bytes.toStringBinary` prints them: printable ASCII (space to `~`)
+/// as is, except the backslash, and every other byte as `\xNN` in upper-case hex. Row keys,
+/// columns and table names in errors and logs are printed this way, so that they read as in
+/// the HBase shell and HBase's own logs, and a binary key stays unambiguous.
+///
+/// ```
+/// use percolator::Binary;
+/// assert_eq!(Binary(b"acct00").to_string(), "acct00");
+/// assert_eq!(Binary(b"user\x00\xff\\").to_string(), r"user\x00\xFF\x5C");
+/// assert_eq!(Binary(&7u32.to_be_bytes()).to_string(), r"\x00\x00\x00\x07");
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct Binary<'a>(pub &'a [u8]);
+
+impl fmt::Display for Binary<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const HEX: &[u8; 16] = b"0123456789ABCDEF";
+        let mut rest = self.0;
+        loop {
+            let run = rest
+                .iter()
+                .position(|&b| !is_printable(b))
+                .unwrap_or(rest.len());
+            let (printable, tail) = rest.split_at(run);
+            // Printable bytes are ASCII, hence UTF-8.
+            f.write_str(std::str::from_utf8(printable).unwrap_or_default())?;
+            let Some((&b, tail)) = tail.split_first() else {
+                break;
+            };
+            let escape = [
+                b'\\',
+                b'x',
+                HEX[usize::from(b >> 4)],
+                HEX[usize::from(b & 0xf)],
+            ];
+            f.write_str(std::str::from_utf8(&escape).unwrap_or_default())?;
+            rest = tail;
+        }
+        Ok(())
+    }
+}
+
+/// Quoted, so that `{:?}` of a struct holding one still reads as a key.
+impl fmt::Debug for Binary<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "\"{self}\"")
+    }
+}
+
+fn is_printable(b: u8) -> bool {
+    (b' '..=b'~').contains(&b) && b != b'\\'
+}
 
 /// One transactional cell: table, row and user column `family:qualifier`.
 ///
@@ -69,15 +125,22 @@ impl CellKey {
     }
 }
 
-impl std::fmt::Display for CellKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+/// `table/row/family:qualifier`, each part printed as [`Binary`] does.
+///
+/// ```
+/// let key = percolator::CellKey::new("t", b"r\x01".to_vec(), "f", "q")?;
+/// assert_eq!(key.to_string(), r"t/r\x01/f:q");
+/// # Ok::<(), percolator::txn::InvalidKey>(())
+/// ```
+impl fmt::Display for CellKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
             "{}/{}/{}:{}",
-            self.table,
-            String::from_utf8_lossy(&self.row),
-            String::from_utf8_lossy(&self.family),
-            String::from_utf8_lossy(&self.qualifier)
+            Binary(self.table.as_bytes()),
+            Binary(&self.row),
+            Binary(&self.family),
+            Binary(&self.qualifier)
         )
     }
 }
@@ -92,10 +155,36 @@ impl std::fmt::Display for CellKey {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct InvalidKey(pub String);
 
-impl std::fmt::Display for InvalidKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl fmt::Display for InvalidKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
     }
 }
 
 impl std::error::Error for InvalidKey {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `Bytes.toStringBinary`: `ch >= ' ' && ch <= '~' && ch != '\\'` as is, else `\xNN`.
+    #[test]
+    fn binary_prints_every_byte_as_hbase_does() {
+        for b in 0..=u8::MAX {
+            let expected = if (0x20..=0x7e).contains(&b) && b != b'\\' {
+                char::from(b).to_string()
+            } else {
+                format!("\\x{b:02X}")
+            };
+            assert_eq!(Binary(&[b]).to_string(), expected, "byte {b:#x}");
+        }
+        assert_eq!(Binary(b"").to_string(), "");
+        assert_eq!(Binary(b"a b~").to_string(), "a b~");
+        assert_eq!(
+            Binary(b"\\x00").to_string(),
+            r"\x5Cx00",
+            "a literal escape stays apart"
+        );
+        assert_eq!(format!("{:?}", Binary(b"r\x01")), r#""r\x01""#);
+    }
+}

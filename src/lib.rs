@@ -76,6 +76,7 @@ mod thrift {
 
 pub use error::{Error, MigrationIssue, Peer, Result, RetryClass};
 pub use hbase::{AsyncHBaseClient, HBaseClient, HBaseConfig};
+pub use key::Binary;
 pub use oracle::{LocalTimestamps, OracleClient, OracleHandle, OracleServer, TimestampSource};
 pub use runtime::IO_THREADS_ENV;
 pub use txn::{AsyncClient, AsyncTransaction, CellKey, Client, Transaction, TxnOptions};

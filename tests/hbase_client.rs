@@ -7,8 +7,9 @@
 
 mod common;
 
+use std::io::{Read, Write};
 use std::net::TcpListener;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use common::proxy::Proxy;
 use common::{Gateway, TestTable};
@@ -322,4 +323,200 @@ fn async_calls_do_not_block_a_current_thread_runtime() {
         let got = stalled.await.unwrap().unwrap();
         assert_eq!(got.value(b"f", b"q"), Some(&b"v"[..]));
     });
+}
+
+/// A server on 127.0.0.1 that is not a Thrift gateway: on each connection it answers the
+/// client's first bytes with `answer` (nothing, if empty), then reads whatever else comes
+/// without a word, until the client closes the connection.
+fn impostor(answer: &'static [u8]) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                let mut answered = answer.is_empty();
+                while let Ok(1..) = stream.read(&mut buf) {
+                    if !answered {
+                        answered = stream.write_all(answer).is_ok();
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+const HTTP_400: &[u8] = b"HTTP/1.1 400 Bad Request\r\nContent-Type: text/html;charset=iso-8859-1\r\nContent-Length: 50\r\nConnection: close\r\n\r\n<h1>Bad Message 400</h1><pre>reason: Bad Request</pre>";
+
+#[test]
+fn an_http_server_on_the_gateway_address_is_named_at_once() {
+    let addr = impostor(HTTP_400);
+    for transport in [Transport::Buffered, Transport::Framed] {
+        for protocol in [Protocol::Binary, Protocol::Compact] {
+            let c = client_for(&addr, |cfg| {
+                cfg.transport(transport)
+                    .protocol(protocol)
+                    .read_timeout(Duration::from_secs(20))
+            });
+            let started = Instant::now();
+            let err = c.get("t", &Get::new("r")).unwrap_err();
+            assert!(
+                started.elapsed() < Duration::from_secs(5),
+                "{transport:?} {protocol:?}: {:?} to fail: {err}",
+                started.elapsed()
+            );
+            match &err {
+                Error::NotThrift {
+                    addr: a,
+                    head,
+                    http,
+                } => {
+                    assert_eq!(a, &addr);
+                    assert!(http, "{err:?}");
+                    assert!(head.starts_with(b"HTTP/1.1 400 Bad Request"), "{head:?}");
+                }
+                other => panic!("{transport:?} {protocol:?}: expected NotThrift, got {other:?}"),
+            }
+            assert_eq!(err.retry_class(), RetryClass::Fatal);
+            let text = err.to_string();
+            assert!(
+                text.starts_with(&format!(
+                    "the HBase gateway at {addr} answered in HTTP (HTTP/1.1 400 Bad Request): \
+                     it may be running in HTTP mode (hbase.regionserver.thrift.http=true)"
+                )),
+                "{text}"
+            );
+            assert!(!text.contains('\n'), "{text}");
+            // Nothing reached a gateway: not an unknown outcome, and nothing replayed.
+            let before = c.rpc_count();
+            let put = Put::new("r").add("f", "q", "v");
+            let cas = c.check_and_put("t", b"r", b"f", b"q", None, &put);
+            assert!(matches!(cas, Err(Error::NotThrift { .. })), "{cas:?}");
+            assert_eq!(c.rpc_count() - before, 1);
+        }
+    }
+}
+
+#[test]
+fn a_server_answering_garbage_is_named_at_once() {
+    const GARBAGE: [&[u8]; 3] = [
+        b"SSH-2.0-OpenSSH_9.6p1 Ubuntu-3ubuntu13\r\n",
+        // A TLS alert, as a TLS port answers plain bytes.
+        &[0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x32],
+        // Taken for a binary message's name length, these asked for 16 MiB more and waited.
+        &[0x01, 0x02, 0x03, 0x04, 0x9a, 0x7f, 0x11, 0xe0, 0x00, 0x42],
+    ];
+    for garbage in GARBAGE {
+        let addr = impostor(garbage);
+        let c = client_for(&addr, |cfg| cfg.read_timeout(Duration::from_secs(20)));
+        let started = Instant::now();
+        let err = c.get("t", &Get::new("r")).unwrap_err();
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{:?} to fail: {err}",
+            started.elapsed()
+        );
+        match &err {
+            Error::NotThrift {
+                addr: a,
+                head,
+                http,
+            } => {
+                assert_eq!(a, &addr);
+                assert!(!http);
+                assert_eq!(head.as_slice(), garbage);
+            }
+            other => panic!("expected NotThrift, got {other:?}"),
+        }
+        let text = err.to_string();
+        assert!(
+            text.starts_with(&format!(
+                "the HBase gateway at {addr} answered with bytes that cannot begin a Thrift reply ("
+            )),
+            "{text}"
+        );
+        assert!(text.contains("transport (buffered or framed)"), "{text}");
+    }
+}
+
+/// What the old client did against a gateway that accepts connections and never answers: the
+/// read timeout ran out, the get was replayed on a fresh connection, and ran out again.
+#[test]
+fn a_silent_gateway_fails_a_call_within_the_read_timeout() {
+    let addr = impostor(b"");
+    let read = Duration::from_secs(2);
+    let c = client_for(&addr, |cfg| cfg.read_timeout(read));
+    let started = Instant::now();
+    let err = c.get("t", &Get::new("r")).unwrap_err();
+    let elapsed = started.elapsed();
+    assert!(elapsed >= read, "gave up early, after {elapsed:?}");
+    assert!(
+        elapsed < read * 2,
+        "took {elapsed:?} for a read timeout of {read:?}"
+    );
+    assert_eq!(c.rpc_count(), 1, "no time was left for a replay");
+    assert_eq!(err.retry_class(), RetryClass::Retry);
+    match &err {
+        Error::Transport {
+            addr: a, source, ..
+        } => {
+            assert_eq!(a, &addr);
+            assert_eq!(source.kind(), std::io::ErrorKind::TimedOut);
+        }
+        other => panic!("expected Transport, got {other:?}"),
+    }
+    assert_eq!(
+        err.to_string(),
+        format!("transport error talking to the HBase gateway at {addr}: no reply within the read timeout of 2s")
+    );
+    // A call that may have been applied says so, with the same cause and bound.
+    let started = Instant::now();
+    let put = Put::new("r").add("f", "q", "v");
+    let err = c
+        .check_and_put("t", b"r", b"f", b"q", None, &put)
+        .unwrap_err();
+    assert!(started.elapsed() < read * 2, "took {:?}", started.elapsed());
+    assert_outcome_unknown(err, "checkAndPut", "t", b"r");
+}
+
+#[test]
+fn a_call_timeout_bounds_the_whole_call_and_its_replay() {
+    let addr = impostor(b"");
+    // Above the read timeout: the get that got no reply is replayed once, within it.
+    let read = Duration::from_secs(1);
+    let c = client_for(&addr, |cfg| {
+        cfg.read_timeout(read).call_timeout(Duration::from_secs(10))
+    });
+    let started = Instant::now();
+    let err = c.get("t", &Get::new("r")).unwrap_err();
+    let elapsed = started.elapsed();
+    assert!(
+        elapsed >= read * 2 && elapsed < read * 4,
+        "took {elapsed:?}"
+    );
+    assert_eq!(c.rpc_count(), 2);
+    let text = err.to_string();
+    let prefix = format!(
+        "transport error talking to the HBase gateway at {addr}: no reply within the read timeout of 1s; 2 tries took "
+    );
+    assert!(
+        text.starts_with(&prefix) && text.ends_with("s in all"),
+        "{text}"
+    );
+
+    // Below it: the call timeout ends the wait, and the message says which limit ran out.
+    let call = Duration::from_secs(1);
+    let c = client_for(&addr, |cfg| {
+        cfg.read_timeout(Duration::from_secs(30)).call_timeout(call)
+    });
+    let started = Instant::now();
+    let err = c.get("t", &Get::new("r")).unwrap_err();
+    let elapsed = started.elapsed();
+    assert!(elapsed >= call && elapsed < call * 2, "took {elapsed:?}");
+    assert_eq!(
+        err.to_string(),
+        format!("transport error talking to the HBase gateway at {addr}: no reply within the call timeout of 1s")
+    );
 }

@@ -9,6 +9,7 @@ use crate::error::{Error, Result};
 use crate::gc::plan::{kept_versions, plan_column, StoredColumn};
 use crate::gc::{GcProgress, TableReport};
 use crate::hbase::{Delete, DeleteType, RowResult, Scan};
+use crate::key::Binary;
 use crate::txn::actions::ts;
 use crate::txn::codec::{decode_lock_state, decode_write, split_column_qualifier};
 use crate::txn::store::next_page_start;
@@ -124,7 +125,7 @@ impl Pass<'_> {
             }
         }
         if !damaged.is_empty() {
-            tracing::warn!(table, row = ?row.row, "GC skipped columns with damaged records");
+            tracing::warn!(table, row = %Binary(&row.row), "GC skipped columns with damaged records");
         }
         (!delete.columns.is_empty()).then_some(delete)
     }

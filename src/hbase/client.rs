@@ -7,14 +7,23 @@
 //! as they are (a replay would skip the rows the server already handed out, or hide whether
 //! the first try ran).
 //!
+//! Every call has a deadline (`HBaseConfig::call_timeout`, by default the read timeout) that
+//! bounds all of it: waiting for a connection or opening one, the reply, and the replay, which
+//! is made only while time is left. So a gateway that accepts connections and never answers
+//! fails a call once the read timeout has passed, not after a second read timeout on a fresh
+//! connection. A server that answers with something that is not Thrift is never replayed to.
+//!
 //! The data methods are in `data.rs`, the blocking face in `blocking.rs`.
 
+use std::future::Future;
+use std::io;
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use super::config::HBaseConfig;
-use super::conn::{Failure, Settings};
-use super::errors;
+use super::conn::{later, Deadline, Failure, Settings};
+use super::errors::{self, Cause};
 use super::pool::{Lease, Limits, Pool};
 use super::wire::{self, Arg, Codec, Request, Success};
 use crate::runtime;
@@ -245,16 +254,65 @@ impl AsyncHBaseClient {
                     message: format!("encoding {method}: {e}"),
                 }
             })?;
-        let lease = self.inner.pool.lease(spec.rows).await;
-        let first = match self.attempt(&spec, &request, lease).await {
+        let started = Instant::now();
+        let deadline = self.deadline(started);
+        let lease = self
+            .bounded(&deadline, self.inner.pool.lease(spec.rows))
+            .await;
+        let first = match self.attempt(&spec, &request, lease, &deadline).await {
             Attempt::Done(result) => return result,
             Attempt::Replay(error) => error,
         };
+        if Instant::now() >= deadline.at {
+            // No time is left: a replay would outlast the deadline the configuration promises.
+            return Err(first);
+        }
         tracing::debug!(method, table = spec.table, error = %first, "replaying once on a fresh connection");
-        let fresh = self.inner.pool.fresh(spec.rows).await;
-        match self.attempt(&spec, &request, fresh).await {
+        let fresh = self
+            .bounded(&deadline, self.inner.pool.fresh(spec.rows))
+            .await;
+        let second = match self.attempt(&spec, &request, fresh, &deadline).await {
             Attempt::Done(result) => result,
             Attempt::Replay(error) => Err(error),
+        };
+        second.map_err(|e| with_tries(e, 2, started.elapsed()))
+    }
+
+    /// The deadline of a call made at `started`: see `HBaseConfig::call_timeout`.
+    fn deadline(&self, started: Instant) -> Deadline {
+        let config = &self.inner.config;
+        let (limit, setting) = match config.call_timeout {
+            Some(limit) => (limit, "call timeout"),
+            None => (config.read_timeout, "read timeout"),
+        };
+        Deadline {
+            at: later(started, limit),
+            limit,
+            setting,
+        }
+    }
+
+    /// `connect` (a lease from the pool, which may open a connection), given up at `deadline`.
+    async fn bounded<L>(
+        &self,
+        deadline: &Deadline,
+        connect: impl Future<Output = io::Result<L>>,
+    ) -> io::Result<L> {
+        let expired = {
+            // Bound to the pool's runtime, so any executor may poll it.
+            let _runtime = self.handle().enter();
+            tokio::time::sleep_until(deadline.at.into())
+        };
+        tokio::select! {
+            biased;
+            got = connect => got,
+            () = expired => Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!(
+                    "no connection to the gateway within the {} of {:?}",
+                    deadline.setting, deadline.limit
+                ),
+            )),
         }
     }
 
@@ -262,7 +320,8 @@ impl AsyncHBaseClient {
         &self,
         spec: &CallSpec<'_>,
         request: &Request,
-        lease: std::io::Result<Lease>,
+        lease: io::Result<Lease>,
+        deadline: &Deadline,
     ) -> Attempt<T> {
         let lease = match lease {
             Ok(lease) => lease,
@@ -270,7 +329,7 @@ impl AsyncHBaseClient {
         };
         self.inner.rpc_count.fetch_add(1, Ordering::Relaxed);
         let arm = spec.replay == Replay::OutcomeUnknown;
-        match lease.call::<T>(request, arm).await {
+        match lease.call::<T>(request, arm, deadline).await {
             Ok(Ok(value)) => Attempt::Done(Ok(value)),
             Ok(Err(e)) => Attempt::Done(Err(errors::server_error(e, spec.method, spec.table))),
             Err(failure) => self.classify(failure, spec),
@@ -280,6 +339,10 @@ impl AsyncHBaseClient {
     /// What a call that got no answer means under the retry rules.
     fn classify<T>(&self, failure: Failure, spec: &CallSpec<'_>) -> Attempt<T> {
         let error = failure.cause.error(&self.inner.config.addr);
+        if let Cause::NotThrift(_) = failure.cause {
+            // Not a Thrift gateway: it applied nothing, and would answer a replay the same.
+            return Attempt::Done(Err(error));
+        }
         match (failure.sent, spec.replay) {
             (false, _) | (true, Replay::Safe) => Attempt::Replay(error),
             (true, Replay::NotAfterSend) => Attempt::Done(Err(error)),
@@ -292,11 +355,42 @@ impl AsyncHBaseClient {
         }
     }
 
-    fn transport(&self, source: std::io::Error) -> Error {
+    fn transport(&self, source: io::Error) -> Error {
         Error::Transport {
             peer: Peer::HBase,
             addr: self.inner.config.addr.clone(),
             source,
         }
+    }
+}
+
+/// A timeout's error after `tries` tries of one call, with the time they took in all: each
+/// try's message names only the limit that ended it.
+fn with_tries(error: Error, tries: u32, elapsed: Duration) -> Error {
+    match error {
+        Error::Transport { peer, addr, source } if source.kind() == io::ErrorKind::TimedOut => {
+            let elapsed =
+                Duration::from_millis(u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX));
+            Error::Transport {
+                peer,
+                addr,
+                source: io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!("{source}; {tries} tries took {elapsed:?} in all"),
+                ),
+            }
+        }
+        Error::OutcomeUnknown {
+            method,
+            table,
+            row,
+            source,
+        } => Error::OutcomeUnknown {
+            method,
+            table,
+            row,
+            source: Box::new(with_tries(*source, tries, elapsed)),
+        },
+        other => other,
     }
 }

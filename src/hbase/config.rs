@@ -30,7 +30,28 @@ pub enum Protocol {
     Compact,
 }
 
-/// How to reach one Thrift2 gateway.
+/// How to reach one Thrift2 gateway, and how long to wait for it.
+///
+/// # Deadlines
+///
+/// Three settings bound how long a call can take against a gateway that is slow, or that
+/// accepts connections and never answers. Every error they end in is an
+/// [`Error::Transport`](crate::Error::Transport) of kind [`TimedOut`](std::io::ErrorKind::TimedOut)
+/// that names the gateway's address and the limit that ran out (so
+/// [`retry_class`](crate::Error::retry_class) is `Retry`), wrapped in
+/// [`Error::OutcomeUnknown`](crate::Error::OutcomeUnknown) for a non-idempotent call whose
+/// request had left.
+///
+/// | setting | default | bounds |
+/// |---|---|---|
+/// | [`connect_timeout`](Self#structfield.connect_timeout) | 5 s | opening one TCP connection to one address |
+/// | [`read_timeout`](Self#structfield.read_timeout) | 30 s | waiting for one reply on one connection |
+/// | [`call_timeout`](Self#structfield.call_timeout) | the read timeout | a whole call, replay included |
+///
+/// With the defaults, a gateway that never answers fails a call after 30 s, with
+/// `transport error talking to the HBase gateway at gw:9090: no reply within the read timeout
+/// of 30s`. A call that ran out of time is not replayed: only a call whose connection failed
+/// early (closed by the gateway, reset) is, within the time left.
 ///
 /// ```
 /// use std::time::Duration;
@@ -40,6 +61,7 @@ pub enum Protocol {
 /// assert_eq!((config.transport, config.protocol), (Transport::Buffered, Protocol::Binary));
 /// assert_eq!(config.connect_timeout, Duration::from_secs(5));
 /// assert_eq!(config.read_timeout, Duration::from_secs(30));
+/// assert_eq!(config.call_timeout, None, "the read timeout bounds the whole call");
 /// assert_eq!((config.pool_size, config.pipeline_per_connection), (16, 1));
 /// assert!(config.max_idle < Duration::from_secs(60));
 /// ```
@@ -49,10 +71,28 @@ pub struct HBaseConfig {
     pub addr: String,
     pub transport: Transport,
     pub protocol: Protocol,
+    /// How long opening a TCP connection to one of the addresses `addr` resolves to may take
+    /// (default 5 s); a name with several addresses tries each in turn, each for this long.
+    /// A connection opened for a call is also bounded by the call's deadline
+    /// ([`call_timeout`](Self#structfield.call_timeout)). When it runs out, the error says
+    /// `connecting to ADDRESS timed out after 5s`.
     pub connect_timeout: Duration,
-    /// Applies to reads and writes on the socket; a call that exceeds it fails with a transport
-    /// error (and a non-idempotent one with `OutcomeUnknown`).
+    /// How long a call waits for its reply on one connection (default 30 s), from when it
+    /// queues its request, so writing it counts too. When it runs out, the connection is
+    /// dropped (a late reply would be taken for the next call's) and the call fails with
+    /// `no reply within the read timeout of 30s`, or `OutcomeUnknown` around that if it is a
+    /// non-idempotent call whose request had left. Unless
+    /// [`call_timeout`](Self#structfield.call_timeout) is set, it also bounds the whole call.
     pub read_timeout: Duration,
+    /// How long a whole call may take, from when it is made (default `None`: the read
+    /// timeout): waiting for a pooled connection or opening one, waiting for the reply, and
+    /// the one replay on a fresh connection that the retry rules allow, which is made only
+    /// while time is left. When it runs out, the call fails with `no reply within the call
+    /// timeout of 60s` (or `no connection to the gateway within ...` if it was still
+    /// connecting). Set it above the read timeout to let an idempotent call that got no reply
+    /// on a stalled connection be replayed on a fresh one; the error then also says how long
+    /// both tries took (`...; 2 tries took 60.2s in all`).
+    pub call_timeout: Option<Duration>,
     /// Most connections open at once; calls beyond it wait for a free connection.
     pub pool_size: u32,
     /// A pooled connection idle for longer than this is replaced instead of reused. The gateway
@@ -83,6 +123,7 @@ impl HBaseConfig {
             protocol: Protocol::default(),
             connect_timeout: Duration::from_secs(5),
             read_timeout: Duration::from_secs(30),
+            call_timeout: None,
             pool_size: 16,
             max_idle: Duration::from_secs(50),
             pipeline_per_connection: 1,
@@ -111,7 +152,8 @@ impl HBaseConfig {
         self
     }
 
-    /// How long opening a connection may take.
+    /// Sets [`HBaseConfig::connect_timeout`](HBaseConfig#structfield.connect_timeout), the bound
+    /// on opening a connection to one address.
     ///
     /// ```
     /// use std::time::Duration;
@@ -134,6 +176,20 @@ impl HBaseConfig {
     /// ```
     pub fn read_timeout(mut self, timeout: Duration) -> Self {
         self.read_timeout = timeout;
+        self
+    }
+
+    /// Sets [`HBaseConfig::call_timeout`](HBaseConfig#structfield.call_timeout), the bound on a
+    /// whole call.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use percolator::HBaseConfig;
+    /// let config = HBaseConfig::new("gw:1").call_timeout(Duration::from_secs(60));
+    /// assert_eq!(config.call_timeout, Some(Duration::from_secs(60)));
+    /// ```
+    pub fn call_timeout(mut self, timeout: Duration) -> Self {
+        self.call_timeout = Some(timeout);
         self
     }
 

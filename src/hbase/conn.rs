@@ -14,6 +14,10 @@
 //! next one) is broken for good: every waiter fails with the same cause, and the pool discards
 //! it. Whether a failed call's request fully left matters to the retry rules, and only its
 //! caller knows, so [`Failure::sent`] says it.
+//!
+//! A reply's first bytes are checked before it is decoded ([`wire::start`]): a server that is
+//! not a Thrift gateway (an HTTP server, a gateway in HTTP mode) fails the call at once with
+//! what it sent, instead of being taken for a reply still arriving.
 
 use std::collections::VecDeque;
 use std::io;
@@ -27,8 +31,9 @@ use tokio::net::TcpStream;
 use tokio::runtime::Handle;
 use tokio::sync::{oneshot, Notify};
 
-use super::errors::{self, Cause};
-use super::wire::{self, Codec, Decoded, Request, Success};
+use super::errors::{self, Cause, NOT_THRIFT_HEAD};
+use super::wire::{self, Codec, Decoded, Request, Start, Success};
+use crate::Binary;
 
 /// A call that got no answer, and whether its whole request had left.
 #[derive(Debug)]
@@ -47,6 +52,26 @@ pub(crate) struct Settings {
     pub codec: Codec,
     pub connect_timeout: Duration,
     pub read_timeout: Duration,
+}
+
+/// When a whole call must be over, and the setting that said so, for its timeout message.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Deadline {
+    pub at: Instant,
+    /// How long the call was given, from its start.
+    pub limit: Duration,
+    /// The setting the limit comes from, as a message names it ("read timeout").
+    pub setting: &'static str,
+}
+
+/// `start + after`, or a time far enough away to mean "never" if that is past what an
+/// `Instant` can hold.
+pub(crate) fn later(start: Instant, after: Duration) -> Instant {
+    const NEVER: Duration = Duration::from_secs(86_400 * 365 * 30);
+    start
+        .checked_add(after)
+        .or_else(|| start.checked_add(NEVER))
+        .unwrap_or(start)
 }
 
 /// A waiter for one reply, of whatever type its method returns.
@@ -85,6 +110,15 @@ impl<T: Success> Waiter for Slot<T> {
     }
 
     fn take(&mut self, codec: Codec, buf: &[u8]) -> Took {
+        match wire::start(codec, buf) {
+            Start::Reply => {}
+            Start::More => return Took::Incomplete,
+            Start::NotThrift => {
+                return Took::Broken(Cause::NotThrift(
+                    buf[..buf.len().min(NOT_THRIFT_HEAD)].to_vec(),
+                ))
+            }
+        }
         match wire::decode::<T>(codec, buf, self.method, self.seq) {
             Decoded::Incomplete => Took::Incomplete,
             Decoded::Reply { result: Err(e), .. } if errors::is_connection_failure(&e) => {
@@ -241,17 +275,27 @@ impl Connection {
         self.in_flight() == 0 && now.saturating_duration_since(self.last_used()) > max_idle
     }
 
-    /// Sends `request` and waits for its reply, at most `read_timeout` in all. `arm` marks a
-    /// non-idempotent call for the `hbase::lost_reply` failpoint.
+    /// Sends `request` and waits for its reply, for `read_timeout` at most and not past the
+    /// call's `deadline`. `arm` marks a non-idempotent call for the `hbase::lost_reply`
+    /// failpoint.
     pub(crate) async fn call<T: Success>(
         &self,
         request: &Request,
         arm: bool,
+        deadline: &Deadline,
     ) -> Result<Answer<T>, Failure> {
+        let read_timeout = self.shared.settings.read_timeout;
+        let read_by = later(Instant::now(), read_timeout);
+        // Which limit ends the wait, for the message if it does.
+        let (until, limit) = if deadline.at <= read_by {
+            (deadline.at, (deadline.setting, deadline.limit))
+        } else {
+            (read_by, ("read timeout", read_timeout))
+        };
         let deadline = {
             // Bound to the connection's runtime, so any executor may poll it.
             let _runtime = self.shared.handle.enter();
-            tokio::time::sleep(self.shared.settings.read_timeout)
+            tokio::time::sleep_until(until.into())
         };
         tokio::pin!(deadline);
         let (tx, rx) = oneshot::channel();
@@ -281,21 +325,24 @@ impl Connection {
             },
             () = &mut deadline => {
                 let sent = self.shared.sent(end);
-                (self.timed_out(), sent)
+                (self.timed_out(limit), sent)
             }
         };
         Err(Failure { sent, cause })
     }
 
-    fn timed_out(&self) -> Cause {
+    /// This call's cause when `limit` (the setting and its value) ran out before its reply
+    /// came. A late reply would be taken for the next one, so the connection breaks; the other
+    /// calls on it fail with a cause of their own, and follow the retry rules.
+    fn timed_out(&self, (setting, limit): (&'static str, Duration)) -> Cause {
         let cause = Cause::Io(
             io::ErrorKind::TimedOut,
-            format!(
-                "no reply within the read timeout of {:?}",
-                self.shared.settings.read_timeout
-            ),
+            format!("no reply within the {setting} of {limit:?}"),
         );
-        self.shared.fail(cause.clone());
+        self.shared.fail(Cause::Io(
+            io::ErrorKind::ConnectionAborted,
+            format!("connection dropped: another call on it got no reply within the {setting} of {limit:?}"),
+        ));
         cause
     }
 
@@ -348,6 +395,9 @@ async fn drive(shared: Arc<Shared>, mut stream: TcpStream) {
     let mut out: Vec<u8> = Vec::new();
     let mut out_at = 0;
     let mut current: Option<Box<dyn Waiter>> = None;
+    // Replies taken so far: bytes that are not Thrift before the first mean the server is no
+    // Thrift gateway; after it, that the stream is corrupt.
+    let mut replies = 0u64;
     // Whether the task has let other ready tasks run since requests were last queued.
     let mut gathered = false;
     loop {
@@ -432,6 +482,14 @@ async fn drive(shared: Arc<Shared>, mut stream: TcpStream) {
                 Took::Done(len) => {
                     buf.drain(..len);
                     current = None;
+                    replies += 1;
+                    continue;
+                }
+                Took::Broken(Cause::NotThrift(head)) if replies > 0 => {
+                    shared.fail(Cause::Protocol(format!(
+                        "after {replies} replies, bytes that cannot begin a Thrift reply: {}",
+                        Binary(&head)
+                    )));
                     continue;
                 }
                 Took::Broken(cause) => {

@@ -240,7 +240,12 @@ async fn a_request_that_never_fully_left_is_replayed_whatever_it_is() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_read_timeout_breaks_the_connection_and_follows_the_retry_rules() {
     let (addr, _gw) = gateway(vec![Script::Stall, Script::Stall]);
-    let c = client(&addr, |c| c.read_timeout(Duration::from_millis(200))).await;
+    // A call timeout above the read timeout leaves time to replay a call that got no reply.
+    let c = client(&addr, |c| {
+        c.read_timeout(Duration::from_millis(200))
+            .call_timeout(Duration::from_secs(5))
+    })
+    .await;
     match c.check_and_mutate("t", &cam(b"x".to_vec())).await {
         Err(Error::OutcomeUnknown { source, .. }) => match *source {
             Error::Transport { source, .. } => {

@@ -11,7 +11,7 @@ use crate::thrift::hbase::{
     TDeleteType, TDurability, TGet, TIncrement, TKeepDeletedCells, TMutation, TPut, TResult,
     TRowMutations, TScan, TTableDescriptor, TTableName, TTimeRange,
 };
-use crate::{Error, Peer, Result};
+use crate::{Binary, Error, Peer, Result};
 
 /// HBase's "forever" TTL (`HConstants.FOREVER`), reported by real gateways for unset TTLs.
 pub(crate) const TTL_FOREVER: i32 = i32::MAX;
@@ -198,8 +198,9 @@ pub(crate) fn row_result(r: TResult) -> Result<RowResult> {
             let timestamp = cv.timestamp.ok_or_else(|| Error::Protocol {
                 peer: Peer::HBase,
                 message: format!(
-                    "cell {:?} of row {row:?} came back without a timestamp",
-                    cv.qualifier
+                    "cell {} of row {} came back without a timestamp",
+                    Binary(&cv.qualifier),
+                    Binary(&row)
                 ),
             })?;
             Ok(Cell {

@@ -206,6 +206,7 @@ impl AsyncHBaseClient {
                 deletes.len()
             ),
             can_retry: true,
+            exception: None,
         })
     }
 

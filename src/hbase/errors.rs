@@ -1,7 +1,9 @@
 //! Mapping of Thrift failures into the crate's [`Error`], keeping what callers classify on.
 //!
 //! The gateway reports missing tables and families only inside `TIOError.message` (the Java
-//! exception's message), so those two are recognised by the Java class names they carry.
+//! exception's message), so those two are recognised by the Java class names they carry. The
+//! class a message starts with is kept in [`Error::ServerIo`], and the ones HBase's own client
+//! retries make it `Retry` (see [`is_retryable_exception`]).
 
 use std::io;
 use std::sync::OnceLock;
@@ -38,7 +40,14 @@ pub(crate) enum Cause {
     Io(io::ErrorKind, String),
     /// The gateway sent something that is not the expected reply: the stream is out of step.
     Protocol(String),
+    /// The first bytes the server sent on the connection cannot begin a Thrift reply (they
+    /// are kept, at most [`NOT_THRIFT_HEAD`]): the server is not a Thrift gateway speaking
+    /// this transport and protocol, so nothing it was sent was applied.
+    NotThrift(Vec<u8>),
 }
+
+/// How many of a non-Thrift answer's first bytes are kept for the error.
+pub(crate) const NOT_THRIFT_HEAD: usize = 64;
 
 impl Cause {
     pub(crate) fn io(error: &io::Error) -> Cause {
@@ -48,8 +57,9 @@ impl Cause {
     pub(crate) fn thrift(error: &thrift::Error) -> Cause {
         match error {
             thrift::Error::Transport(t) => Cause::Io(io_kind(t.kind), t.message.clone()),
-            // Its `Display` leaves the message out.
+            // Their `Display` leaves the message out.
             thrift::Error::Application(app) => Cause::Protocol(format!("{app}: {}", app.message)),
+            thrift::Error::Protocol(p) => Cause::Protocol(format!("{p}: {}", p.message)),
             other => Cause::Protocol(other.to_string()),
         }
     }
@@ -65,6 +75,11 @@ impl Cause {
             Cause::Protocol(message) => Error::Protocol {
                 peer: Peer::HBase,
                 message: message.clone(),
+            },
+            Cause::NotThrift(head) => Error::NotThrift {
+                addr: addr.to_owned(),
+                http: head.starts_with(b"HTTP/"),
+                head: head.clone(),
             },
         }
     }
@@ -134,8 +149,85 @@ pub(crate) fn io_error(message: String, can_retry: bool, table: &str) -> Error {
             message,
         }
     } else {
-        Error::ServerIo { message, can_retry }
+        let exception = exception_class(&message).map(str::to_owned);
+        Error::ServerIo {
+            message,
+            can_retry,
+            exception,
+        }
     }
+}
+
+/// The first non-blank line of a gateway's message: the Java exception's class and message,
+/// without the stack trace that follows it.
+pub(crate) fn one_line(message: &str) -> &str {
+    message
+        .lines()
+        .map(str::trim)
+        .find(|line| !line.is_empty())
+        .unwrap_or("")
+}
+
+/// The Java exception class a gateway's message starts with, as `Throwable.toString` prints
+/// it (`org.apache.hadoop.hbase.RegionTooBusyException: ...`, or a bare class name ending in
+/// `Exception` or `Error`). `None` for the gateway's bare messages (`t is disabled.`, a table
+/// name, `Failed 1 action: ...`).
+pub(crate) fn exception_class(message: &str) -> Option<&str> {
+    let line = one_line(message);
+    let end = line.find(':').unwrap_or(line.len());
+    let name = &line[..end];
+    let segments: Vec<&str> = name.split('.').collect();
+    let identifier = |s: &str| {
+        let mut chars = s.chars();
+        chars
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_' || c == '$')
+            && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$')
+    };
+    let (class, packages) = segments.split_last()?;
+    let is_class = identifier(class)
+        && class.starts_with(|c: char| c.is_ascii_uppercase())
+        && packages
+            .iter()
+            .all(|p| identifier(p) && p.starts_with(|c: char| c.is_ascii_lowercase()));
+    let named = !packages.is_empty() || class.ends_with("Exception") || class.ends_with("Error");
+    (is_class && named).then_some(name)
+}
+
+/// Java exceptions that say "try again shortly": HBase's own client retries them (its
+/// `ClientExceptionsUtil.isSpecialException` list, and the server-starting and master-busy
+/// ones its retrying callers wait out), since they clear once a region has moved or opened,
+/// a server has started or a queue has drained. `ConcurrentTableModificationException` is a
+/// `DoNotRetryIOException` in HBase, but it only says another schema change of the table is
+/// under way: the same call succeeds once that one is done.
+const RETRYABLE_EXCEPTIONS: &[&str] = &[
+    "CallDroppedException",
+    "CallQueueTooBigException",
+    "CallTimeoutException",
+    "ConcurrentTableModificationException",
+    "FailedServerException",
+    "MasterNotRunningException",
+    "MultiActionResultTooLarge",
+    "NoServerForRegionException",
+    "NotServingRegionException",
+    "PleaseHoldException",
+    "RegionMovedException",
+    "RegionOpeningException",
+    "RegionServerAbortedException",
+    "RegionServerStoppedException",
+    "RegionTooBusyException",
+    "RetryImmediatelyException",
+    "RpcThrottlingException",
+    "ServerNotRunningYetException",
+    "ServerTooBusyException",
+    "ThrottlingException",
+];
+
+/// Whether `class` (qualified or not) is one HBase's client retries; see
+/// [`RETRYABLE_EXCEPTIONS`].
+pub(crate) fn is_retryable_exception(class: &str) -> bool {
+    let simple = class.rsplit('.').next().unwrap_or(class);
+    RETRYABLE_EXCEPTIONS.contains(&simple)
 }
 
 /// The gateway's own client raised `TableNotFoundException(tableName)` while locating the
@@ -287,7 +379,9 @@ mod tests {
         let err = io_error("RegionTooBusyException: busy".into(), true, "t");
         assert_eq!(err.retry_class(), RetryClass::Retry);
         match err {
-            Error::ServerIo { message, can_retry } => {
+            Error::ServerIo {
+                message, can_retry, ..
+            } => {
                 assert!(message.contains("busy"));
                 assert!(can_retry);
             }
@@ -295,6 +389,93 @@ mod tests {
         }
         let fatal = io_error("TableNotEnabledException: t".into(), false, "t");
         assert_eq!(fatal.retry_class(), RetryClass::Fatal);
+    }
+
+    /// What the gateway forwards for a region server's exception: the remote class, its
+    /// message, and the server's stack trace.
+    const BUSY: &str = "org.apache.hadoop.hbase.RegionTooBusyException: Over memstore limit=512.0 M, regionName=5c5f0e2b3d, server=rs1.example.com,16020,1700000000000\n\tat org.apache.hadoop.hbase.regionserver.HRegion.checkResources(HRegion.java:5016)\n\tat org.apache.hadoop.hbase.regionserver.RSRpcServices.mutate(RSRpcServices.java:2855)\n\tat org.apache.hadoop.hbase.ipc.RpcServer.call(RpcServer.java:415)\n";
+
+    #[test]
+    fn exceptions_hbase_retries_are_retryable_whatever_can_retry_says() {
+        let err = server_error(tio(BUSY, false), "mutateRow", "t");
+        assert_eq!(err.retry_class(), RetryClass::Retry);
+        assert_eq!(
+            err.to_string(),
+            "HBase I/O error (retryable): org.apache.hadoop.hbase.RegionTooBusyException: Over memstore limit=512.0 M, regionName=5c5f0e2b3d, server=rs1.example.com,16020,1700000000000"
+        );
+        assert_eq!(err.detail(), Some(BUSY), "the stack trace stays available");
+        match &err {
+            Error::ServerIo {
+                message,
+                can_retry,
+                exception,
+            } => {
+                assert_eq!(message, BUSY);
+                assert!(!can_retry, "the flag is kept as sent");
+                assert_eq!(
+                    exception.as_deref(),
+                    Some("org.apache.hadoop.hbase.RegionTooBusyException")
+                );
+            }
+            other => panic!("expected ServerIo, got {other:?}"),
+        }
+        for class in [
+            "org.apache.hadoop.hbase.NotServingRegionException",
+            "org.apache.hadoop.hbase.exceptions.RegionMovedException",
+            "org.apache.hadoop.hbase.exceptions.RegionOpeningException",
+            "org.apache.hadoop.hbase.CallQueueTooBigException",
+            "org.apache.hadoop.hbase.RetryImmediatelyException",
+            "org.apache.hadoop.hbase.ipc.ServerNotRunningYetException",
+            "org.apache.hadoop.hbase.PleaseHoldException",
+            "org.apache.hadoop.hbase.ConcurrentTableModificationException",
+            "org.apache.hadoop.hbase.quotas.RpcThrottlingException",
+        ] {
+            let message =
+                format!("{class}: Please retry\n\tat a.B.c(B.java:1)\n\tat a.B.d(B.java:2)");
+            let err = io_error(message, false, "t");
+            assert_eq!(err.retry_class(), RetryClass::Retry, "{class}");
+            assert_eq!(
+                err.to_string(),
+                format!("HBase I/O error (retryable): {class}: Please retry")
+            );
+        }
+        // Those HBase does not retry stay fatal, and say nothing of retrying.
+        let disabled = io_error(
+            "org.apache.hadoop.hbase.TableNotEnabledException: t\n\tat a.B.c(B.java:1)".into(),
+            false,
+            "t",
+        );
+        assert_eq!(disabled.retry_class(), RetryClass::Fatal);
+        assert_eq!(
+            disabled.to_string(),
+            "HBase I/O error: org.apache.hadoop.hbase.TableNotEnabledException: t"
+        );
+    }
+
+    #[test]
+    fn the_exception_class_is_the_one_a_message_starts_with() {
+        for (message, class) in [
+            (BUSY, Some("org.apache.hadoop.hbase.RegionTooBusyException")),
+            ("RegionTooBusyException: busy", Some("RegionTooBusyException")),
+            ("java.io.IOException", Some("java.io.IOException")),
+            ("\n  org.apache.X: y", Some("org.apache.X")),
+            ("t is disabled.", None),
+            ("ns:t", None),
+            ("t", None),
+            ("Failed 1 action: org.apache.hadoop.hbase.NotServingRegionException: r: 1 time, servers with issues: h", None),
+            ("tableName=t, state=ENABLED", None),
+            ("", None),
+            ("Org.Apache.X: y", None),
+            ("org..X: y", None),
+        ] {
+            assert_eq!(exception_class(message), class, "{message:?}");
+        }
+        assert!(is_retryable_exception("NotServingRegionException"));
+        assert!(!is_retryable_exception(
+            "org.apache.hadoop.hbase.DoNotRetryIOException"
+        ));
+        assert_eq!(one_line("\n\n  first \r\n second"), "first");
+        assert_eq!(one_line(""), "");
     }
 
     #[test]

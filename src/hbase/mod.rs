@@ -21,7 +21,7 @@ mod config;
 mod conn;
 mod convert;
 mod data;
-mod errors;
+pub(crate) mod errors;
 mod input;
 mod pool;
 mod scanner;

@@ -245,6 +245,56 @@ generated!(
     TThriftServerType => I32,
 );
 
+/// Whether the bytes at hand can begin a reply, judged from its first few bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Start {
+    /// They can: decode.
+    Reply,
+    /// Too few to tell: read more first.
+    More,
+    /// They cannot: whatever answered does not speak Thrift in this transport and protocol.
+    NotThrift,
+}
+
+/// The prefix of an HTTP response, which [`start`] waits for whole, so that an HTTP server (or
+/// a gateway in HTTP mode) is named as one.
+const HTTP: &[u8] = b"HTTP/";
+
+/// Whether `buf`, the bytes from the start of a reply, can begin one in `codec`. A reply
+/// starts with a frame size under [`MAX_REPLY`] (framed), then a binary message header
+/// (`0x80 0x01`, or an old-style name length under 16 MiB, whose first byte is 0) or a compact
+/// one (`0x82`, version 1). Checking that first lets anything else (an HTTP response, a TLS
+/// alert, a banner) fail at once, where decoding it might take it for a reply still arriving
+/// and wait for bytes that never come.
+pub(crate) fn start(codec: Codec, buf: &[u8]) -> Start {
+    if buf.len() < HTTP.len() && HTTP.starts_with(buf) {
+        return Start::More;
+    }
+    let message = match codec.transport {
+        Transport::Buffered => buf,
+        Transport::Framed => {
+            let Some(&first) = buf.first() else {
+                return Start::More;
+            };
+            if usize::from(first) > MAX_REPLY >> 24 {
+                return Start::NotThrift;
+            }
+            buf.get(4..).unwrap_or_default()
+        }
+    };
+    let Some(&first) = message.first() else {
+        return Start::More;
+    };
+    let second = message.get(1).copied();
+    match (codec.protocol, first, second) {
+        (Protocol::Binary, 0x00, _) => Start::Reply,
+        (Protocol::Binary, 0x80, Some(0x01)) => Start::Reply,
+        (Protocol::Compact, 0x82, Some(b)) if b & 0x1f == 1 => Start::Reply,
+        (Protocol::Binary, 0x80, None) | (Protocol::Compact, 0x82, None) => Start::More,
+        _ => Start::NotThrift,
+    }
+}
+
 /// Where decoding a reply from the bytes at hand got.
 #[derive(Debug)]
 pub(crate) enum Decoded<T> {

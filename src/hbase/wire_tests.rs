@@ -433,3 +433,51 @@ fn garbage_is_an_error_and_never_a_panic() {
         }
     }
 }
+
+#[test]
+fn a_reply_start_tells_thrift_from_anything_else() {
+    for codec in CODECS {
+        // Every reply a gateway sends starts like one, however little of it has arrived.
+        let shapes = [
+            reply(codec, "get", 9, TMessageType::Reply, |_| {}),
+            reply(codec, "get", 9, TMessageType::Exception, |o| {
+                let app = thrift::ApplicationError::new(ApplicationErrorKind::InternalError, "x");
+                thrift::Error::write_application_error_to_out_protocol(&app, o).unwrap();
+            }),
+        ];
+        for bytes in shapes {
+            for end in 1..=bytes.len() {
+                let start = start(codec, &bytes[..end]);
+                assert_ne!(start, Start::NotThrift, "{codec:?}: {:?}", &bytes[..end]);
+            }
+            assert_eq!(start(codec, &bytes), Start::Reply, "{codec:?}");
+        }
+        // An HTTP answer is waited for until it can be named, then refused.
+        for end in 1..5 {
+            assert_eq!(start(codec, &b"HTTP/1.1"[..end]), Start::More, "{codec:?}");
+        }
+        for other in [
+            &b"HTTP/1.1 400 Bad Request\r\n\r\n"[..],
+            b"SSH-2.0-OpenSSH_9.6\r\n",
+            &[0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x50],
+            &[0x01, 0x02, 0x03, 0x04, 0x05],
+            b"<html>",
+            &[0xff],
+        ] {
+            assert_eq!(
+                start(codec, other),
+                Start::NotThrift,
+                "{codec:?}: {other:?}"
+            );
+        }
+    }
+    // Old non-strict binary replies start with the name's length.
+    let binary = CODECS[0];
+    assert_eq!(start(binary, &[0, 0, 0, 6, b'e']), Start::Reply);
+    // Another transport or protocol than the gateway's is told at once too.
+    let framed_compact = reply(CODECS[3], "get", 9, TMessageType::Reply, |_| {});
+    assert_eq!(start(CODECS[1], &framed_compact), Start::NotThrift);
+    let buffered_binary = reply(CODECS[0], "get", 9, TMessageType::Reply, |_| {});
+    assert_eq!(start(CODECS[1], &buffered_binary), Start::NotThrift);
+    assert_eq!(start(CODECS[2], &buffered_binary), Start::NotThrift);
+}

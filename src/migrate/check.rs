@@ -5,6 +5,7 @@ use serde::Serialize;
 use crate::clock::{Clock, SystemClock};
 use crate::error::{Error, Result};
 use crate::hbase::{Get, HBaseClient, Scan};
+use crate::key::Binary;
 use crate::migrate::state::{self, adopt, Adopt, FamilySettings, Marker};
 use crate::progress::{Progress, ProgressMode};
 use crate::txn::codec::WriteKind;
@@ -112,10 +113,10 @@ pub fn verify(
             v.cells_checked += 1;
             let expiry = original.get(&c.family).and_then(FamilySettings::expiry_ms);
             let at = format!(
-                "row {:?} column {}:{}",
-                String::from_utf8_lossy(&row.row),
-                String::from_utf8_lossy(&c.family),
-                String::from_utf8_lossy(&c.qualifier)
+                "row {} column {}:{}",
+                Binary(&row.row),
+                Binary(&c.family),
+                Binary(&c.qualifier)
             );
             match adopt(&c, expiry, ttl_cut, now) {
                 Adopt::Nothing => {}

@@ -14,6 +14,7 @@ use crate::error::{Error, MigrationIssue, Result};
 use crate::hbase::{
     Delete, DeleteType, HBaseClient, Put, RowMutations, RowResult, Scan, TimeRange,
 };
+use crate::key::Binary;
 use crate::locks::{list_locks, resolve_locks};
 use crate::migrate::state::{self, issue, write_marker, CrashHook, Marker, Step, LEGACY_TS_LIMIT};
 use crate::progress::{Progress, ProgressMode};
@@ -152,7 +153,7 @@ pub fn disable(
             return Err(issue(
                 table,
                 MigrationIssue::LocksPresent,
-                format!("transactions are still writing (a lock at row {:?}); stop the writers and run disable again", String::from_utf8_lossy(&lock.key.row)),
+                format!("transactions are still writing (a lock at row {}); stop the writers and run disable again", Binary(&lock.key.row)),
             ));
         }
     } else {

@@ -5,6 +5,7 @@ use serde::Serialize;
 use crate::clock::{Clock, SystemClock};
 use crate::error::{MigrationIssue, Result};
 use crate::hbase::{HBaseClient, Scan};
+use crate::key::Binary;
 use crate::migrate::state::{self, issue, plausible_ms, Marker, LEGACY_TS_LIMIT};
 use crate::progress::{Progress, ProgressMode};
 use crate::txn::Schema;
@@ -176,9 +177,9 @@ pub fn plan(
     bar.finish();
     if let (n, Some((row, ts))) = implausible {
         plan.blockers.push(format!(
-            "{n} cells have versions that are not wall-clock milliseconds (e.g. row {:?} at {ts}): \
+            "{n} cells have versions that are not wall-clock milliseconds (e.g. row {} at {ts}): \
              an application sets its own timestamps, which cannot be ordered with transactions",
-            String::from_utf8_lossy(&row)
+            Binary(&row)
         ));
     }
     Ok(plan)

@@ -4,7 +4,7 @@
 
 use crate::error::{Error, Result};
 use crate::hbase::RowResult;
-use crate::key::CellKey;
+use crate::key::{Binary, CellKey};
 use crate::txn::codec::column_qualifier;
 use crate::txn::meta::META_FAMILY;
 pub(crate) use crate::txn::notify_cells::{
@@ -73,9 +73,9 @@ impl std::fmt::Display for ObservedColumn {
         write!(
             f,
             "{}/{}:{}",
-            self.table,
-            String::from_utf8_lossy(&self.family),
-            String::from_utf8_lossy(&self.qualifier)
+            Binary(self.table.as_bytes()),
+            Binary(&self.family),
+            Binary(&self.qualifier)
         )
     }
 }

@@ -30,6 +30,7 @@ fn assert_io(err: Error, message: &str, can_retry: bool) {
         Error::ServerIo {
             message: m,
             can_retry: r,
+            ..
         } => {
             assert_eq!(m, message);
             assert_eq!(r, can_retry, "canRetry of {m}");
@@ -41,7 +42,9 @@ fn assert_io(err: Error, message: &str, can_retry: bool) {
 #[track_caller]
 fn assert_remote(err: Error, class: &str, message_start: &str) {
     let text = match &err {
-        Error::ServerIo { message, can_retry } => {
+        Error::ServerIo {
+            message, can_retry, ..
+        } => {
             assert!(!can_retry, "{class} is a DoNotRetryIOException");
             message.clone()
         }
