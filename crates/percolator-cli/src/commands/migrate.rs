@@ -15,7 +15,7 @@ pub const MIGRATE_TIMEOUT_S: f64 = 60.0;
 /// `percolator migrate ...`.
 ///
 /// ```
-/// use percolator::commands::{MigrateArgs, MigrateCommand};
+/// use percolator_cli::commands::{MigrateArgs, MigrateCommand};
 /// let c = MigrateCommand::Status(MigrateArgs {
 ///     hbase: "h:1".into(), json: true, timeout: 60.0, tables: vec!["t".into()],
 /// });

@@ -23,7 +23,8 @@ use percolator::{Error, Result};
 ///
 /// ```
 /// use std::time::Duration;
-/// use percolator_cli::oracle_bench::{run_bench, BenchConfig, MemoryStore, OracleServer};
+/// use percolator::oracle::{MemoryStore, OracleServer};
+/// use percolator_cli::oracle_bench::{run_bench, BenchConfig};
 /// let oracle = OracleServer::start_local(MemoryStore::new())?;
 /// let config = BenchConfig {
 ///     addrs: Some(vec![oracle.local_addr().to_string()]),
