@@ -405,9 +405,10 @@ fn the_percolator_families_are_refused_to_get_put_delete_and_scan() {
 
 /// Every argument of `command` and of its subcommands without help text, as
 /// `percolator get <TABLE>`.
-fn undocumented(command: &clap::Command, path: &str, missing: &mut Vec<String>) {
+fn undocumented(command: &clap::Command, path: &str, missing: &mut Vec<String>, seen: &mut usize) {
     let path = format!("{path} {}", command.get_name()).trim().to_string();
     for arg in command.get_arguments() {
+        *seen += 1;
         let text = arg
             .get_help()
             .or(arg.get_long_help())
@@ -425,19 +426,20 @@ fn undocumented(command: &clap::Command, path: &str, missing: &mut Vec<String>) 
         if sub.get_about().is_none() && sub.get_long_about().is_none() {
             missing.push(format!("{path} {} (no about)", sub.get_name()));
         }
-        undocumented(sub, &path, missing);
+        undocumented(sub, &path, missing, seen);
     }
 }
 
 #[test]
 fn every_option_and_argument_of_both_binaries_has_help_text() {
-    let mut missing = Vec::new();
+    let (mut missing, mut seen) = (Vec::new(), 0);
     let mut cli = percolator_cli::cli::Cli::command();
     cli.build();
-    undocumented(&cli, "", &mut missing);
+    undocumented(&cli, "", &mut missing, &mut seen);
     let mut oracle = percolator_cli::cli::oracle::Cli::command();
     oracle.build();
-    undocumented(&oracle, "", &mut missing);
+    undocumented(&oracle, "", &mut missing, &mut seen);
+    assert!(seen > 100, "walked only {seen} arguments");
     assert!(
         missing.is_empty(),
         "without help text:\n{}",

@@ -7,10 +7,11 @@
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
-use super::{client, hbase, print_json, timeout, within, Waiting, DEFAULT_TIMEOUT_S};
+use super::{
+    client, first_timestamp, hbase, print_json, timeout, within, Waiting, DEFAULT_TIMEOUT_S,
+};
 use crate::tools::{render_value, scan_range, value_json};
 use percolator::locks::{check_owners, list_locks, resolve_locks};
-use percolator::oracle::{ClientConfig, OracleClient};
 use percolator::txn::{Schema, TxnOptions};
 use percolator::CellKey;
 use percolator::{Error, Result};
@@ -317,7 +318,7 @@ pub fn data(command: &DataCommand) -> Result<bool> {
                     }
                     (true, Some(o)) => {
                         w.on(format!("the timestamp oracle at {o}"));
-                        check_oracle(&o, deadline)?;
+                        first_timestamp(std::slice::from_ref(&o), deadline)?;
                         w.on(format!(
                             "the HBase gateway at {addr} or the timestamp oracle at {o}"
                         ));
@@ -376,17 +377,6 @@ fn key(table: &str, row: &str, column: &str) -> Result<CellKey> {
     Ok(key)
 }
 
-/// Asks the oracle for one timestamp, so that a silent oracle is named as such.
-fn check_oracle(addr: &str, deadline: std::time::Duration) -> Result<()> {
-    let config = ClientConfig {
-        connect_timeout: deadline,
-        request_timeout: deadline,
-        ..ClientConfig::default()
-    };
-    OracleClient::connect(&[addr.to_string()], config)?.get_timestamp()?;
-    Ok(())
-}
-
 /// A transactional client, each server reached first on its own so that the deadline's error
 /// names the one that did not answer.
 fn connect(conn: &DataArgs, waiting: &Waiting) -> Result<percolator::Client> {
@@ -394,7 +384,7 @@ fn connect(conn: &DataArgs, waiting: &Waiting) -> Result<percolator::Client> {
     waiting.on(format!("the HBase gateway at {}", conn.hbase));
     hbase(&conn.hbase, deadline)?;
     waiting.on(format!("the timestamp oracle at {}", conn.oracle));
-    check_oracle(&conn.oracle, deadline)?;
+    first_timestamp(std::slice::from_ref(&conn.oracle), deadline)?;
     waiting.on(format!(
         "the HBase gateway at {} or the timestamp oracle at {}",
         conn.hbase, conn.oracle

@@ -63,15 +63,21 @@ pub(crate) fn oracle_ts(addrs: &[String], seconds: f64) -> Result<u64> {
     let deadline = timeout(seconds)?;
     let waiting = Waiting::default();
     waiting.on(format!("the timestamp oracle at {}", addrs.join(",")));
-    let config = ClientConfig {
-        connect_timeout: deadline,
-        request_timeout: deadline,
-        ..ClientConfig::default()
-    };
     let addrs = addrs.to_vec();
     within(deadline, &waiting, move || {
-        OracleClient::connect(&addrs, config)?.get_timestamp()
+        first_timestamp(&addrs, deadline)
     })
+}
+
+/// One timestamp of the oracle at `addrs`, no wait on it longer than `timeout`: a silent
+/// oracle is found, and named, before a transaction waits on it.
+fn first_timestamp(addrs: &[String], timeout: Duration) -> Result<u64> {
+    let config = ClientConfig {
+        connect_timeout: timeout,
+        request_timeout: timeout,
+        ..ClientConfig::default()
+    };
+    OracleClient::connect(addrs, config)?.get_timestamp()
 }
 
 fn client(hbase: &str, oracle: &str, timeout: Duration) -> Result<Client> {
