@@ -61,6 +61,33 @@ impl Schema {
             || family == self.ack_family.as_slice()
     }
 
+    /// Refuses `family` when it is a percolator family: user reads and writes never name one
+    /// (transactions write them, and what they hold is not a user value). `what` names what
+    /// was asked for (a cell, a scan) in the error. The one check behind `set`/`delete` and the
+    /// command line's `get`, `put`, `delete` and `scan --family`.
+    ///
+    /// ```
+    /// let s = percolator::txn::Schema::default();
+    /// assert!(s.refuse_percolator_family(b"f", "t/r/f:q").is_ok());
+    /// let err = s.refuse_percolator_family(b"_pl", "t/r/_pl:q").unwrap_err();
+    /// assert!(err.to_string().contains("t/r/_pl:q: _pl is a percolator family"), "{err}");
+    /// ```
+    pub fn refuse_percolator_family(
+        &self,
+        family: &[u8],
+        what: impl std::fmt::Display,
+    ) -> Result<()> {
+        if self.is_percolator_family(family) {
+            return Err(Error::IllegalArgument {
+                message: format!(
+                    "{what}: {} is a percolator family, which user reads and writes cannot name",
+                    String::from_utf8_lossy(family)
+                ),
+            });
+        }
+        Ok(())
+    }
+
     /// The qualifier used for `key` in the lock and write families.
     ///
     /// ```

@@ -4,6 +4,7 @@
 //! not an API for services, which depend on `percolator` itself.
 //!
 //! # Layout
+//! - [`cli`]: the binaries' command lines (clap), and [`logging`]: their shared log setup.
 //! - [`tools`]: how the data commands name columns and show values, and progress bars.
 //! - [`commands`]: each operator command's arguments (clap) and its run.
 //! - [`workload`]: the bank demo, `observe-demo` and the benchmarks, on an embedded emulator
@@ -13,7 +14,9 @@
 // The library's `Error` is deliberately rich; see its docs.
 #![allow(clippy::result_large_err)]
 
+pub mod cli;
 pub mod commands;
+pub mod logging;
 pub mod oracle_bench;
 pub mod tools;
 pub mod workload;

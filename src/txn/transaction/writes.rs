@@ -182,16 +182,10 @@ impl AsyncTransaction {
 
     fn buffer(&mut self, key: CellKey, write: Write) -> Result<()> {
         self.check_writable()?;
-        if self
-            .session
+        self.session
             .ctx()
             .schema()
-            .is_percolator_family(&key.family)
-        {
-            return Err(Error::IllegalArgument {
-                message: format!("{key} is in a percolator family"),
-            });
-        }
+            .refuse_percolator_family(&key.family, &key)?;
         self.buffer_unchecked(key, write);
         Ok(())
     }

@@ -11,92 +11,11 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand};
-use percolator::oracle::{
-    run, ClientConfig, OffsetClock, OracleClient, ServerConfig, StoreSpec, DEFAULT_LEASE,
-};
+use clap::Parser;
+use percolator::oracle::{run, ClientConfig, OffsetClock, OracleClient, ServerConfig, StoreSpec};
 use percolator::{Error, Result};
+use percolator_cli::cli::oracle::{Cli, Command, ServeArgs};
 use percolator_cli::oracle_bench::{run_bench, BenchConfig};
-
-#[derive(Parser)]
-#[command(
-    name = "percolator-oracle",
-    about = "Timestamp oracle for percolator transactions",
-    args_conflicts_with_subcommands = true
-)]
-struct Cli {
-    #[command(subcommand)]
-    command: Option<Command>,
-    #[command(flatten)]
-    serve: ServeArgs,
-}
-
-#[derive(Args)]
-struct ServeArgs {
-    /// Address to listen on.
-    #[arg(long, default_value = "127.0.0.1:7077")]
-    listen: String,
-    /// Window store: file:PATH, hbase:HOST:PORT[/TABLE], or memory (not durable: tests only).
-    #[arg(long)]
-    store: Option<String>,
-    /// How far ahead each window extension reaches, in ms.
-    #[arg(long, default_value_t = 3000)]
-    window_ms: u64,
-    /// Lease of a shared (hbase) store, in ms: a successor waits this long for us to stop.
-    #[arg(long, default_value_t = DEFAULT_LEASE.as_millis() as u64)]
-    lease_ms: u64,
-    #[arg(long, default_value_t = 1024)]
-    max_connections: usize,
-    /// Runtime worker threads.
-    #[arg(long, default_value_t = 2)]
-    threads: usize,
-    /// Period of the stats log line, in seconds.
-    #[arg(long, default_value_t = 10)]
-    stats_interval_s: u64,
-    /// Shift the wall clock the server reads (tests: restarts across a clock step).
-    #[arg(long, default_value_t = 0, hide = true, allow_negative_numbers = true)]
-    clock_offset_ms: i64,
-}
-
-#[derive(Subcommand)]
-enum Command {
-    /// Print N timestamps, one per line.
-    Fetch {
-        /// Oracle address; a comma-separated list fails over in order.
-        #[arg(long)]
-        addr: String,
-        #[arg(long, default_value_t = 1)]
-        count: u64,
-    },
-    /// Print a server's counters as JSON.
-    Stats {
-        #[arg(long)]
-        addr: String,
-    },
-    /// Measure timestamps/s and latency with N concurrent one-at-a-time requesters.
-    Bench {
-        /// Oracle address(es); omitted: start one in-process on the memory store.
-        #[arg(long)]
-        addr: Option<String>,
-        #[arg(long, default_value_t = 64)]
-        concurrency: usize,
-        #[arg(long, default_value_t = 5.0)]
-        seconds: f64,
-        /// Client connections.
-        #[arg(long, default_value_t = ClientConfig::default().connections)]
-        connections: usize,
-        /// Runtime threads for the requesters.
-        #[arg(long, default_value_t = 2)]
-        threads: usize,
-        /// Run the client's connections on a thread of their own instead of on the
-        /// requesters' runtime.
-        #[arg(long)]
-        client_thread: bool,
-        /// Print one JSON object instead of a line of text.
-        #[arg(long)]
-        json: bool,
-    },
-}
 
 /// Every binary of the crate uses mimalloc: glibc's allocator took 12-19% of the benchmark's
 /// CPU (see docs/benchmarks.md).
@@ -105,12 +24,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
-        )
-        .init();
+    percolator_cli::logging::init("info");
     let outcome = match cli.command {
         None => serve(cli.serve),
         Some(Command::Fetch { addr, count }) => fetch(&addr, count),

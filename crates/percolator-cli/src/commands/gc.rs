@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
+use super::{connect_hbase, oracle_ts, timeout};
 use crate::tools::progress::{unless_json, Progress};
 use percolator::gc::{GcOptions, GcProgress, GcReport, GcWorker};
 use percolator::hbase::HBaseConfig;
@@ -45,6 +46,11 @@ pub struct GcCommand {
     /// One JSON report per round on stdout.
     #[arg(long)]
     pub json: bool,
+    /// The longest wait for any one answer of the gateway or the oracle, in seconds: against
+    /// one that accepts connections and never answers, the command fails after this long,
+    /// naming it. A round that gets its answers may take longer in all.
+    #[arg(long, value_name = "SECONDS", default_value_t = super::DEFAULT_TIMEOUT_S)]
+    pub timeout: f64,
     /// The meta table holding the safe point (the clients' `Schema::meta_table`).
     #[arg(long, default_value = "percolator_meta")]
     pub meta_table: String,
@@ -75,6 +81,11 @@ impl GcCommand {
             .split(',')
             .map(|s| s.trim().to_string())
             .collect();
+        // Each server on its own first, so that a silent one is named; then every call of
+        // the rounds waits at most --timeout.
+        let deadline = timeout(self.timeout)?;
+        connect_hbase(&self.hbase, self.timeout)?;
+        oracle_ts(&oracles, self.timeout)?;
         let runtime = tokio::runtime::Runtime::new().map_err(|e| Error::io("starting tokio", e))?;
         runtime.block_on(async {
             let schema = Schema {
@@ -89,8 +100,18 @@ impl GcCommand {
                 .schema(schema)
                 .liveness(liveness)
                 .build();
-            let gc = GcWorker::connect(HBaseConfig::new(self.hbase.clone()), &oracles, txn, opts)
-                .await?;
+            let hbase = HBaseConfig::new(self.hbase.clone())
+                .connect_timeout(deadline)
+                .read_timeout(deadline);
+            let gc = tokio::time::timeout(deadline, GcWorker::connect(hbase, &oracles, txn, opts))
+                .await
+                .map_err(|_| Error::Timeout {
+                    what: format!(
+                        "the HBase gateway at {} or the timestamp oracle at {}",
+                        self.hbase, self.oracle
+                    ),
+                    after: deadline,
+                })??;
             let result = self.rounds(&gc, interval).await;
             gc.shutdown().await;
             result

@@ -2,26 +2,31 @@
 
 use std::time::{Duration, Instant};
 
-use super::{client, hbase, print_json};
+use super::{client, connect_hbase, oracle_ts, print_json, timeout};
 use crate::tools::progress::unless_json;
 use percolator::hbase::{FamilyDescriptor, HBaseClient, HBaseConfig, Put, TableDescriptor};
 use percolator::migrate::{self, ApplyOptions, ProgressMode};
-use percolator::oracle::{ClientConfig, OracleClient};
 use percolator::txn::Schema;
-use percolator::Result;
+use percolator::{Error, MigrationIssue, Result};
+
+/// The `--timeout` of the `migrate` commands, in seconds.
+pub const MIGRATE_TIMEOUT_S: f64 = 60.0;
 
 /// `percolator migrate ...`.
 ///
 /// ```
 /// use percolator_cli::commands::{MigrateArgs, MigrateCommand};
-/// let c = MigrateCommand::Status(MigrateArgs { hbase: "h:1".into(), json: true, tables: vec!["t".into()] });
+/// let c = MigrateCommand::Status(MigrateArgs {
+///     hbase: "h:1".into(), json: true, timeout: 60.0, tables: vec!["t".into()],
+/// });
 /// assert!(matches!(c, MigrateCommand::Status(_)));
 /// ```
 #[derive(clap::Subcommand, Debug)]
 pub enum MigrateCommand {
     /// Lists what `apply` would do to each table (families, settings, rows, blockers); changes nothing.
     Plan(MigrateArgs),
-    /// Makes each table transactional and adopts its data; resumes an interrupted run.
+    /// Makes each table transactional and adopts its data; resumes an interrupted run. A table
+    /// already adopted (or created transactional) has nothing to do: said, exit status 0.
     Apply(ApplyArgs),
     /// Checks migrated tables; exits 1 and lists the problems if any.
     Verify(MigrateArgs),
@@ -37,7 +42,9 @@ pub enum MigrateCommand {
 /// What every `migrate` command takes.
 ///
 /// ```
-/// let a = percolator_cli::commands::MigrateArgs { hbase: "h:1".into(), json: false, tables: vec!["t".into()] };
+/// let a = percolator_cli::commands::MigrateArgs {
+///     hbase: "h:1".into(), json: false, timeout: 60.0, tables: vec!["t".into()],
+/// };
 /// assert_eq!(a.tables, ["t"]);
 /// ```
 #[derive(clap::Args, Debug)]
@@ -48,6 +55,12 @@ pub struct MigrateArgs {
     /// Print JSON (one value for all tables) instead of text; no progress bar.
     #[arg(long)]
     pub json: bool,
+    /// The longest wait for any one answer of the gateway or the oracle, in seconds: against
+    /// one that accepts connections and never answers, the command fails after this long,
+    /// naming it. A migration that gets its answers may take longer in all.
+    #[arg(long, value_name = "SECONDS", default_value_t = MIGRATE_TIMEOUT_S)]
+    pub timeout: f64,
+    /// The tables, by name.
     #[arg(required = true)]
     pub tables: Vec<String>,
 }
@@ -56,7 +69,7 @@ pub struct MigrateArgs {
 ///
 /// ```
 /// use percolator_cli::commands::{ApplyArgs, MigrateArgs};
-/// let common = MigrateArgs { hbase: "h:1".into(), json: false, tables: vec!["t".into()] };
+/// let common = MigrateArgs { hbase: "h:1".into(), json: false, timeout: 60.0, tables: vec!["t".into()] };
 /// let a = ApplyArgs { common, oracle: None, checkpoint_rows: 1000 };
 /// assert_eq!(a.checkpoint_rows, 1000);
 /// ```
@@ -76,7 +89,7 @@ pub struct ApplyArgs {
 ///
 /// ```
 /// use percolator_cli::commands::{DisableArgs, MigrateArgs};
-/// let common = MigrateArgs { hbase: "h:1".into(), json: false, tables: vec!["t".into()] };
+/// let common = MigrateArgs { hbase: "h:1".into(), json: false, timeout: 60.0, tables: vec!["t".into()] };
 /// assert!(!DisableArgs { common, force: false, oracle: None }.force);
 /// ```
 #[derive(clap::Args, Debug)]
@@ -86,6 +99,7 @@ pub struct DisableArgs {
     /// Resolve abandoned locks (through the normal protocol, needs --oracle) instead of refusing.
     #[arg(long)]
     pub force: bool,
+    /// A timestamp oracle, HOST:PORT, for --force's lock resolution.
     #[arg(long)]
     pub oracle: Option<String>,
 }
@@ -98,17 +112,71 @@ pub struct DisableArgs {
 /// ```
 #[derive(clap::Args, Debug)]
 pub struct BenchArgs {
+    /// Cells in the table adopted.
     #[arg(long, default_value_t = 1_000_000)]
     pub cells: usize,
     /// Columns per row.
     #[arg(long, default_value_t = 10)]
     pub columns: usize,
+    /// Runs, each on a fresh emulator.
     #[arg(long, default_value_t = 3)]
     pub runs: usize,
 }
 
-fn oracle_ts(addr: &str) -> Result<u64> {
-    OracleClient::connect(&[addr.to_string()], ClientConfig::default())?.get_timestamp()
+/// HBase refused a schema change because another one of the same table is under way (its
+/// `ConcurrentTableModificationException`, which arrives with a Java stack trace).
+fn concurrent_modification(e: &Error) -> bool {
+    matches!(e, Error::ServerIo { exception: Some(class), .. }
+        if class.ends_with(".ConcurrentTableModificationException"))
+}
+
+/// Runs `apply` of `table`; while HBase says another change of the table is under way, waits
+/// `waits[i]` and runs it again (the run resumes where it stopped). When the waits are spent,
+/// one line: another migration of the table is in progress.
+fn retry_concurrent<T>(
+    table: &str,
+    waits: &[Duration],
+    mut apply: impl FnMut() -> Result<T>,
+) -> Result<T> {
+    let mut waits = waits.iter();
+    loop {
+        match apply() {
+            Err(e) if concurrent_modification(&e) => match waits.next() {
+                Some(wait) => {
+                    tracing::info!(table, ?wait, "another change of the table is under way; waiting");
+                    std::thread::sleep(*wait);
+                }
+                None => {
+                    return Err(Error::Migration {
+                        table: table.to_string(),
+                        kind: MigrationIssue::Blocked,
+                        reason: format!(
+                            "another migration of {table} is in progress (HBase: ConcurrentTableModificationException); run `migrate status` and `migrate apply` again once it is done"
+                        ),
+                    })
+                }
+            },
+            result => return result,
+        }
+    }
+}
+
+/// How long `apply` waits, each time, for another change of the table to finish.
+const CONCURRENT_WAITS: [Duration; 4] = [
+    Duration::from_secs(1),
+    Duration::from_secs(2),
+    Duration::from_secs(4),
+    Duration::from_secs(8),
+];
+
+fn is_nothing_to_do(e: &Error) -> bool {
+    matches!(
+        e,
+        Error::Migration {
+            kind: MigrationIssue::NothingToDo,
+            ..
+        }
+    )
 }
 
 /// Runs one `migrate` command.
@@ -116,7 +184,9 @@ fn oracle_ts(addr: &str) -> Result<u64> {
 /// ```
 /// use percolator_cli::commands::{migrate, MigrateArgs, MigrateCommand};
 /// let emulator = hbase_emulator::start_local()?;
-/// let args = MigrateArgs { hbase: emulator.local_addr().to_string(), json: true, tables: vec!["nope".into()] };
+/// let args = MigrateArgs {
+///     hbase: emulator.local_addr().to_string(), json: true, timeout: 60.0, tables: vec!["nope".into()],
+/// };
 /// assert!(migrate(&MigrateCommand::Status(args))?);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -124,7 +194,7 @@ pub fn migrate(command: &MigrateCommand) -> Result<bool> {
     let schema = Schema::default();
     match command {
         MigrateCommand::Plan(a) => {
-            let hb = hbase(&a.hbase)?;
+            let hb = connect_hbase(&a.hbase, a.timeout)?;
             let plans = a
                 .tables
                 .iter()
@@ -138,8 +208,12 @@ pub fn migrate(command: &MigrateCommand) -> Result<bool> {
             Ok(true)
         }
         MigrateCommand::Apply(a) => {
-            let hb = hbase(&a.common.hbase)?;
-            let ts = a.oracle.as_deref().map(oracle_ts).transpose()?;
+            let hb = connect_hbase(&a.common.hbase, a.common.timeout)?;
+            let ts = a
+                .oracle
+                .as_deref()
+                .map(|o| oracle_ts(&[o.to_string()], a.common.timeout))
+                .transpose()?;
             let opts = ApplyOptions {
                 progress: unless_json(a.common.json),
                 checkpoint_rows: a.checkpoint_rows.max(1),
@@ -153,14 +227,36 @@ pub fn migrate(command: &MigrateCommand) -> Result<bool> {
                     let status = migrate::status(&hb, &schema, t)?;
                     if status.state != "applying" {
                         let plan = migrate::plan(&hb, &schema, t, ts, opts.progress.clone())?;
-                        plan.refusal()?;
+                        match plan.refusal() {
+                            Err(e) if is_nothing_to_do(&e) => {}
+                            refusal => refusal?,
+                        }
                         plans.insert(t.clone(), plan);
                     }
                 }
             }
             let mut reports = Vec::new();
             for t in &a.common.tables {
-                let r = migrate::apply_planned(&hb, &schema, t, &opts, plans.remove(t))?;
+                let mut planned = plans.remove(t);
+                let applied = retry_concurrent(t, &CONCURRENT_WAITS, || {
+                    migrate::apply_planned(&hb, &schema, t, &opts, planned.take())
+                });
+                let r = match applied {
+                    Err(e) if is_nothing_to_do(&e) => {
+                        // Already adopted, or created transactional: done, and said so.
+                        let state = migrate::status(&hb, &schema, t)?.state;
+                        if !a.common.json {
+                            println!("{t}: nothing to do (already {state})");
+                        }
+                        reports.push(serde_json::json!({
+                            "table": t,
+                            "nothing_to_do": true,
+                            "state": state,
+                        }));
+                        continue;
+                    }
+                    applied => applied?,
+                };
                 if !a.common.json {
                     println!(
                         "{t}: adopted ({} rows scanned, {} write records, {} passes{}, {:.1}s){}",
@@ -176,7 +272,9 @@ pub fn migrate(command: &MigrateCommand) -> Result<bool> {
                         }
                     );
                 }
-                reports.push(r);
+                let mut report = serde_json::to_value(&r).unwrap_or_default();
+                report["nothing_to_do"] = serde_json::json!(false);
+                reports.push(report);
             }
             if a.common.json {
                 print_json(&reports);
@@ -184,7 +282,7 @@ pub fn migrate(command: &MigrateCommand) -> Result<bool> {
             Ok(true)
         }
         MigrateCommand::Verify(a) => {
-            let hb = hbase(&a.hbase)?;
+            let hb = connect_hbase(&a.hbase, a.timeout)?;
             let results = a
                 .tables
                 .iter()
@@ -205,7 +303,7 @@ pub fn migrate(command: &MigrateCommand) -> Result<bool> {
             Ok(results.iter().all(migrate::Verification::ok))
         }
         MigrateCommand::Status(a) => {
-            let hb = hbase(&a.hbase)?;
+            let hb = connect_hbase(&a.hbase, a.timeout)?;
             let all = a
                 .tables
                 .iter()
@@ -225,9 +323,12 @@ pub fn migrate(command: &MigrateCommand) -> Result<bool> {
             Ok(true)
         }
         MigrateCommand::Disable(a) => {
-            let hb = hbase(&a.common.hbase)?;
+            let hb = connect_hbase(&a.common.hbase, a.common.timeout)?;
             let resolver = match (&a.oracle, a.force) {
-                (Some(o), true) => Some(client(&a.common.hbase, o)?),
+                (Some(o), true) => {
+                    oracle_ts(std::slice::from_ref(o), a.common.timeout)?;
+                    Some(client(&a.common.hbase, o, timeout(a.common.timeout)?)?)
+                }
                 _ => None,
             };
             let mut reports = Vec::new();
@@ -343,4 +444,64 @@ fn bench(a: &BenchArgs) -> Result<bool> {
         emulator.shutdown();
     }
     Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{concurrent_modification, retry_concurrent};
+    use percolator::Error;
+    use std::time::Duration;
+
+    fn concurrent() -> Error {
+        Error::ServerIo {
+            message: "org.apache.hadoop.hbase.ConcurrentTableModificationException: table t\n\tat org.apache.hadoop.hbase.master.HMaster.modifyTable(HMaster.java:2601)\n\tat java.lang.Thread.run(Thread.java:750)".into(),
+            can_retry: false,
+            exception: Some("org.apache.hadoop.hbase.ConcurrentTableModificationException".into()),
+        }
+    }
+
+    #[test]
+    fn a_concurrent_table_change_is_waited_out_and_the_run_resumes() {
+        assert!(concurrent_modification(&concurrent()));
+        let mut calls = 0;
+        let result = retry_concurrent("t", &[Duration::ZERO; 3], || {
+            calls += 1;
+            if calls < 3 {
+                Err(concurrent())
+            } else {
+                Ok(calls)
+            }
+        });
+        assert_eq!(result.unwrap(), 3);
+    }
+
+    #[test]
+    fn a_concurrent_migration_that_lasts_is_one_line_without_java() {
+        let mut calls = 0;
+        let err = retry_concurrent("t", &[Duration::ZERO; 2], || -> percolator::Result<()> {
+            calls += 1;
+            Err(concurrent())
+        })
+        .unwrap_err()
+        .to_string();
+        assert_eq!(calls, 3);
+        assert!(
+            err.contains("another migration of t is in progress"),
+            "{err}"
+        );
+        assert!(
+            !err.contains('\n') && !err.contains("HMaster.java"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn other_errors_are_not_retried() {
+        let mut calls = 0;
+        let err = retry_concurrent("t", &[Duration::ZERO; 3], || -> percolator::Result<()> {
+            calls += 1;
+            Err(Error::Shutdown)
+        });
+        assert!(matches!(err, Err(Error::Shutdown)) && calls == 1);
+    }
 }

@@ -7,29 +7,129 @@ mod data;
 mod gc;
 mod migrate;
 
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
+use parking_lot::Mutex;
 use percolator::hbase::{HBaseClient, HBaseConfig};
+use percolator::oracle::{ClientConfig, OracleClient};
 use percolator::txn::{Client, TxnOptions};
-use percolator::Result;
+use percolator::{Error, Result};
 
 pub use data::{data, DataArgs, DataCommand};
 pub use gc::GcCommand;
 pub use migrate::{migrate, ApplyArgs, BenchArgs, DisableArgs, MigrateArgs, MigrateCommand};
 
-fn hbase(addr: &str) -> Result<HBaseClient> {
-    let client =
-        HBaseClient::connect(HBaseConfig::new(addr).read_timeout(Duration::from_secs(60)))?;
-    // Fails here, once and clearly, when the gateway cannot be reached.
+/// The `--timeout` of the one-transaction commands, in seconds.
+pub const DEFAULT_TIMEOUT_S: f64 = 30.0;
+
+/// `--timeout SECONDS` as a duration (at least a millisecond; refuses what is not a number).
+fn timeout(seconds: f64) -> Result<Duration> {
+    Duration::try_from_secs_f64(seconds)
+        .map(|d| d.max(Duration::from_millis(1)))
+        .map_err(|_| Error::IllegalArgument {
+            message: format!("--timeout {seconds} is not a number of seconds"),
+        })
+}
+
+/// A gateway config whose connect and read deadlines are `timeout`: no single wait on the
+/// gateway outlasts it.
+fn hbase_config(addr: &str, timeout: Duration) -> HBaseConfig {
+    HBaseConfig::new(addr)
+        .connect_timeout(timeout)
+        .read_timeout(timeout)
+}
+
+/// Connects to the gateway, and fails here, once and clearly, when it cannot be reached.
+fn hbase(addr: &str, timeout: Duration) -> Result<HBaseClient> {
+    let client = HBaseClient::connect(hbase_config(addr, timeout))?;
     client.admin().list_tables()?;
     Ok(client)
 }
 
-fn client(hbase: &str, oracle: &str) -> Result<Client> {
+/// The gateway, reached within `seconds` (else an error naming it); its calls wait at most
+/// that long each.
+pub(crate) fn connect_hbase(addr: &str, seconds: f64) -> Result<HBaseClient> {
+    let deadline = timeout(seconds)?;
+    let waiting = Waiting::default();
+    waiting.on(format!("the HBase gateway at {addr}"));
+    let addr = addr.to_string();
+    within(deadline, &waiting, move || hbase(&addr, deadline))
+}
+
+/// One timestamp of the oracle at `addrs` (a fail-over list), within `seconds` (else an error
+/// naming it).
+pub(crate) fn oracle_ts(addrs: &[String], seconds: f64) -> Result<u64> {
+    let deadline = timeout(seconds)?;
+    let waiting = Waiting::default();
+    waiting.on(format!("the timestamp oracle at {}", addrs.join(",")));
+    let addrs = addrs.to_vec();
+    within(deadline, &waiting, move || {
+        first_timestamp(&addrs, deadline)
+    })
+}
+
+/// One timestamp of the oracle at `addrs`, no wait on it longer than `timeout`: a silent
+/// oracle is found, and named, before a transaction waits on it.
+fn first_timestamp(addrs: &[String], timeout: Duration) -> Result<u64> {
+    let config = ClientConfig {
+        connect_timeout: timeout,
+        request_timeout: timeout,
+        ..ClientConfig::default()
+    };
+    OracleClient::connect(addrs, config)?.get_timestamp()
+}
+
+fn client(hbase: &str, oracle: &str, timeout: Duration) -> Result<Client> {
     let options = TxnOptions::builder()
         .max_lock_wait(Duration::from_secs(2))
         .build();
-    Client::connect(HBaseConfig::new(hbase), &[oracle.to_string()], options)
+    Client::connect(hbase_config(hbase, timeout), &[oracle.to_string()], options)
+}
+
+/// What a command is waiting for, for the error when its deadline passes ("the HBase gateway
+/// at HOST:PORT"); the command updates it as it moves from one server to the next.
+#[derive(Clone, Default)]
+struct Waiting(Arc<Mutex<String>>);
+
+impl Waiting {
+    fn on(&self, what: impl Into<String>) {
+        *self.0.lock() = what.into();
+    }
+}
+
+/// Runs `run` with a deadline on the whole of it: if it has not returned after `timeout`,
+/// returns [`Error::Timeout`] with the time that passed and what it was waiting for (its
+/// thread is left behind: the binary exits on the error). A silent server (one that accepts
+/// connections and never answers) then costs at most `timeout`, whatever the library's own
+/// retries and timeouts add up to.
+fn within<T: Send + 'static>(
+    timeout: Duration,
+    waiting: &Waiting,
+    run: impl FnOnce() -> Result<T> + Send + 'static,
+) -> Result<T> {
+    let started = Instant::now();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let thread = std::thread::Builder::new()
+        .name("command".into())
+        .spawn(move || {
+            let _ = tx.send(run());
+        })
+        .map_err(|e| Error::io("starting the command's thread", e))?;
+    match rx.recv_timeout(timeout) {
+        Ok(result) => result,
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => Err(Error::Timeout {
+            what: Some(waiting.0.lock().clone())
+                .filter(|w| !w.is_empty())
+                .unwrap_or_else(|| "an answer".into()),
+            // Whole milliseconds: the time that really passed, readable.
+            after: Duration::from_millis(started.elapsed().as_millis() as u64),
+        }),
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => match thread.join() {
+            Err(panic) => std::panic::resume_unwind(panic),
+            Ok(()) => Err(Error::Shutdown),
+        },
+    }
 }
 
 fn print_json(value: &impl serde::Serialize) {

@@ -13,6 +13,7 @@ use percolator::Result;
 /// `percolator demo` options (also its command-line arguments).
 #[derive(Clone, Debug, clap::Args)]
 pub struct DemoConfig {
+    /// How long the transfers run, in seconds.
     #[arg(long, default_value_t = 20)]
     pub seconds: u64,
     /// HBase Thrift2 gateway host:port (default: embedded emulator).
@@ -21,10 +22,13 @@ pub struct DemoConfig {
     /// Timestamp oracle host:port (default: embedded oracle).
     #[arg(long)]
     pub oracle: Option<String>,
+    /// Clients making transfers (each may crash and is replaced).
     #[arg(long, default_value_t = 8)]
     pub clients: usize,
+    /// Clients that read every balance in one transaction and check the total.
     #[arg(long, default_value_t = 2)]
     pub auditors: usize,
+    /// Accounts in each of the demo's tables.
     #[arg(long, default_value_t = 50)]
     pub accounts_per_table: usize,
     /// Chance that a client dies at each protocol seam it passes.

@@ -16,18 +16,22 @@ use percolator::Result;
 /// `percolator gc-bench` options.
 #[derive(Clone, Debug, clap::Args)]
 pub struct GcBenchConfig {
+    /// How long the updates run, in seconds.
     #[arg(long, default_value_t = 30)]
     pub seconds: u64,
     /// Logical cells updated (uniformly at random).
     #[arg(long, default_value_t = 200)]
     pub cells: usize,
+    /// Clients updating cells.
     #[arg(long, default_value_t = 4)]
     pub writers: usize,
     /// Bytes per value.
     #[arg(long, default_value_t = 100)]
     pub value_size: usize,
+    /// GC's life time (how long versions stay readable), in seconds.
     #[arg(long, default_value_t = 5)]
     pub life_time_secs: u64,
+    /// Pause between GC rounds, in seconds.
     #[arg(long, default_value_t = 1)]
     pub interval_secs: u64,
     /// HBase Thrift2 gateway host:port (default: embedded emulator); the bench's tables are

@@ -24,13 +24,16 @@ use percolator::{Error, Result};
 /// `percolator observe-demo` options (also its command-line arguments).
 #[derive(Clone, Debug, clap::Args)]
 pub struct ObserveDemoConfig {
+    /// How long documents are written, in seconds.
     #[arg(long, default_value_t = 20)]
     pub seconds: u64,
     /// Observer workers (each with its own client; killed and restarted at random).
     #[arg(long, default_value_t = 3)]
     pub workers: usize,
+    /// Clients writing documents.
     #[arg(long, default_value_t = 4)]
     pub writers: usize,
+    /// Distinct documents the writers rewrite.
     #[arg(long, default_value_t = 40)]
     pub documents: usize,
     /// Chance that a worker dies at each seam it passes.
@@ -42,6 +45,7 @@ pub struct ObserveDemoConfig {
     /// Timestamp oracle host:port (default: embedded oracle).
     #[arg(long)]
     pub oracle: Option<String>,
+    /// Print the report as JSON instead of text.
     #[arg(long)]
     pub json: bool,
 }

@@ -1,0 +1,99 @@
+//! `percolator-oracle`'s command line.
+
+use clap::{Args, Parser, Subcommand};
+use percolator::oracle::{ClientConfig, DEFAULT_LEASE};
+
+/// `percolator-oracle`'s command line: serving (the default, with the [`ServeArgs`]) or one of
+/// the [`Command`]s.
+///
+/// ```
+/// use clap::Parser;
+/// let cli = percolator_cli::cli::oracle::Cli::parse_from(["percolator-oracle", "--store", "memory"]);
+/// assert_eq!(cli.serve.store.as_deref(), Some("memory"));
+/// ```
+#[derive(Parser)]
+#[command(
+    name = "percolator-oracle",
+    about = "Timestamp oracle for percolator transactions",
+    args_conflicts_with_subcommands = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    #[command(flatten)]
+    pub serve: ServeArgs,
+}
+
+/// The server's options.
+#[derive(Args)]
+pub struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:7077")]
+    pub listen: String,
+    /// Window store: file:PATH, hbase:HOST:PORT[/TABLE], or memory (not durable: tests only).
+    #[arg(long)]
+    pub store: Option<String>,
+    /// How far ahead each window extension reaches, in ms.
+    #[arg(long, default_value_t = 3000)]
+    pub window_ms: u64,
+    /// Lease of a shared (hbase) store, in ms: a successor waits this long for us to stop.
+    #[arg(long, default_value_t = DEFAULT_LEASE.as_millis() as u64)]
+    pub lease_ms: u64,
+    /// Most client connections served at once; more are refused.
+    #[arg(long, default_value_t = 1024)]
+    pub max_connections: usize,
+    /// Runtime worker threads.
+    #[arg(long, default_value_t = 2)]
+    pub threads: usize,
+    /// Period of the stats log line, in seconds.
+    #[arg(long, default_value_t = 10)]
+    pub stats_interval_s: u64,
+    /// Shift the wall clock the server reads (tests: restarts across a clock step).
+    #[arg(long, default_value_t = 0, hide = true, allow_negative_numbers = true)]
+    pub clock_offset_ms: i64,
+}
+
+/// What `percolator-oracle` does instead of serving.
+#[derive(Subcommand)]
+pub enum Command {
+    /// Print N timestamps, one per line.
+    Fetch {
+        /// Oracle address; a comma-separated list fails over in order.
+        #[arg(long)]
+        addr: String,
+        /// How many timestamps to fetch.
+        #[arg(long, default_value_t = 1)]
+        count: u64,
+    },
+    /// Print a server's counters as JSON.
+    Stats {
+        /// Oracle address, HOST:PORT.
+        #[arg(long)]
+        addr: String,
+    },
+    /// Measure timestamps/s and latency with N concurrent one-at-a-time requesters.
+    Bench {
+        /// Oracle address(es); omitted: start one in-process on the memory store.
+        #[arg(long)]
+        addr: Option<String>,
+        /// Requesters, each with one request in flight at a time.
+        #[arg(long, default_value_t = 64)]
+        concurrency: usize,
+        /// How long to measure, in seconds.
+        #[arg(long, default_value_t = 5.0)]
+        seconds: f64,
+        /// Client connections.
+        #[arg(long, default_value_t = ClientConfig::default().connections)]
+        connections: usize,
+        /// Runtime threads for the requesters.
+        #[arg(long, default_value_t = 2)]
+        threads: usize,
+        /// Run the client's connections on a thread of their own instead of on the
+        /// requesters' runtime.
+        #[arg(long)]
+        client_thread: bool,
+        /// Print one JSON object instead of a line of text.
+        #[arg(long)]
+        json: bool,
+    },
+}

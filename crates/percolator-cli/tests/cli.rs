@@ -1,0 +1,519 @@
+//! The `percolator` and `percolator-oracle` binaries end to end, against an emulator and an
+//! oracle started here: values from files, standard input and hex; deadlines against servers
+//! that never answer; `migrate apply` of an adopted table; the percolator families refused;
+//! help text on every option; uncoloured logs when standard error is not a terminal; the
+//! bench's ratio lines.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use clap::CommandFactory;
+use percolator::hbase::{FamilyDescriptor, Put, TableDescriptor};
+use percolator::HBaseClient;
+
+/// An emulator and an oracle for one test, and their addresses.
+struct Servers {
+    _emulator: hbase_emulator::EmulatorHandle,
+    _oracle: percolator::oracle::OracleHandle,
+    hbase: String,
+    oracle: String,
+    client: HBaseClient,
+}
+
+fn servers() -> Servers {
+    let emulator = hbase_emulator::start_local().unwrap();
+    let oracle =
+        percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new()).unwrap();
+    let hbase = emulator.local_addr().to_string();
+    let client = HBaseClient::connect(percolator::HBaseConfig::new(hbase.clone())).unwrap();
+    Servers {
+        oracle: oracle.local_addr().to_string(),
+        _emulator: emulator,
+        _oracle: oracle,
+        hbase,
+        client,
+    }
+}
+
+impl Servers {
+    /// A transactional table with family `f`.
+    fn table(&self, name: &str) -> String {
+        percolator::txn::setup::create_table(&self.client, &Default::default(), name, &["f"])
+            .unwrap();
+        name.to_string()
+    }
+
+    /// `command` (a data command and its arguments) with `--hbase ADDR --oracle ADDR`.
+    fn args<'a>(&'a self, command: &[&'a str]) -> Vec<&'a str> {
+        let mut args = vec![command[0], "--hbase", &self.hbase, "--oracle", &self.oracle];
+        args.extend_from_slice(&command[1..]);
+        args
+    }
+}
+
+/// Runs `percolator args`: (exit code, stdout, stderr).
+fn percolator(args: &[&str]) -> (i32, String, String) {
+    percolator_with_stdin(args, None)
+}
+
+fn percolator_with_stdin(args: &[&str], stdin: Option<&[u8]>) -> (i32, String, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_percolator"))
+        .args(args)
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    if let Some(input) = stdin {
+        let mut pipe = child.stdin.take().unwrap();
+        let input = input.to_vec();
+        // A writer of its own: the child may refuse the value before reading all of it.
+        std::thread::spawn(move || {
+            let _ = pipe.write_all(&input);
+        });
+    }
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn json(out: &str) -> serde_json::Value {
+    serde_json::from_str(out).unwrap_or_else(|e| panic!("{e}: {out}"))
+}
+
+/// Bytes of every value, 0x00 and 0xff among them, longer than a command-line argument may be.
+fn binary_value(len: usize, seed: u8) -> Vec<u8> {
+    (0..len)
+        .map(|i| match i % 5 {
+            0 => 0x00,
+            1 => 0xff,
+            _ => (i as u8).wrapping_mul(31).wrapping_add(seed),
+        })
+        .collect()
+}
+
+#[test]
+fn binary_values_round_trip_through_files_and_stdin_and_oversized_ones_are_refused() {
+    let s = servers();
+    let t = s.table("values");
+    let dir = tempfile::tempdir().unwrap();
+    let limit = percolator::TxnOptions::default().max_value_size();
+    let out = dir.path().join("out.bin");
+    let out_path = out.to_str().unwrap();
+    let get_to_file = |row: &str| -> Vec<u8> {
+        let _ = std::fs::remove_file(&out);
+        let (code, stdout, err) =
+            percolator(&s.args(&["get", "--output", out_path, &t, row, "f:v"]));
+        assert_eq!(code, 0, "{stdout} {err}");
+        std::fs::read(&out).unwrap()
+    };
+
+    // From a file: 300 KB, more than an argument carries.
+    let value = binary_value(300_000, 7);
+    let file = dir.path().join("in.bin");
+    std::fs::write(&file, &value).unwrap();
+    let (code, _, err) = percolator(&s.args(&[
+        "put",
+        &t,
+        "file",
+        "f:v",
+        "--value-file",
+        file.to_str().unwrap(),
+    ]));
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(get_to_file("file"), value);
+
+    // From standard input: the limit exactly.
+    let value = binary_value(limit, 3);
+    let (code, _, err) =
+        percolator_with_stdin(&s.args(&["put", &t, "stdin", "f:v", "-"]), Some(&value));
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(get_to_file("stdin"), value);
+
+    // As hex, on the command line and on standard input.
+    let (code, _, err) = percolator(&s.args(&["put", "--hex", &t, "hex", "f:v", "00ff41"]));
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(get_to_file("hex"), [0x00, 0xff, 0x41]);
+    let (code, _, err) = percolator_with_stdin(
+        &s.args(&["put", "--hex", &t, "hexin", "f:v", "-"]),
+        Some(b"0xFF00\n"),
+    );
+    assert_eq!(code, 0, "{err}");
+    let (_, got, _) = percolator(&s.args(&["get", "--json", &t, "hexin", "f:v"]));
+    assert_eq!(json(&got), serde_json::json!({"value": {"hex": "ff00"}}));
+
+    // One byte over the limit, from a file or from standard input: refused, nothing written.
+    let big = binary_value(limit + 1, 5);
+    std::fs::write(&file, &big).unwrap();
+    let too_big = |code: i32, err: &str| {
+        assert_eq!(code, 2, "{err}");
+        assert!(
+            err.contains(&format!("{} bytes", limit + 1))
+                && err.contains(&format!("limit of {limit} bytes"))
+                && err.lines().count() == 1,
+            "{err}"
+        );
+    };
+    let (code, _, err) = percolator(&s.args(&[
+        "put",
+        &t,
+        "big",
+        "f:v",
+        "--value-file",
+        file.to_str().unwrap(),
+    ]));
+    too_big(code, &err);
+    let (code, _, err) =
+        percolator_with_stdin(&s.args(&["put", &t, "big", "f:v", "-"]), Some(&big));
+    too_big(code, &err);
+    let (_, got, _) = percolator(&s.args(&["get", "--json", &t, "big", "f:v"]));
+    assert_eq!(json(&got), serde_json::json!({"value": null}));
+
+    // An absent value with --output: exit 1, the file not written.
+    let _ = std::fs::remove_file(&out);
+    let (code, stdout, _) = percolator(&s.args(&["get", "--output", out_path, &t, "big", "f:v"]));
+    assert_eq!((code, stdout.trim()), (1, "(absent)"));
+    assert!(!out.exists());
+
+    // A value that is not hex is refused.
+    let (code, _, err) = percolator(&s.args(&["put", "--hex", &t, "bad", "f:v", "0g"]));
+    assert_eq!(code, 2, "{err}");
+}
+
+/// A server that accepts connections and never answers; its address.
+fn silent_server() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for conn in listener.incoming().flatten() {
+            held.push(conn);
+        }
+    });
+    addr
+}
+
+/// Runs `args` and checks that it fails within `bound`, its error naming `addr`.
+fn fails_in_time_naming(args: &[&str], addr: &str, bound: Duration) {
+    let started = Instant::now();
+    let (code, out, err) = percolator(args);
+    let took = started.elapsed();
+    assert_ne!(code, 0, "{out} {err}");
+    assert!(took < bound, "{args:?} took {took:?}: {err}");
+    assert!(err.contains(addr), "{args:?}: {err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+}
+
+#[test]
+fn a_silent_gateway_or_oracle_fails_the_command_within_its_timeout_naming_it() {
+    let (gateway, oracle) = (silent_server(), silent_server());
+    let bound = Duration::from_secs(10);
+    let started = Instant::now();
+    let (code, _, err) = percolator(&[
+        "get",
+        "--hbase",
+        &gateway,
+        "--oracle",
+        &oracle,
+        "--timeout",
+        "2",
+        "t",
+        "r",
+        "f:q",
+    ]);
+    let took = started.elapsed();
+    assert_ne!(code, 0);
+    assert!(
+        took >= Duration::from_secs(2) && took < bound,
+        "{took:?}: {err}"
+    );
+    assert!(
+        err.contains(&gateway) && err.contains("timed out after 2"),
+        "{err}"
+    );
+    for command in [
+        &[
+            "put",
+            "--hbase",
+            &gateway,
+            "--oracle",
+            &oracle,
+            "--timeout",
+            "2",
+            "t",
+            "r",
+            "f:q",
+            "v",
+        ][..],
+        &[
+            "scan",
+            "--hbase",
+            &gateway,
+            "--oracle",
+            &oracle,
+            "--timeout",
+            "2",
+            "t",
+        ],
+        &["locks", "--hbase", &gateway, "--timeout", "2", "t"],
+        &[
+            "migrate",
+            "status",
+            "--hbase",
+            &gateway,
+            "--timeout",
+            "2",
+            "t",
+        ],
+        &[
+            "gc",
+            "--hbase",
+            &gateway,
+            "--oracle",
+            &oracle,
+            "--timeout",
+            "2",
+            "--once",
+            "t",
+        ],
+    ] {
+        fails_in_time_naming(command, &gateway, bound);
+    }
+
+    // A gateway that answers and an oracle that does not: the oracle is named.
+    let s = servers();
+    let t = s.table("silent");
+    fails_in_time_naming(
+        &[
+            "get",
+            "--hbase",
+            &s.hbase,
+            "--oracle",
+            &oracle,
+            "--timeout",
+            "2",
+            &t,
+            "r",
+            "f:q",
+        ],
+        &oracle,
+        bound,
+    );
+    fails_in_time_naming(
+        &[
+            "gc",
+            "--hbase",
+            &s.hbase,
+            "--oracle",
+            &oracle,
+            "--timeout",
+            "2",
+            "--once",
+            &t,
+        ],
+        &oracle,
+        bound,
+    );
+}
+
+#[test]
+fn migrate_apply_of_an_adopted_table_has_nothing_to_do_and_succeeds() {
+    let s = servers();
+    let admin = s.client.admin();
+    admin
+        .create_table(&TableDescriptor::new("legacy").family(FamilyDescriptor::new("f")))
+        .unwrap();
+    s.client
+        .put("legacy", &Put::new("r1").add("f", "q", "v1"))
+        .unwrap();
+    let hb = s.hbase.as_str();
+    let (code, out, err) = percolator(&["migrate", "apply", "--hbase", hb, "--json", "legacy"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(json(&out)[0]["nothing_to_do"], false, "{out}");
+
+    let (code, out, err) = percolator(&["migrate", "apply", "--hbase", hb, "legacy"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.trim(), "legacy: nothing to do (already adopted)");
+    let (code, out, err) = percolator(&["migrate", "apply", "--hbase", hb, "--json", "legacy"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        json(&out),
+        serde_json::json!([{"table": "legacy", "nothing_to_do": true, "state": "adopted"}])
+    );
+
+    // Among others: the adopted table is said to have nothing to do, the plain one adopted.
+    admin
+        .create_table(&TableDescriptor::new("legacy2").family(FamilyDescriptor::new("f")))
+        .unwrap();
+    let (code, out, err) = percolator(&[
+        "migrate", "apply", "--hbase", hb, "--json", "legacy", "legacy2",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let reports = json(&out);
+    assert_eq!(reports[0]["nothing_to_do"], true, "{out}");
+    assert_eq!(reports[1]["nothing_to_do"], false, "{out}");
+    assert_eq!(reports[1]["table"], "legacy2", "{out}");
+
+    // A table created transactional: nothing to do either.
+    let t = s.table("born_transactional");
+    let (code, out, err) = percolator(&["migrate", "apply", "--hbase", hb, &t]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("nothing to do"), "{out}");
+}
+
+#[test]
+fn the_percolator_families_are_refused_to_get_put_delete_and_scan() {
+    let s = servers();
+    let t = s.table("reserved");
+    let (code, _, err) = percolator(&s.args(&["put", &t, "r", "f:q", "v"]));
+    assert_eq!(code, 0, "{err}");
+    for family in ["_pl", "_pw", "_pn", "_pa"] {
+        let column = format!("{family}:q");
+        for command in [
+            &["get", &t, "r", &column][..],
+            &["put", &t, "r", &column, "v"],
+            &["delete", &t, "r", &column],
+            &["scan", "--family", family, &t],
+        ] {
+            let (code, out, err) = percolator(&s.args(command));
+            assert_eq!(code, 2, "{command:?}: {out} {err}");
+            assert!(
+                err.contains("percolator family") && err.contains(family),
+                "{command:?}: {err}"
+            );
+        }
+    }
+    // A user family scans, and --family keeps only its columns.
+    let (code, out, err) = percolator(&s.args(&["scan", "--json", "--family", "f", &t]));
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        json(&out),
+        serde_json::json!([{"row": "r", "family": "f", "qualifier": "q", "value": "v"}])
+    );
+    let (code, out, _) = percolator(&s.args(&["scan", "--json", "--family", "g", &t]));
+    assert_eq!((code, json(&out)), (0, serde_json::json!([])));
+}
+
+/// Every argument of `command` and of its subcommands without help text, as
+/// `percolator get <TABLE>`.
+fn undocumented(command: &clap::Command, path: &str, missing: &mut Vec<String>, seen: &mut usize) {
+    let path = format!("{path} {}", command.get_name()).trim().to_string();
+    for arg in command.get_arguments() {
+        *seen += 1;
+        let text = arg
+            .get_help()
+            .or(arg.get_long_help())
+            .map(|h| h.to_string())
+            .unwrap_or_default();
+        if text.trim().is_empty() {
+            let name = match arg.get_long() {
+                Some(long) => format!("--{long}"),
+                None => format!("<{}>", arg.get_id().as_str().to_uppercase()),
+            };
+            missing.push(format!("{path} {name}"));
+        }
+    }
+    for sub in command.get_subcommands() {
+        if sub.get_about().is_none() && sub.get_long_about().is_none() {
+            missing.push(format!("{path} {} (no about)", sub.get_name()));
+        }
+        undocumented(sub, &path, missing, seen);
+    }
+}
+
+#[test]
+fn every_option_and_argument_of_both_binaries_has_help_text() {
+    let (mut missing, mut seen) = (Vec::new(), 0);
+    let mut cli = percolator_cli::cli::Cli::command();
+    cli.build();
+    undocumented(&cli, "", &mut missing, &mut seen);
+    let mut oracle = percolator_cli::cli::oracle::Cli::command();
+    oracle.build();
+    undocumented(&oracle, "", &mut missing, &mut seen);
+    assert!(seen > 100, "walked only {seen} arguments");
+    assert!(
+        missing.is_empty(),
+        "without help text:\n{}",
+        missing.join("\n")
+    );
+
+    let scan = cli.find_subcommand("scan").unwrap();
+    let limit = scan
+        .get_arguments()
+        .find(|a| a.get_long() == Some("limit"))
+        .unwrap();
+    assert!(limit.get_help().unwrap().to_string().contains("rows"));
+
+    // And the text shown.
+    for args in [
+        &["--help"][..],
+        &["get", "--help"],
+        &["put", "--help"],
+        &["gc", "--help"],
+    ] {
+        let (code, out, _) = percolator(args);
+        assert_eq!(code, 0);
+        assert!(
+            !out.contains("main job") && !out.contains("target"),
+            "{out}"
+        );
+    }
+}
+
+#[test]
+fn the_oracle_logs_without_colours_when_stderr_is_not_a_terminal() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_percolator-oracle"))
+        .args(["--store", "memory", "--listen", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    assert!(line.starts_with("listening on "), "{line}");
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut stderr = BufReader::new(stderr);
+        let mut line = String::new();
+        let _ = stderr.read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    let log = rx.recv_timeout(Duration::from_secs(10));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let log = log.expect("a log line on stderr");
+    assert!(log.contains("INFO"), "{log:?}");
+    assert!(!log.contains("\x1b["), "ANSI escapes in {log:?}");
+}
+
+#[test]
+fn the_bench_prints_each_ratio_with_its_floor_and_no_targets() {
+    let (code, out, err) = percolator(&[
+        "bench",
+        "--seconds",
+        "0.3",
+        "--rounds",
+        "1",
+        "--rows",
+        "100",
+        "--threads",
+        "2",
+        "--workloads",
+        "raw_get,txn_get,floor_get",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("txn_get / raw_get = "), "{out}");
+    assert!(out.contains("(floor_get / raw_get = "), "{out}");
+    assert!(!out.to_lowercase().contains("target"), "{out}");
+}
