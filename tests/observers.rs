@@ -6,7 +6,7 @@
 
 mod txn_support;
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -14,7 +14,7 @@ use percolator::observer::{
     pending_notifications, ObservedColumn, Observer, ObserverSet, ObserverWorker, WorkerConfig,
     WorkerSeam,
 };
-use percolator::txn::Seam;
+use percolator::txn::{CrashInjector, Seam};
 use percolator::{AsyncTransaction, Client, Result};
 use txn_support::faulty::{CasKind, Fault, FaultyStore};
 use txn_support::{Env, FAMILY};
@@ -321,6 +321,87 @@ fn a_worker_dying_after_a_commit_it_had_to_settle_runs_nothing_twice() {
 #[test]
 fn a_worker_dying_mid_scan_loses_nothing() {
     dies_at(WorkerSeam::MidScan, false);
+}
+
+/// A `CopyCounter` that records when it has run: its writes are buffered in the run's
+/// transaction, nothing of the run is committed yet.
+struct Flagging {
+    inner: CopyCounter,
+    ran: Arc<AtomicBool>,
+}
+
+#[async_trait::async_trait]
+impl Observer for Flagging {
+    async fn process(
+        &self,
+        txn: &mut AsyncTransaction,
+        row: &[u8],
+        col: &ObservedColumn,
+    ) -> Result<()> {
+        self.inner.process(txn, row, col).await?;
+        self.ran.store(true, Ordering::SeqCst);
+        Ok(())
+    }
+}
+
+/// The acknowledgment commits in the observer's own transaction, with what `process` wrote. A
+/// worker that dies after `process` and before that transaction's commit point leaves the
+/// change unacknowledged, and the next worker processes it. Were the acknowledgment committed
+/// on its own before `process`, the next worker would find the change acknowledged and clear
+/// its notification: the copy would never be written.
+#[test]
+fn a_worker_dying_between_acknowledging_and_committing_loses_nothing() {
+    let env = Env::start();
+    let t = env.table("obs_ack");
+    let client = env.client();
+    let ran = Arc::new(AtomicBool::new(false));
+    let died = Arc::new(AtomicBool::new(false));
+    // The worker's client dies at the first commit point it reaches once the observer has run.
+    let injector: CrashInjector = {
+        let (ran, died) = (Arc::clone(&ran), Arc::clone(&died));
+        Arc::new(move |seam| {
+            seam == Seam::BeforePrimaryCommit
+                && ran.load(Ordering::SeqCst)
+                && !died.swap(true, Ordering::SeqCst)
+        })
+    };
+    let worker_client =
+        env.client_with(env.options().to_builder().crash_injector(injector).build());
+    let observer = Flagging {
+        inner: CopyCounter::new("copy"),
+        ran: Arc::clone(&ran),
+    };
+    let set_of = ObserverSet::new()
+        .observe(ObservedColumn::new(&t, FAMILY, "q"), "copy", observer)
+        .unwrap();
+    let first = start(&worker_client, set_of, config());
+    set(&client, &t, "r", "v");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !died.load(Ordering::SeqCst) {
+        assert!(
+            Instant::now() < deadline,
+            "the worker never reached its commit"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    first.kill();
+    rt().block_on(first.shutdown());
+    assert_eq!(
+        read(&client, &t, "r", "copy"),
+        None,
+        "the dying run left no copy"
+    );
+    let second = start(&client, copy_set(&t, CopyCounter::new("copy")), config());
+    wait_until(&client, &t, "the notification to clear", || true);
+    assert_eq!(
+        read(&client, &t, "r", "copy").as_deref(),
+        Some("v"),
+        "the change was processed"
+    );
+    assert_eq!(runs(&client, &t, "r"), 1, "by exactly one committed run");
+    rt().block_on(second.shutdown());
+    worker_client.shutdown();
+    client.shutdown();
 }
 
 #[test]

@@ -3,13 +3,15 @@
 
 mod txn_support;
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use percolator::hbase::{CheckAndMutate, Put};
 use percolator::txn::actions;
 use percolator::txn::codec::{encode_lock, Lock, LockState, MutationKind, WriteKind};
-use percolator::txn::CellKey;
+use percolator::txn::{CellKey, CrashInjector, Seam};
 use percolator::Error;
+use txn_support::faulty::Gate;
 use txn_support::Env;
 
 /// A transaction driven step by step, as a (possibly dead) client would.
@@ -270,6 +272,110 @@ fn late_secondary_commit_cannot_erase_a_newer_lock() {
         "duplicate secondary commit must fail"
     );
     must_be_locked_by(&env, &s, newer.start_ts);
+}
+
+/// Invariant 3 through the real committer: its own secondary commit, delayed (the committer is
+/// paused between its two rounds of secondary commits) until a reader has rolled that cell
+/// forward and a newer transaction has locked it, must fail. Were it a plain put, it would
+/// erase the newer lock, and the newer transaction's write there would be lost although that
+/// transaction committed.
+#[test]
+fn committers_late_secondary_commit_cannot_erase_a_newer_lock() {
+    let env = Env::start();
+    let t = env.table("acct");
+    let (p, s1, s2) = (env.key(&t, "p"), env.key(&t, "s1"), env.key(&t, "s2"));
+    let other = env.key(&t, "other");
+    let paused = Gate::new();
+    let injector: CrashInjector = {
+        let paused = Arc::clone(&paused);
+        Arc::new(move |seam| {
+            if seam == Seam::BetweenSecondaryCommits {
+                paused.pass();
+            }
+            false
+        })
+    };
+    let committer = env.client_with(env.options().to_builder().crash_injector(injector).build());
+    std::thread::scope(|scope| {
+        let _release = paused.opens_on_drop();
+        let committing = scope.spawn(|| {
+            let mut txn = committer.begin().unwrap();
+            for k in [&p, &s1, &s2] {
+                txn.set(&k.table, &k.row, &k.family, &k.qualifier, "1")
+                    .unwrap();
+            }
+            txn.commit()
+        });
+        assert!(
+            paused.wait_reached(Duration::from_secs(10)),
+            "the committer never reached its second round of secondary commits"
+        );
+        // One secondary went in the first round; the other is still locked by the committer.
+        let late = [&s1, &s2]
+            .into_iter()
+            .find(|k| matches!(env.lock_state(k), LockState::Locked(_)))
+            .expect("a secondary left for the second round")
+            .clone();
+        assert_eq!(
+            read(&env, &late).as_deref(),
+            Some(&b"1"[..]),
+            "a reader rolls it forward"
+        );
+        let newer = Script::dead(&env, &other);
+        assert!(newer.prewrite(&other, b"2") && newer.prewrite(&late, b"2"));
+        paused.open();
+        let commit_ts = committing
+            .join()
+            .unwrap()
+            .expect("the committer's transaction commits");
+        assert!(
+            newer.commit(&other, b"2", env.ts()),
+            "the newer one commits"
+        );
+        assert_eq!(
+            read(&env, &late).as_deref(),
+            Some(&b"2"[..]),
+            "{late}: the newer transaction's committed write (the committer's commit_ts was {commit_ts})"
+        );
+        assert_eq!(read(&env, &other).as_deref(), Some(&b"2"[..]));
+    });
+    committer.shutdown();
+}
+
+/// Invariant 2 with real timestamps: the lock cell's byte order must be numeric order in every
+/// byte, not only below 256. A commit newer than a prewrite's start_ts, whose mark is above it
+/// in a high byte and below it in the low byte, refuses the prewrite.
+#[test]
+fn prewrite_refused_by_a_newer_commit_whose_low_byte_is_smaller() {
+    let env = Env::start();
+    let t = env.table("acct");
+    let s = env.key(&t, "s");
+    // Oracle timestamps (`ms << 18 | logical`) just above the oracle's, placed so that the
+    // commit's low byte is 0x00 and the late prewrite's 0xfe.
+    let base = (env.ts() | 0xff) + 1;
+    let writer = Script {
+        start_ts: base + 1,
+        ..Script::dead(&env, &s)
+    };
+    let late = Script {
+        start_ts: base + 0xfe,
+        ..Script::dead(&env, &s)
+    };
+    let commit_ts = base + 0x100;
+    assert!(writer.prewrite(&s, b"w") && writer.commit(&s, b"w", commit_ts));
+    must_be_released_at(&env, &s, commit_ts);
+    assert!(
+        !late.prewrite(&s, b"late"),
+        "a prewrite at {:#x} below the commit at {commit_ts:#x} must be refused",
+        late.start_ts
+    );
+    must_be_released_at(&env, &s, commit_ts);
+    assert!(
+        env.data_versions(&s)
+            .iter()
+            .all(|(v, _)| *v != late.start_ts as i64),
+        "the refused prewrite stored no data"
+    );
 }
 
 /// Invariant 4: after a rollback, a late (duplicated) prewrite of the primary fails, so the

@@ -374,6 +374,73 @@ mod tests {
         assert!(probe.as_slice() < encode_lock(&lock(500)).as_slice());
     }
 
+    /// The mark is stored big-endian, so that byte order is numeric order for every value, not
+    /// only for values under 256 (where both byte orders sort alike). Real oracle timestamps
+    /// (`ms << 18 | logical`) that differ in a high byte and go the other way in the low byte
+    /// must compare as numbers: a prewrite's probe `0x00||BE(start_ts)` sorts above the stored
+    /// mark exactly when the mark is below start_ts (invariant 2). A little-endian mark that
+    /// decodes back to the same number round-trips but fails here.
+    #[test]
+    fn released_marks_sort_as_their_timestamps_in_every_byte() {
+        assert_eq!(
+            encode_released(0x0102_0304_0506_0708),
+            [0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08],
+            "tag, then the mark big-endian"
+        );
+        assert_eq!(
+            decode_lock_state(Some(&[
+                0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08
+            ]))
+            .unwrap(),
+            LockState::Released {
+                max_ts: 0x0102_0304_0506_0708
+            },
+            "a mark stored big-endian decodes as such"
+        );
+        let ts = |ms: u64, logical: u64| ms << 18 | logical;
+        let ms = 1_764_000_000_123;
+        let marks = [
+            0,
+            1,
+            255,
+            256,
+            257,
+            0x00ff_ffff,
+            0x0100_0000,
+            0x0100_0000_0000_0000,
+            0x00ff_ffff_ffff_ffff,
+            ts(ms, 0),
+            ts(ms, 1),
+            ts(ms, 255),
+            ts(ms, 256),
+            ts(ms, (1 << 18) - 1),
+            ts(ms + 1, 0),
+            ts(ms + 1, 254),
+            ts(ms + 255, 3),
+            ts(ms + 256, 0),
+            ts(ms + 1_000, 7),
+            ts(ms + 86_400_000, 0),
+            u64::MAX,
+        ];
+        for &start_ts in &marks {
+            let probe = encode_released(start_ts);
+            for &max_ts in &marks {
+                let stored = encode_released(max_ts);
+                assert_eq!(
+                    probe.as_slice().cmp(stored.as_slice()),
+                    start_ts.cmp(&max_ts),
+                    "probe {start_ts:#x} against mark {max_ts:#x}"
+                );
+                assert_eq!(
+                    probe.as_slice() > stored.as_slice(),
+                    max_ts < start_ts,
+                    "a prewrite at {start_ts:#x} passes iff the mark {max_ts:#x} is below it"
+                );
+            }
+            assert!(probe.as_slice() < encode_lock(&lock(start_ts)).as_slice());
+        }
+    }
+
     #[test]
     fn corrupted_cells_are_errors_not_panics() {
         let good = encode_lock(&lock(9));

@@ -7,9 +7,9 @@ use std::sync::Arc;
 use percolator::txn::codec::LockState;
 use percolator::{Client, Error, HBaseClient, HBaseConfig, RetryClass};
 
-use crate::txn_support::faulty::{CasKind, Fault, FaultyStore, ProbingTso};
+use crate::txn_support::faulty::{CasKind, Fault, FaultyStore, Gate, ProbingTso};
 use crate::txn_support::proxy::Proxy;
-use crate::txn_support::Env;
+use crate::txn_support::{begin_now, Env};
 use crate::{get, has_put_record, read_p_and_s, seeded, value, write_p_and_s, FAMILY};
 
 /// Commits p = s = "1" through a store that applies `fault` to `kind` on `row` `times` times.
@@ -162,6 +162,46 @@ fn commit_timestamp_is_taken_after_every_lock_is_stored() {
         }
         client.shutdown();
     }
+}
+
+/// The harm the rule prevents: a snapshot taken while one of a commit's prewrites is still on
+/// its way reads the old value there (no lock yet), so that commit must land above it. Its
+/// commit timestamp is taken once every lock is stored, hence after that snapshot; one taken
+/// before the prewrites would land below it, and the same snapshot, read again after the
+/// commit, would show the new value: two reads of one snapshot that disagree.
+#[test]
+fn a_snapshot_taken_before_the_last_lock_never_sees_that_commit() {
+    let env = Env::start();
+    let t = seeded(&env);
+    let store = FaultyStore::new(env.hbase.clone(), env.schema.clone());
+    let gate = Gate::new();
+    store.inject(CasKind::Prewrite, "s", Fault::Hold(gate.clone()), 1);
+    let writer = env.client_on(store.clone(), env.tso.clone(), env.options());
+    let reader = env.client();
+    let (snapshot_ts, outcome) = std::thread::scope(|scope| {
+        let _release = gate.opens_on_drop();
+        let committing = scope.spawn(|| write_p_and_s(&writer, &t));
+        assert!(
+            gate.wait_reached(std::time::Duration::from_secs(10)),
+            "the prewrite of s never went out"
+        );
+        let first = begin_now(&reader);
+        assert_eq!(get(&first, &t, "s"), value("0"), "s is not locked yet");
+        let snapshot_ts = first.start_ts().unwrap();
+        gate.open();
+        (snapshot_ts, committing.join().unwrap())
+    });
+    let commit_ts = outcome.expect("the commit goes through");
+    let again = reader.snapshot(snapshot_ts).unwrap();
+    assert_eq!(
+        (get(&again, &t, "p"), get(&again, &t, "s")),
+        (value("0"), value("0")),
+        "the snapshot at {snapshot_ts} read s = 0 before the commit (commit_ts {commit_ts}) \
+         and must read it so after"
+    );
+    assert_eq!(read_p_and_s(&env, &t), (value("1"), value("1")));
+    reader.shutdown();
+    writer.shutdown();
 }
 
 /// Replies lost on the wire, on whatever gateway the suite runs against: a proxy in front of it

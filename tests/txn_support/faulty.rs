@@ -66,7 +66,9 @@ impl Gate {
         Arc::new(Gate::default())
     }
 
-    fn pass(&self) {
+    /// Arrives at the gate and waits there until it opens (a call held, or a test hook that
+    /// pauses the client at a seam).
+    pub fn pass(&self) {
         let mut state = self.state.lock();
         state.0 = true;
         self.changed.notify_all();
