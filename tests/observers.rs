@@ -464,3 +464,76 @@ fn overlapping_workers_commit_one_run_per_change() {
     rt().block_on(whole.shutdown());
     client.shutdown();
 }
+
+/// `pending_notifications` counts rows with something to process, however many changes (each
+/// leaving a notification version) a row has pending.
+#[test]
+fn pending_notifications_counts_rows_not_versions() {
+    let env = Env::start();
+    let t = env.table("obs_pending_rows");
+    let client = env.client();
+    register_copy(&client, &t);
+    for v in ["1", "2", "3"] {
+        set(&client, &t, "r", v);
+    }
+    set(&client, &t, "s", "1");
+    assert_eq!(pending(&client, &t), 2, "rows r and s");
+    client.shutdown();
+}
+
+/// A dropped worker stops: a change committed after the drop is left to the next worker, and
+/// the dropped one gives its leases and its worker row back on its own.
+#[test]
+fn dropping_the_worker_stops_it() {
+    let env = Env::start();
+    let t = env.table("obs_drop");
+    let client = env.client();
+    let worker = start(&client, copy_set(&t, CopyCounter::new("copy")), config());
+    set(&client, &t, "r1", "v");
+    wait_until(&client, &t, "the run before the drop", || {
+        runs(&client, &t, "r1") == 1
+    });
+    drop(worker);
+    std::thread::sleep(Duration::from_millis(300));
+    set(&client, &t, "r2", "v");
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(runs(&client, &t, "r2"), 0, "no run after the drop");
+    assert_eq!(pending(&client, &t), 1, "the change waits for a worker");
+    assert_eq!(worker_rows(&env, &t), 0, "the dropped worker left");
+    let next = start(&client, copy_set(&t, CopyCounter::new("copy")), config());
+    wait_until(&client, &t, "the next worker's run", || {
+        runs(&client, &t, "r2") == 1
+    });
+    rt().block_on(next.shutdown());
+    client.shutdown();
+}
+
+/// `wait_idle` returns once every change committed before the call has been processed, and
+/// times out when no worker runs the column.
+#[test]
+fn wait_idle_returns_once_every_change_committed_before_it_is_processed() {
+    let env = Env::start();
+    let t = env.table("obs_wait_idle");
+    let client = env.client();
+    let worker = start(&client, copy_set(&t, CopyCounter::new("copy")), config());
+    let rows: Vec<String> = (0..40).map(|i| format!("{}row{i}", i % 10)).collect();
+    for row in &rows {
+        set(&client, &t, row, "v");
+    }
+    rt().block_on(worker.wait_idle(Duration::from_secs(30)))
+        .expect("idle");
+    for row in &rows {
+        assert_eq!(read(&client, &t, row, "copy").as_deref(), Some("v"), "{row}");
+        assert_eq!(runs(&client, &t, row), 1, "{row}");
+    }
+    assert_eq!(pending(&client, &t), 0);
+    worker.kill();
+    set(&client, &t, "late", "v");
+    let waited = rt().block_on(worker.wait_idle(Duration::from_millis(300)));
+    assert!(
+        matches!(waited, Err(percolator::Error::Timeout { .. })),
+        "{waited:?}"
+    );
+    rt().block_on(worker.shutdown());
+    client.shutdown();
+}

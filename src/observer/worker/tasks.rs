@@ -238,7 +238,8 @@ impl Inner {
     }
 
     async fn run_job(&self, job: Job) {
-        if self.crash_at(WorkerSeam::BeforeProcess) {
+        // Stopped (shutdown, drop): the page's runs not started yet are left for the next scan.
+        if self.stopping() || self.crash_at(WorkerSeam::BeforeProcess) {
             return;
         }
         let (name, observer) = &self.observers.observers[&job.column];
