@@ -12,7 +12,7 @@ use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, RetryClass};
 use crate::observer::lease::Partition;
 use crate::observer::model::{check_observer_name, ObservedColumn};
 use crate::observer::registry::{pending_rows, register};
@@ -26,7 +26,7 @@ mod tasks;
 /// ```
 /// # use percolator::observer::{ObservedColumn, Observer, ObserverSet};
 /// # struct Nop;
-/// # #[async_trait::async_trait]
+/// # #[percolator::observer::async_trait]
 /// # impl Observer for Nop {
 /// #     async fn process(&self, _: &mut percolator::AsyncTransaction, _: &[u8], _: &ObservedColumn) -> percolator::Result<()> { Ok(()) }
 /// # }
@@ -53,7 +53,7 @@ impl ObserverSet {
     /// ```
     /// # use percolator::observer::{ObservedColumn, Observer, ObserverSet};
     /// # struct Nop;
-    /// # #[async_trait::async_trait]
+    /// # #[percolator::observer::async_trait]
     /// # impl Observer for Nop {
     /// #     async fn process(&self, _: &mut percolator::AsyncTransaction, _: &[u8], _: &ObservedColumn) -> percolator::Result<()> { Ok(()) }
     /// # }
@@ -192,8 +192,21 @@ pub struct WorkerStats {
     pub already_acked: u64,
     /// Runs that met a change newer than their snapshot (left for the next scan).
     pub stale: u64,
-    /// Failed runs (observer errors, conflicts, I/O), each retried with backoff.
+    /// Failed runs (observer errors, conflicts, I/O), each retried with backoff: the sum of
+    /// the four kinds below.
     pub errors: u64,
+    /// Failed runs that met a write-write conflict ([`Error::WriteConflict`]): another run of
+    /// the same change committed the acknowledgment first, or a writer committed a cell the
+    /// observer writes.
+    pub write_conflicts: u64,
+    /// Failed runs that waited for the lock of a live transaction until the wait budget ran
+    /// out ([`Error::KeyLocked`]): live-lock waits, typically on a hot row.
+    pub locked: u64,
+    /// Failed runs whose commit may or may not have happened ([`RetryClass::Undetermined`]:
+    /// a lost reply); the retry finds the acknowledgment if it did.
+    pub undetermined: u64,
+    /// Every other failed run: the observer's own errors, I/O, timeouts, and so on.
+    pub other_errors: u64,
     /// Runs of a notification whose earlier run failed.
     pub retries: u64,
     pub scans: u64,
@@ -207,8 +220,46 @@ struct Counters {
     already_acked: AtomicU64,
     stale: AtomicU64,
     errors: AtomicU64,
+    write_conflicts: AtomicU64,
+    locked: AtomicU64,
+    undetermined: AtomicU64,
+    other_errors: AtomicU64,
     retries: AtomicU64,
     scans: AtomicU64,
+}
+
+impl Counters {
+    /// Counts a failed run, in the total and by its kind.
+    fn failed(&self, error: &Error) {
+        self.errors.fetch_add(1, Ordering::Relaxed);
+        let kind = match ErrorKind::of(error) {
+            ErrorKind::WriteConflict => &self.write_conflicts,
+            ErrorKind::Locked => &self.locked,
+            ErrorKind::Undetermined => &self.undetermined,
+            ErrorKind::Other => &self.other_errors,
+        };
+        kind.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// The kinds of failed runs `WorkerStats` counts.
+#[derive(Debug, PartialEq, Eq)]
+enum ErrorKind {
+    WriteConflict,
+    Locked,
+    Undetermined,
+    Other,
+}
+
+impl ErrorKind {
+    fn of(error: &Error) -> ErrorKind {
+        match error {
+            Error::WriteConflict { .. } => ErrorKind::WriteConflict,
+            Error::KeyLocked { .. } => ErrorKind::Locked,
+            e if e.retry_class() == RetryClass::Undetermined => ErrorKind::Undetermined,
+            _ => ErrorKind::Other,
+        }
+    }
 }
 
 /// A notification's failed runs: how many, and when it may run again.
@@ -255,7 +306,7 @@ struct Inner {
 /// ```
 /// # use percolator::observer::{ObservedColumn, Observer, ObserverSet, ObserverWorker, WorkerConfig};
 /// # struct Nop;
-/// # #[async_trait::async_trait]
+/// # #[percolator::observer::async_trait]
 /// # impl Observer for Nop {
 /// #     async fn process(&self, _: &mut percolator::AsyncTransaction, _: &[u8], _: &ObservedColumn) -> percolator::Result<()> { Ok(()) }
 /// # }
@@ -346,6 +397,10 @@ impl ObserverWorker {
             already_acked: c.already_acked.load(Ordering::Relaxed),
             stale: c.stale.load(Ordering::Relaxed),
             errors: c.errors.load(Ordering::Relaxed),
+            write_conflicts: c.write_conflicts.load(Ordering::Relaxed),
+            locked: c.locked.load(Ordering::Relaxed),
+            undetermined: c.undetermined.load(Ordering::Relaxed),
+            other_errors: c.other_errors.load(Ordering::Relaxed),
             retries: c.retries.load(Ordering::Relaxed),
             scans: c.scans.load(Ordering::Relaxed),
             partitions: self.inner.owned.lock().len() as u64,
@@ -481,5 +536,53 @@ impl Inner {
                 tracing::debug!(error = %e, "worker row not removed; it will expire");
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::key::CellKey;
+
+    #[test]
+    fn failed_runs_are_counted_by_kind() {
+        let conflict = Error::WriteConflict {
+            table: "t".into(),
+            row: b"r".to_vec(),
+            column: b"f:q".to_vec(),
+            start_ts: 1,
+            conflict_ts: 2,
+        };
+        let locked = Error::KeyLocked {
+            table: "t".into(),
+            row: b"r".to_vec(),
+            column: b"f:q".to_vec(),
+            lock_ts: 1,
+            primary: None,
+        };
+        let undetermined = Error::CommitUndetermined {
+            start_ts: 1,
+            commit_ts: 2,
+            primary: Box::new(CellKey::new("t", b"r", b"f".to_vec(), b"q".to_vec()).unwrap()),
+            reason: "lost reply".into(),
+        };
+        let other = Error::IllegalArgument {
+            message: "the observer's own".into(),
+        };
+        let counters = Counters::default();
+        for e in [&conflict, &conflict, &locked, &undetermined, &other] {
+            counters.failed(e);
+        }
+        let count = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        assert_eq!(count(&counters.errors), 5);
+        assert_eq!(
+            [
+                count(&counters.write_conflicts),
+                count(&counters.locked),
+                count(&counters.undetermined),
+                count(&counters.other_errors)
+            ],
+            [2, 1, 1, 1]
+        );
     }
 }

@@ -266,7 +266,7 @@ impl Inner {
             Ok(Outcome::AlreadyAcked) => c.already_acked.fetch_add(1, Ordering::Relaxed),
             Ok(Outcome::Stale) => c.stale.fetch_add(1, Ordering::Relaxed),
             Err(e) => {
-                c.errors.fetch_add(1, Ordering::Relaxed);
+                c.failed(&e);
                 let attempts = failed_before.unwrap_or(0) + 1;
                 let pause = self
                     .config
