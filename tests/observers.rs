@@ -7,23 +7,29 @@
 mod txn_support;
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use percolator::observer::{
-    pending_notifications, ObservedColumn, Observer, ObserverSet, ObserverWorker, WorkerConfig,
-    WorkerSeam,
+    pending_notifications, CommittedRun, ObservedColumn, Observer, ObserverSet, ObserverWorker,
+    WorkerConfig, WorkerSeam,
 };
 use percolator::txn::{CrashInjector, Seam};
 use percolator::{AsyncTransaction, Client, Result};
 use txn_support::faulty::{CasKind, Fault, FaultyStore};
 use txn_support::{Env, FAMILY};
 
+/// What `Observer::committed` reported: the row and the run.
+type Reported = Arc<Mutex<Vec<(Vec<u8>, CommittedRun)>>>;
+
 /// Copies `f:q` to `f:copy` and counts its committed runs in `f:runs`; fails its first
-/// `failures` runs.
+/// `failures` runs, then returns the errors of `errors` (last first) from its next runs;
+/// keeps what `committed` reported.
 struct CopyCounter {
     to: &'static str,
     failures: AtomicU32,
+    errors: Mutex<Vec<percolator::Error>>,
+    committed: Reported,
 }
 
 impl CopyCounter {
@@ -35,11 +41,20 @@ impl CopyCounter {
         CopyCounter {
             to,
             failures: AtomicU32::new(failures),
+            errors: Mutex::default(),
+            committed: Arc::default(),
+        }
+    }
+
+    fn failing_with(to: &'static str, errors: Vec<percolator::Error>) -> CopyCounter {
+        CopyCounter {
+            errors: Mutex::new(errors),
+            ..CopyCounter::new(to)
         }
     }
 }
 
-#[async_trait::async_trait]
+#[percolator::observer::async_trait]
 impl Observer for CopyCounter {
     async fn process(
         &self,
@@ -56,6 +71,9 @@ impl Observer for CopyCounter {
                 message: "observer failure injected by the test".into(),
             });
         }
+        if let Some(e) = self.errors.lock().unwrap().pop() {
+            return Err(e);
+        }
         let value = txn
             .get(&col.table, row, &col.family, &col.qualifier)
             .await?;
@@ -69,6 +87,10 @@ impl Observer for CopyCounter {
             String::from_utf8_lossy(&v).parse::<u64>().unwrap_or(0)
         });
         txn.set(&col.table, row, FAMILY, &runs_q, (runs + 1).to_string())
+    }
+
+    fn committed(&self, row: &[u8], _: &ObservedColumn, run: &CommittedRun) {
+        self.committed.lock().unwrap().push((row.to_vec(), *run));
     }
 }
 
@@ -238,6 +260,7 @@ fn a_failing_observer_is_retried_with_backoff_and_never_dropped() {
     });
     let stats = worker.stats();
     assert_eq!((stats.errors, stats.processed), (3, 1));
+    assert_eq!(stats.other_errors, 3, "the observer's own errors");
     assert!(stats.retries >= 3, "{stats:?}");
     rt().block_on(worker.shutdown());
     client.shutdown();
@@ -543,5 +566,158 @@ fn overlapping_workers_commit_one_run_per_change() {
     assert_eq!(a.processed + b.processed, 30, "{a:?} {b:?}");
     rt().block_on(halves.shutdown());
     rt().block_on(whole.shutdown());
+    client.shutdown();
+}
+
+/// `pending_notifications` counts rows with something to process, however many changes (each
+/// leaving a notification version) a row has pending.
+#[test]
+fn pending_notifications_counts_rows_not_versions() {
+    let env = Env::start();
+    let t = env.table("obs_pending_rows");
+    let client = env.client();
+    register_copy(&client, &t);
+    for v in ["1", "2", "3"] {
+        set(&client, &t, "r", v);
+    }
+    set(&client, &t, "s", "1");
+    assert_eq!(pending(&client, &t), 2, "rows r and s");
+    client.shutdown();
+}
+
+/// A dropped worker stops: a change committed after the drop is left to the next worker, and
+/// the dropped one gives its leases and its worker row back on its own.
+#[test]
+fn dropping_the_worker_stops_it() {
+    let env = Env::start();
+    let t = env.table("obs_drop");
+    let client = env.client();
+    let worker = start(&client, copy_set(&t, CopyCounter::new("copy")), config());
+    set(&client, &t, "r1", "v");
+    wait_until(&client, &t, "the run before the drop", || {
+        runs(&client, &t, "r1") == 1
+    });
+    drop(worker);
+    std::thread::sleep(Duration::from_millis(300));
+    set(&client, &t, "r2", "v");
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(runs(&client, &t, "r2"), 0, "no run after the drop");
+    assert_eq!(pending(&client, &t), 1, "the change waits for a worker");
+    assert_eq!(worker_rows(&env, &t), 0, "the dropped worker left");
+    let next = start(&client, copy_set(&t, CopyCounter::new("copy")), config());
+    wait_until(&client, &t, "the next worker's run", || {
+        runs(&client, &t, "r2") == 1
+    });
+    rt().block_on(next.shutdown());
+    client.shutdown();
+}
+
+/// `wait_idle` returns once every change committed before the call has been processed, and
+/// times out when no worker runs the column.
+#[test]
+fn wait_idle_returns_once_every_change_committed_before_it_is_processed() {
+    let env = Env::start();
+    let t = env.table("obs_wait_idle");
+    let client = env.client();
+    let worker = start(&client, copy_set(&t, CopyCounter::new("copy")), config());
+    let rows: Vec<String> = (0..40).map(|i| format!("{}row{i}", i % 10)).collect();
+    for row in &rows {
+        set(&client, &t, row, "v");
+    }
+    rt().block_on(worker.wait_idle(Duration::from_secs(30)))
+        .expect("idle");
+    for row in &rows {
+        assert_eq!(
+            read(&client, &t, row, "copy").as_deref(),
+            Some("v"),
+            "{row}"
+        );
+        assert_eq!(runs(&client, &t, row), 1, "{row}");
+    }
+    assert_eq!(pending(&client, &t), 0);
+    worker.kill();
+    set(&client, &t, "late", "v");
+    let waited = rt().block_on(worker.wait_idle(Duration::from_millis(300)));
+    assert!(
+        matches!(waited, Err(percolator::Error::Timeout { .. })),
+        "{waited:?}"
+    );
+    rt().block_on(worker.shutdown());
+    client.shutdown();
+}
+
+/// `WorkerStats` counts failed runs by kind, beside their total.
+#[test]
+fn failed_runs_are_counted_by_kind() {
+    let env = Env::start();
+    let t = env.table("obs_error_kinds");
+    let client = env.client();
+    let conflict = || percolator::Error::WriteConflict {
+        table: t.clone(),
+        row: b"r".to_vec(),
+        column: b"f:q".to_vec(),
+        start_ts: 1,
+        conflict_ts: 2,
+    };
+    let locked = percolator::Error::KeyLocked {
+        table: t.clone(),
+        row: b"r".to_vec(),
+        column: b"f:q".to_vec(),
+        lock_ts: 1,
+        primary: None,
+    };
+    let lost = percolator::Error::OutcomeUnknown {
+        method: "checkAndMutate",
+        table: t.clone(),
+        row: b"r".to_vec(),
+        source: Box::new(percolator::Error::Shutdown),
+    };
+    let observer = CopyCounter::failing_with("copy", vec![lost, locked, conflict(), conflict()]);
+    let worker = start(&client, copy_set(&t, observer), config());
+    set(&client, &t, "r", "v");
+    wait_until(&client, &t, "the run after the failures", || {
+        runs(&client, &t, "r") == 1
+    });
+    let stats = worker.stats();
+    assert_eq!(
+        (
+            stats.errors,
+            stats.write_conflicts,
+            stats.locked,
+            stats.undetermined,
+            stats.other_errors
+        ),
+        (4, 2, 1, 1, 0),
+        "{stats:?}"
+    );
+    rt().block_on(worker.shutdown());
+    client.shutdown();
+}
+
+/// `Observer::committed` reports the run's timestamps and the commit_ts of the change it
+/// processed, so the lag is measurable.
+#[test]
+fn committed_reports_the_processed_changes_commit_ts() {
+    let env = Env::start();
+    let t = env.table("obs_committed");
+    let client = env.client();
+    let observer = CopyCounter::new("copy");
+    let reported = Arc::clone(&observer.committed);
+    let worker = start(&client, copy_set(&t, observer), config());
+    let mut txn = client.begin().unwrap();
+    txn.set(&t, "r", FAMILY, "q", "v").unwrap();
+    let change_ts = txn.commit().unwrap();
+    wait_until(&client, &t, "the run", || runs(&client, &t, "r") == 1);
+    let reported = reported.lock().unwrap().clone();
+    assert_eq!(reported.len(), 1, "{reported:?}");
+    let (row, run) = &reported[0];
+    assert_eq!(row, b"r");
+    assert_eq!(run.change_commit_ts, change_ts);
+    assert!(
+        change_ts < run.start_ts && run.start_ts < run.commit_ts,
+        "{run:?}"
+    );
+    assert!(run.lag() < Duration::from_secs(30), "{run:?}");
+    rt().block_on(worker.shutdown());
     client.shutdown();
 }

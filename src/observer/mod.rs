@@ -26,7 +26,7 @@ mod worker;
 pub use async_trait::async_trait;
 pub use model::ObservedColumn;
 pub use registry::{observed_columns, pending_notifications, register};
-pub use run::Observer;
+pub use run::{CommittedRun, Observer};
 #[cfg(feature = "testing")]
 pub use run::{WorkerCrash, WorkerSeam};
 pub use worker::{ObserverSet, ObserverWorker, WorkerConfig, WorkerStats};

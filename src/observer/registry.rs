@@ -1,7 +1,7 @@
-//! Registering observed columns, and counting the notifications not yet cleared.
+//! Registering observed columns, and counting the rows with notifications not yet cleared.
 
 use crate::error::Result;
-use crate::hbase::{Put, Scan};
+use crate::hbase::{Put, Scan, TimeRange};
 use crate::observer::model::{
     self, check_observer_name, notification_filter, parse_notification, registry_cell,
     ObservedColumn,
@@ -81,7 +81,13 @@ pub async fn observed_columns(
 /// Rows per page when counting notifications.
 const COUNT_PAGE: i32 = 1000;
 
-/// Notifications not yet cleared in `table` (cells of the notify family, every version).
+/// Rows of `table` with a notification not yet cleared (of any observed column): the rows
+/// some observer run still has to look at. A row counts once however many changes (each
+/// leaves a notification version) and observed columns it has pending; 0 means every change
+/// committed to the table's observed columns so far has been processed (or found
+/// acknowledged) by a committed run. One scan of the notify family (`_pn`), read now; for
+/// "everything committed before now has been processed" by a running worker, see
+/// [`ObserverWorker::wait_idle`](crate::observer::ObserverWorker::wait_idle).
 ///
 /// ```
 /// # let emulator = hbase_emulator::start_local()?;
@@ -100,16 +106,34 @@ const COUNT_PAGE: i32 = 1000;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub async fn pending_notifications(client: &AsyncClient, table: &str) -> Result<usize> {
+    pending_rows(client, table, None, |_| true).await
+}
+
+/// Rows of `table` with a notification of a column `wanted` accepts (family, qualifier) at a
+/// version at most `max_version` (every version when `None`).
+pub(super) async fn pending_rows(
+    client: &AsyncClient,
+    table: &str,
+    max_version: Option<u64>,
+    wanted: impl Fn(&(Vec<u8>, Vec<u8>)) -> bool,
+) -> Result<usize> {
     let ctx = client.ctx();
     let mut from = Vec::new();
     let mut count = 0;
     loop {
-        let scan = notification_scan(ctx.schema(), from.clone(), Vec::new());
+        let mut scan = notification_scan(ctx.schema(), from.clone(), Vec::new());
+        if let Some(max) = max_version {
+            scan = scan.time_range(TimeRange::up_to(crate::txn::actions::ts(max)));
+        }
         let page = ctx.store().scan_page(table, &scan, COUNT_PAGE).await?;
         count += page
             .iter()
-            .flat_map(|r| &r.cells)
-            .filter(|c| parse_notification(&c.qualifier).is_some())
+            .filter(|r| {
+                r.cells
+                    .iter()
+                    .filter_map(|c| parse_notification(&c.qualifier))
+                    .any(|column| wanted(&column))
+            })
             .count();
         match next_page_start(&page, COUNT_PAGE) {
             Some(next) => from = next,

@@ -27,7 +27,7 @@ use crate::{AsyncClient, AsyncTransaction};
 /// use percolator::observer::{ObservedColumn, Observer};
 /// use percolator::AsyncTransaction;
 /// struct Copy;
-/// #[async_trait::async_trait]
+/// #[percolator::observer::async_trait]
 /// impl Observer for Copy {
 ///     async fn process(&self, txn: &mut AsyncTransaction, row: &[u8], col: &ObservedColumn) -> percolator::Result<()> {
 ///         let value = txn.get(&col.table, row, &col.family, &col.qualifier).await?;
@@ -49,19 +49,61 @@ pub trait Observer: Send + Sync + 'static {
         column: &ObservedColumn,
     ) -> Result<()>;
 
-    /// Called after a run of this observer committed (for metrics; the default does nothing).
+    /// Called after a run of this observer committed, with its timestamps and the commit_ts
+    /// of the change it processed (for metrics such as the lag; the default does nothing).
     ///
     /// ```
-    /// # use percolator::observer::{ObservedColumn, Observer};
+    /// # use percolator::observer::{CommittedRun, ObservedColumn, Observer};
     /// # struct Nop;
-    /// # #[async_trait::async_trait]
+    /// # #[percolator::observer::async_trait]
     /// # impl Observer for Nop {
     /// #     async fn process(&self, _: &mut percolator::AsyncTransaction, _: &[u8], _: &ObservedColumn) -> percolator::Result<()> { Ok(()) }
     /// # }
-    /// Nop.committed(b"row", &ObservedColumn::new("t", "f", "q"), 42);
+    /// Nop.committed(b"row", &ObservedColumn::new("t", "f", "q"), &CommittedRun::new(41, 42, 40));
     /// ```
-    fn committed(&self, row: &[u8], column: &ObservedColumn, commit_ts: u64) {
-        let _ = (row, column, commit_ts);
+    fn committed(&self, row: &[u8], column: &ObservedColumn, run: &CommittedRun) {
+        let _ = (row, column, run);
+    }
+}
+
+/// A committed observer run, as [`Observer::committed`] reports it.
+///
+/// ```
+/// use percolator::oracle::compose;
+/// let run = percolator::observer::CommittedRun::new(compose(1_030, 0), compose(1_045, 3), compose(1_000, 9));
+/// assert_eq!(run.lag(), std::time::Duration::from_millis(45));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CommittedRun {
+    /// The run's transaction's start timestamp (its snapshot).
+    pub start_ts: u64,
+    /// The run's commit timestamp.
+    pub commit_ts: u64,
+    /// The commit timestamp of the newest change of the column the run processed (the value
+    /// its acknowledgment holds; changes committed before the run collapse into it).
+    pub change_commit_ts: u64,
+}
+
+impl CommittedRun {
+    /// ```
+    /// let run = percolator::observer::CommittedRun::new(11, 12, 10);
+    /// assert_eq!((run.start_ts, run.commit_ts, run.change_commit_ts), (11, 12, 10));
+    /// ```
+    pub fn new(start_ts: u64, commit_ts: u64, change_commit_ts: u64) -> CommittedRun {
+        CommittedRun {
+            start_ts,
+            commit_ts,
+            change_commit_ts,
+        }
+    }
+
+    /// The lag: from the change's commit to the run's, by the oracle's timestamps (their
+    /// physical milliseconds).
+    pub fn lag(&self) -> std::time::Duration {
+        let ms = crate::oracle::physical_of(self.commit_ts)
+            .saturating_sub(crate::oracle::physical_of(self.change_commit_ts));
+        std::time::Duration::from_millis(ms)
     }
 }
 
@@ -141,7 +183,8 @@ pub(crate) async fn run_once(
     txn.set_system(ack, newest.to_be_bytes().to_vec())?;
     observer.process(&mut txn, row, column).await?;
     let committed = txn.commit_with(clearing.clone()).await?;
-    observer.committed(row, column, committed.commit_ts);
+    let run = CommittedRun::new(start_ts, committed.commit_ts, newest);
+    observer.committed(row, column, &run);
     if die_at(WorkerSeam::AfterCommit) {
         return Ok(Outcome::Died);
     }

@@ -1,6 +1,7 @@
 //! The observer worker: tasks on the client's runtime that hold partition leases, scan their
 //! partitions' notifications, run the observers and clear what they covered. A failed run is
-//! retried with exponential backoff, never dropped; `shutdown` drains every task.
+//! retried with exponential backoff, never dropped; `shutdown` drains every task, and a drop
+//! stops them without waiting.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -11,10 +12,10 @@ use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::error::Result;
+use crate::error::{Error, Result, RetryClass};
 use crate::observer::lease::Partition;
 use crate::observer::model::{check_observer_name, ObservedColumn};
-use crate::observer::registry::register;
+use crate::observer::registry::{pending_rows, register};
 use crate::observer::run::{Observer, WorkerCrash};
 use crate::AsyncClient;
 
@@ -25,7 +26,7 @@ mod tasks;
 /// ```
 /// # use percolator::observer::{ObservedColumn, Observer, ObserverSet};
 /// # struct Nop;
-/// # #[async_trait::async_trait]
+/// # #[percolator::observer::async_trait]
 /// # impl Observer for Nop {
 /// #     async fn process(&self, _: &mut percolator::AsyncTransaction, _: &[u8], _: &ObservedColumn) -> percolator::Result<()> { Ok(()) }
 /// # }
@@ -52,7 +53,7 @@ impl ObserverSet {
     /// ```
     /// # use percolator::observer::{ObservedColumn, Observer, ObserverSet};
     /// # struct Nop;
-    /// # #[async_trait::async_trait]
+    /// # #[percolator::observer::async_trait]
     /// # impl Observer for Nop {
     /// #     async fn process(&self, _: &mut percolator::AsyncTransaction, _: &[u8], _: &ObservedColumn) -> percolator::Result<()> { Ok(()) }
     /// # }
@@ -69,7 +70,7 @@ impl ObserverSet {
     ) -> Result<ObserverSet> {
         check_observer_name(name)?;
         if self.observers.contains_key(&column) {
-            return Err(crate::Error::IllegalArgument {
+            return Err(Error::IllegalArgument {
                 message: format!("{column} already has an observer"),
             });
         }
@@ -191,8 +192,21 @@ pub struct WorkerStats {
     pub already_acked: u64,
     /// Runs that met a change newer than their snapshot (left for the next scan).
     pub stale: u64,
-    /// Failed runs (observer errors, conflicts, I/O), each retried with backoff.
+    /// Failed runs (observer errors, conflicts, I/O), each retried with backoff: the sum of
+    /// the four kinds below.
     pub errors: u64,
+    /// Failed runs that met a write-write conflict ([`Error::WriteConflict`]): another run of
+    /// the same change committed the acknowledgment first, or a writer committed a cell the
+    /// observer writes.
+    pub write_conflicts: u64,
+    /// Failed runs that waited for the lock of a live transaction until the wait budget ran
+    /// out ([`Error::KeyLocked`]): live-lock waits, typically on a hot row.
+    pub locked: u64,
+    /// Failed runs whose commit may or may not have happened ([`RetryClass::Undetermined`]:
+    /// a lost reply); the retry finds the acknowledgment if it did.
+    pub undetermined: u64,
+    /// Every other failed run: the observer's own errors, I/O, timeouts, and so on.
+    pub other_errors: u64,
     /// Runs of a notification whose earlier run failed.
     pub retries: u64,
     pub scans: u64,
@@ -206,8 +220,46 @@ struct Counters {
     already_acked: AtomicU64,
     stale: AtomicU64,
     errors: AtomicU64,
+    write_conflicts: AtomicU64,
+    locked: AtomicU64,
+    undetermined: AtomicU64,
+    other_errors: AtomicU64,
     retries: AtomicU64,
     scans: AtomicU64,
+}
+
+impl Counters {
+    /// Counts a failed run, in the total and by its kind.
+    fn failed(&self, error: &Error) {
+        self.errors.fetch_add(1, Ordering::Relaxed);
+        let kind = match ErrorKind::of(error) {
+            ErrorKind::WriteConflict => &self.write_conflicts,
+            ErrorKind::Locked => &self.locked,
+            ErrorKind::Undetermined => &self.undetermined,
+            ErrorKind::Other => &self.other_errors,
+        };
+        kind.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// The kinds of failed runs `WorkerStats` counts.
+#[derive(Debug, PartialEq, Eq)]
+enum ErrorKind {
+    WriteConflict,
+    Locked,
+    Undetermined,
+    Other,
+}
+
+impl ErrorKind {
+    fn of(error: &Error) -> ErrorKind {
+        match error {
+            Error::WriteConflict { .. } => ErrorKind::WriteConflict,
+            Error::KeyLocked { .. } => ErrorKind::Locked,
+            e if e.retry_class() == RetryClass::Undetermined => ErrorKind::Undetermined,
+            _ => ErrorKind::Other,
+        }
+    }
 }
 
 /// A notification's failed runs: how many, and when it may run again.
@@ -234,10 +286,27 @@ struct Inner {
 /// Runs observers over the notifications of their tables, sharing the work with every other
 /// worker through leases in HBase. See `docs/observers.md`.
 ///
+/// **Stopping.** [`shutdown`](Self::shutdown)`.await` is the way to stop a worker: it stops the
+/// scans, waits for the runs in flight, gives the leases back and removes the worker row, and
+/// returns once all that is done. Dropping the worker stops it too, without draining: no scan
+/// and no run starts after the drop; the runs already in flight finish on the client's
+/// runtime, after which the leases are given back, but nothing waits for them. A worker
+/// therefore runs only as long as its handle lives (hence `#[must_use]`).
+///
+/// ```compile_fail
+/// #![deny(unused_must_use)]
+/// # use percolator::observer::{ObserverSet, ObserverWorker, WorkerConfig};
+/// async fn start(client: percolator::AsyncClient, set: ObserverSet) -> percolator::Result<()> {
+///     // The worker would stop at the end of this statement.
+///     ObserverWorker::start(client, set, WorkerConfig::default()).await?;
+///     Ok(())
+/// }
+/// ```
+///
 /// ```
 /// # use percolator::observer::{ObservedColumn, Observer, ObserverSet, ObserverWorker, WorkerConfig};
 /// # struct Nop;
-/// # #[async_trait::async_trait]
+/// # #[percolator::observer::async_trait]
 /// # impl Observer for Nop {
 /// #     async fn process(&self, _: &mut percolator::AsyncTransaction, _: &[u8], _: &ObservedColumn) -> percolator::Result<()> { Ok(()) }
 /// # }
@@ -258,9 +327,12 @@ struct Inner {
 /// # })?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+#[must_use = "a worker stops when dropped: keep it, and stop it with `shutdown().await`"]
 pub struct ObserverWorker {
     inner: Arc<Inner>,
     tasks: TaskTracker,
+    /// Set once `shutdown` has given the leases back: the drop has nothing left to do.
+    shut_down: bool,
 }
 
 impl ObserverWorker {
@@ -306,7 +378,11 @@ impl ObserverWorker {
             tasks.spawn_on(async move { me.scan_loop().await }, &runtime);
         }
         tasks.close();
-        Ok(ObserverWorker { inner, tasks })
+        Ok(ObserverWorker {
+            inner,
+            tasks,
+            shut_down: false,
+        })
     }
 
     /// ```no_run
@@ -321,6 +397,10 @@ impl ObserverWorker {
             already_acked: c.already_acked.load(Ordering::Relaxed),
             stale: c.stale.load(Ordering::Relaxed),
             errors: c.errors.load(Ordering::Relaxed),
+            write_conflicts: c.write_conflicts.load(Ordering::Relaxed),
+            locked: c.locked.load(Ordering::Relaxed),
+            undetermined: c.undetermined.load(Ordering::Relaxed),
+            other_errors: c.other_errors.load(Ordering::Relaxed),
             retries: c.retries.load(Ordering::Relaxed),
             scans: c.scans.load(Ordering::Relaxed),
             partitions: self.inner.owned.lock().len() as u64,
@@ -351,27 +431,158 @@ impl ObserverWorker {
         self.inner.die();
     }
 
+    /// Waits until every change committed to the observed columns before the call has been
+    /// processed: by this worker or by any other worker of the same columns.
+    ///
+    /// Precisely: takes a timestamp `T` from the oracle, then scans the observed tables'
+    /// notifications until none of this worker's columns is left at a version (the writer's
+    /// start_ts) at or below `T`. A notification is cleared only once a committed run's
+    /// snapshot included its change (or the acknowledgment showed that one had), so then every
+    /// transaction that committed before the call (its start_ts and commit_ts are below `T`)
+    /// has been followed by a committed run, or found acknowledged. It does not cover
+    /// - changes committed after the call, including those the observer runs make meanwhile: in
+    ///   a pipeline, a later stage's changes may still be pending (call it again for them);
+    /// - changes committed in the registration window, which carry no notification
+    ///   (docs/observers.md);
+    /// - the notifications of transactions that started before `T` and are still running:
+    ///   their notifications (written with their locks) are waited for too, so such a
+    ///   transaction, until it commits or is rolled back, delays the return.
+    ///
+    /// A timeout is an [`Error::Timeout`](crate::Error::Timeout); so is, eventually, waiting
+    /// on a worker that was killed when no other worker runs the columns.
+    ///
+    /// ```no_run
+    /// # async fn f(w: &percolator::observer::ObserverWorker) -> percolator::Result<()> {
+    /// w.wait_idle(std::time::Duration::from_secs(30)).await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn wait_idle(&self, timeout: Duration) -> Result<()> {
+        let deadline = Instant::now() + timeout;
+        let wait = async {
+            let at = self.inner.client.ctx().timestamp().await?;
+            let mut pause = Duration::from_millis(5);
+            loop {
+                let mut pending = 0;
+                for table in self.inner.observers.tables() {
+                    let observed = |(family, qualifier): &(Vec<u8>, Vec<u8>)| {
+                        let column = ObservedColumn::new(table.as_str(), family, qualifier);
+                        self.inner.observers.observers.contains_key(&column)
+                    };
+                    pending += pending_rows(&self.inner.client, &table, Some(at), observed).await?;
+                }
+                if pending == 0 {
+                    return Ok(());
+                }
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_millis(100));
+            }
+        };
+        match tokio::time::timeout_at(deadline.into(), wait).await {
+            Ok(done) => done,
+            Err(_) => Err(Error::Timeout {
+                what: "the observer runs of the changes committed before wait_idle".into(),
+                after: timeout,
+            }),
+        }
+    }
+
     /// Stops scanning, waits for every run in flight, gives the leases back and removes the
-    /// worker row (a dead worker only waits for its tasks).
-    pub async fn shutdown(self) {
+    /// worker row (a dead worker only waits for its tasks). Notifications of a scanned page
+    /// whose runs had not started stay for the next owner of their partition.
+    pub async fn shutdown(mut self) {
         self.inner.stop.cancel();
         self.tasks.wait().await;
-        if self.is_dead() {
+        self.inner.give_back().await;
+        self.shut_down = true;
+    }
+}
+
+impl Drop for ObserverWorker {
+    /// Stops the worker without draining: see the type's documentation.
+    fn drop(&mut self) {
+        if self.shut_down {
             return;
         }
-        let owned: Vec<Partition> = std::mem::take(&mut *self.inner.owned.lock())
+        self.inner.stop.cancel();
+        let inner = Arc::clone(&self.inner);
+        let tasks = self.tasks.clone();
+        // On a runtime that is shutting down the task is dropped: the leases then expire.
+        self.inner.client.runtime().spawn(async move {
+            tasks.wait().await;
+            inner.give_back().await;
+        });
+    }
+}
+
+impl Inner {
+    /// Gives the leases back and removes the worker row, once its tasks have stopped (a dead
+    /// worker leaves them to expire).
+    async fn give_back(&self) {
+        if self.dead.load(Ordering::SeqCst) {
+            return;
+        }
+        let owned: Vec<Partition> = std::mem::take(&mut *self.owned.lock())
             .into_keys()
             .collect();
-        let leases = self.inner.leases();
+        let leases = self.leases();
         for p in &owned {
             if let Err(e) = leases.release(p).await {
                 tracing::debug!(error = %e, "lease not released; it will expire");
             }
         }
-        for table in self.inner.observers.tables() {
+        for table in self.observers.tables() {
             if let Err(e) = leases.leave(&table).await {
                 tracing::debug!(error = %e, "worker row not removed; it will expire");
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::key::CellKey;
+
+    #[test]
+    fn failed_runs_are_counted_by_kind() {
+        let conflict = Error::WriteConflict {
+            table: "t".into(),
+            row: b"r".to_vec(),
+            column: b"f:q".to_vec(),
+            start_ts: 1,
+            conflict_ts: 2,
+        };
+        let locked = Error::KeyLocked {
+            table: "t".into(),
+            row: b"r".to_vec(),
+            column: b"f:q".to_vec(),
+            lock_ts: 1,
+            primary: None,
+        };
+        let undetermined = Error::CommitUndetermined {
+            start_ts: 1,
+            commit_ts: 2,
+            primary: Box::new(CellKey::new("t", b"r", b"f".to_vec(), b"q".to_vec()).unwrap()),
+            reason: "lost reply".into(),
+        };
+        let other = Error::IllegalArgument {
+            message: "the observer's own".into(),
+        };
+        let counters = Counters::default();
+        for e in [&conflict, &conflict, &locked, &undetermined, &other] {
+            counters.failed(e);
+        }
+        let count = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        assert_eq!(count(&counters.errors), 5);
+        assert_eq!(
+            [
+                count(&counters.write_conflicts),
+                count(&counters.locked),
+                count(&counters.undetermined),
+                count(&counters.other_errors)
+            ],
+            [2, 1, 1, 1]
+        );
     }
 }

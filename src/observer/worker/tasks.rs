@@ -238,7 +238,8 @@ impl Inner {
     }
 
     async fn run_job(&self, job: Job) {
-        if self.crash_at(WorkerSeam::BeforeProcess) {
+        // Stopped (shutdown, drop): the page's runs not started yet are left for the next scan.
+        if self.stopping() || self.crash_at(WorkerSeam::BeforeProcess) {
             return;
         }
         let (name, observer) = &self.observers.observers[&job.column];
@@ -265,7 +266,7 @@ impl Inner {
             Ok(Outcome::AlreadyAcked) => c.already_acked.fetch_add(1, Ordering::Relaxed),
             Ok(Outcome::Stale) => c.stale.fetch_add(1, Ordering::Relaxed),
             Err(e) => {
-                c.errors.fetch_add(1, Ordering::Relaxed);
+                c.failed(&e);
                 let attempts = failed_before.unwrap_or(0) + 1;
                 let pause = self
                     .config

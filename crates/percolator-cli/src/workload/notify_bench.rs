@@ -13,7 +13,9 @@ use rand::rngs::StdRng;
 use rand::Rng;
 use tokio::sync::oneshot;
 
-use percolator::observer::{ObservedColumn, Observer, ObserverSet, ObserverWorker, WorkerConfig};
+use percolator::observer::{
+    CommittedRun, ObservedColumn, Observer, ObserverSet, ObserverWorker, WorkerConfig,
+};
 use percolator::{AsyncClient, AsyncTransaction};
 use percolator::{Error, Result};
 
@@ -42,7 +44,7 @@ impl Observer for Echo {
         txn.set(&col.table, row, F, OUT, v)
     }
 
-    fn committed(&self, row: &[u8], _: &ObservedColumn, _: u64) {
+    fn committed(&self, row: &[u8], _: &ObservedColumn, _: &CommittedRun) {
         if let Some(tx) = self.waiters.lock().remove(row) {
             let _ = tx.send(());
         }
