@@ -529,6 +529,131 @@ fn a_dead_workers_row_and_leases_are_taken_over() {
     client.shutdown();
 }
 
+/// Waits (up to 30 s) until `done` holds; returns how long that took.
+fn wait_for(what: impl Fn() -> String, done: impl Fn() -> bool) -> Duration {
+    let begun = Instant::now();
+    while !done() {
+        assert!(begun.elapsed() < Duration::from_secs(30), "{}", what());
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    begun.elapsed()
+}
+
+/// Leases of a minute (renewed every 20 s) and worker rows of `worker_ttl`: a lease round
+/// every quarter of `worker_ttl`. Before workers rebalanced at every round, taking a share
+/// waited for a renewal period (20 s) and a killed worker's leases for their expiry (60 s).
+fn rounds_config(worker_ttl: Duration) -> WorkerConfig {
+    WorkerConfig::default()
+        .with_lease_ttl(Duration::from_secs(60))
+        .with_worker_ttl(worker_ttl)
+}
+
+/// Writes rows of `t` until the returned flag is set (a busy table).
+fn busy_writer(env: &Env, t: &str) -> (Arc<AtomicBool>, std::thread::JoinHandle<()>) {
+    let stop = Arc::new(AtomicBool::new(false));
+    let client = env.client();
+    let (flag, t) = (Arc::clone(&stop), t.to_string());
+    let writer = std::thread::spawn(move || {
+        let mut i = 0u32;
+        while !flag.load(Ordering::SeqCst) {
+            let row = format!("{}busy{i}", char::from(b'0' + (i % 75) as u8));
+            set(&client, &t, &row, "v");
+            i += 1;
+        }
+        client.shutdown();
+    });
+    (stop, writer)
+}
+
+/// A worker that joins a busy table holds its share within two lease rounds of the worker
+/// already there (which gives up its surplus at its next round), and a worker that shuts down
+/// hands its partitions over within one round.
+#[test]
+fn a_joining_worker_takes_its_share_and_a_leaving_one_hands_over_at_once() {
+    let env = Env::start();
+    let t = env.table("obs_join");
+    let client = env.client();
+    let config = rounds_config(Duration::from_secs(4)); // a round every second
+    let first = start(
+        &client,
+        copy_set(&t, CopyCounter::new("copy")),
+        config.clone(),
+    );
+    assert_eq!(
+        first.stats().partitions,
+        16,
+        "alone, it takes every partition"
+    );
+    let (stop, writer) = busy_writer(&env, &t);
+    std::thread::sleep(Duration::from_millis(300));
+
+    let second = start(
+        &client,
+        copy_set(&t, CopyCounter::new("copy")),
+        config.clone(),
+    );
+    let split = || (first.stats().partitions, second.stats().partitions);
+    let took = wait_for(
+        || format!("no fair split: {:?}", split()),
+        || split() == (8, 8),
+    );
+    // Two rounds (the first worker's, then the joining one's fast round), with slack for a
+    // loaded machine; a renewal period is 20 s.
+    assert!(took < Duration::from_secs(4), "split after {took:?}");
+
+    rt().block_on(second.shutdown());
+    let took = wait_for(
+        || format!("{} partitions after the shutdown", first.stats().partitions),
+        || first.stats().partitions == 16,
+    );
+    assert!(took < Duration::from_secs(3), "handed over after {took:?}");
+
+    stop.store(true, Ordering::SeqCst);
+    writer.join().unwrap();
+    wait_until(&client, &t, "every row", || true);
+    rt().block_on(first.shutdown());
+    client.shutdown();
+}
+
+/// A killed worker stops counting as live once its row expires (`worker_ttl`), and the
+/// survivor takes every partition within `worker_ttl` plus one round, long before the dead
+/// worker's leases expire; the dead worker's row stays until they would have.
+#[test]
+fn a_killed_workers_partitions_move_within_the_worker_ttl() {
+    let env = Env::start();
+    let t = env.table("obs_killed");
+    let client = env.client();
+    let config = rounds_config(Duration::from_secs(1)); // a round every 250 ms
+    let survivor = start(
+        &client,
+        copy_set(&t, CopyCounter::new("copy")),
+        config.clone(),
+    );
+    let dead = start(&client, copy_set(&t, CopyCounter::new("copy")), config);
+    let split = || (survivor.stats().partitions, dead.stats().partitions);
+    wait_for(
+        || format!("no fair split: {:?}", split()),
+        || split() == (8, 8),
+    );
+    let (stop, writer) = busy_writer(&env, &t);
+
+    dead.kill();
+    let took = wait_for(
+        || format!("{} partitions", survivor.stats().partitions),
+        || survivor.stats().partitions == 16,
+    );
+    // worker_ttl + a round (1.25 s), with slack; the dead worker's leases last 60 s.
+    assert!(took < Duration::from_secs(5), "taken over after {took:?}");
+    assert_eq!(worker_rows(&env, &t), 2, "the dead row stays, counted dead");
+
+    stop.store(true, Ordering::SeqCst);
+    writer.join().unwrap();
+    wait_until(&client, &t, "every row", || true);
+    rt().block_on(dead.shutdown());
+    rt().block_on(survivor.shutdown());
+    client.shutdown();
+}
+
 /// Correctness never rests on the leases: two workers whose partitions overlap (one splits the
 /// table in one partition, the other in two, so both scan the upper half) run the same
 /// notifications at once, and still exactly one run per change commits.

@@ -2,11 +2,15 @@
 //! besides HBase. A table's rows are split into `partitions` ranges by their first byte; a
 //! worker holds a partition while its lease cell (owner and expiry, wall clock) is its own and
 //! unexpired, renews it by checkAndMutate on the exact bytes it wrote, and takes over a lease
-//! that expired. Live workers announce themselves in rows that expire the same way (and that
-//! any worker deletes once they have been expired for another ttl); each worker holds at most
-//! ceil(partitions / live workers), so a worker that joins gets a share as the others give
-//! theirs up. Leases only spread the work: correctness never depends on
+//! that expired. Live workers announce themselves in rows holding an expiry a short `worker
+//! ttl` ahead, refreshed at every lease round: a worker whose row has expired is dead, and its
+//! leases are taken over at once, without waiting for them to expire (any worker deletes the
+//! row once it has been expired for another lease ttl, when its leases have expired too). Each
+//! worker holds at most ceil(partitions / live workers), so a worker that joins gets a share
+//! as the others give theirs up. Leases only spread the work: correctness never depends on
 //! them (see `run`).
+
+use std::collections::HashSet;
 
 use crate::error::Result;
 use crate::hbase::{CheckAndMutate, CompareOp, Delete, Put, Scan};
@@ -69,11 +73,23 @@ fn parse_lease(value: &[u8]) -> Option<(String, u64)> {
     Some((owner.to_string(), expiry.parse().ok()?))
 }
 
+/// The workers of a table, as one scan of their rows saw them.
+#[derive(Debug, Default)]
+pub(crate) struct Workers {
+    /// Workers whose rows have not expired (at least 1: this one).
+    pub live: usize,
+    /// Workers whose rows have expired: their leases may be taken over before they expire.
+    pub dead: HashSet<String>,
+}
+
 /// One worker's side of the lease protocol.
 pub(crate) struct Leases<'a> {
     pub ctx: &'a Context,
     pub owner: &'a str,
+    /// A lease not renewed for this long expires.
     pub ttl_ms: u64,
+    /// A worker row not refreshed for this long counts as dead.
+    pub worker_ttl_ms: u64,
 }
 
 impl Leases<'_> {
@@ -95,9 +111,9 @@ impl Leases<'_> {
         row
     }
 
-    /// Announces this worker as alive on `table` until now + ttl.
+    /// Announces this worker as alive on `table` until now + worker ttl.
     pub async fn heartbeat(&self, table: &str) -> Result<()> {
-        let expires = self.ctx.now_ms() + self.ttl_ms;
+        let expires = self.ctx.now_ms() + self.worker_ttl_ms;
         let put = Put::new(self.worker_row(table)).add(META_FAMILY, ALIVE_Q, expires.to_string());
         self.ctx.store().put(self.meta(), &put).await
     }
@@ -108,21 +124,22 @@ impl Leases<'_> {
         self.ctx.store().delete(self.meta(), &delete).await
     }
 
-    /// Workers of `table` whose rows have not expired (at least 1: this one). Rows of workers
-    /// that died (expired for longer than one more ttl) are deleted on the way, each only if
-    /// it still holds the expiry read, so a worker that was merely slow and has heartbeated
-    /// since keeps its row; a row that cannot be read as an expiry counts as dead.
-    pub async fn live_workers(&self, table: &str) -> Result<usize> {
+    /// The workers of `table`: those whose rows have not expired, and the dead ones, whose
+    /// rows have. Rows expired for longer than one more lease ttl (their leases have expired
+    /// too) are deleted on the way, each only if it still holds the expiry read, so a worker
+    /// that was merely slow and has heartbeated since keeps its row; a row that cannot be read
+    /// as an expiry counts as dead.
+    pub async fn workers(&self, table: &str) -> Result<Workers> {
         let start = Self::worker_rows(table);
         let stop = prefix_end(&start);
-        let scan = Scan::range(start, stop).column(META_FAMILY, ALIVE_Q);
+        let scan = Scan::range(start.clone(), stop).column(META_FAMILY, ALIVE_Q);
         let rows = self
             .ctx
             .store()
             .scan_page(self.meta(), &scan, 10_000)
             .await?;
         let now = self.ctx.now_ms();
-        let mut live = 0;
+        let mut workers = Workers::default();
         for row in &rows {
             let Some(value) = row.value(META_FAMILY, ALIVE_Q) else {
                 continue;
@@ -132,8 +149,14 @@ impl Leases<'_> {
                 .and_then(|v| v.parse::<u64>().ok())
                 .unwrap_or(0);
             if expires > now {
-                live += 1;
-            } else if expires.saturating_add(self.ttl_ms) < now {
+                workers.live += 1;
+                continue;
+            }
+            let owner = row.row.get(start.len()..).unwrap_or_default();
+            workers
+                .dead
+                .insert(String::from_utf8_lossy(owner).into_owned());
+            if expires.saturating_add(self.ttl_ms) < now {
                 let cam = CheckAndMutate::new(
                     row.row.clone(),
                     META_FAMILY,
@@ -147,17 +170,19 @@ impl Leases<'_> {
                 }
             }
         }
-        Ok(live.max(1))
+        workers.live = workers.live.max(1);
+        Ok(workers)
     }
 
     /// Takes `p`'s lease: the lease value now stored when this worker holds it until now +
-    /// ttl (keep it for [`renew`](Self::renew)), `None` when another worker holds it.
-    pub async fn acquire(&self, p: &Partition) -> Result<Option<Vec<u8>>> {
+    /// ttl (keep it for [`renew`](Self::renew)), `None` when another worker holds it. A lease
+    /// of a worker in `dead` is taken even though it has not expired.
+    pub async fn acquire(&self, p: &Partition, dead: &HashSet<String>) -> Result<Option<Vec<u8>>> {
         let row = p.lease_row();
         let current = crate::txn::meta::read_row(self.ctx.store(), self.meta(), &row).await?;
         let stored = current.value(META_FAMILY, LEASE_Q).map(<[u8]>::to_vec);
         if let Some((owner, expires)) = stored.as_deref().and_then(parse_lease) {
-            if owner != self.owner && expires > self.ctx.now_ms() {
+            if owner != self.owner && expires > self.ctx.now_ms() && !dead.contains(&owner) {
                 return Ok(None);
             }
         }
@@ -168,11 +193,23 @@ impl Leases<'_> {
     /// Extends a lease this worker took, `held` being the value it last stored: one CAS on
     /// that value, no read. If the lease changed meanwhile (it expired and another worker
     /// took it, say), it is looked at again as by [`acquire`](Self::acquire).
-    pub async fn renew(&self, p: &Partition, held: &[u8]) -> Result<Option<Vec<u8>>> {
+    pub async fn renew(
+        &self,
+        p: &Partition,
+        held: &[u8],
+        dead: &HashSet<String>,
+    ) -> Result<Option<Vec<u8>>> {
         match self.replace(p, held.to_vec()).await? {
             Some(next) => Ok(Some(next)),
-            None => self.acquire(p).await,
+            None => self.acquire(p, dead).await,
         }
+    }
+
+    /// Whether a lease this worker stored as `held` is due for renewal: a third of its ttl
+    /// has passed since it was stored (or it cannot be read).
+    pub fn due(&self, held: &[u8]) -> bool {
+        parse_lease(held)
+            .is_none_or(|(_, expires)| expires <= self.ctx.now_ms() + self.ttl_ms - self.ttl_ms / 3)
     }
 
     /// Stores this worker's lease until now + ttl if the stored value is `expected`.

@@ -1,6 +1,8 @@
 //! Partition leases against an embedded emulator: what a renewal costs, and what it does when
 //! the lease moved under it.
 
+use std::collections::HashSet;
+
 use crate::hbase::Put;
 use crate::observer::lease::{Leases, Partition, LEASE_Q};
 use crate::observer::run_tests::stack_and_client;
@@ -15,21 +17,23 @@ fn a_held_lease_is_renewed_with_one_call_and_a_moved_one_is_read_again() {
         ctx: async_client.ctx(),
         owner,
         ttl_ms: 60_000,
+        worker_ttl_ms: 60_000,
     };
+    let none = &HashSet::new();
     let p = &Partition::all("leased", 4)[1];
 
-    let held = crate::runtime::wait(&runtime, leases("w1").acquire(p))
+    let held = crate::runtime::wait(&runtime, leases("w1").acquire(p, none))
         .expect("acquire")
         .expect("w1 takes it");
     assert_eq!(
-        crate::runtime::wait(&runtime, leases("w2").acquire(p)).expect("acquire"),
+        crate::runtime::wait(&runtime, leases("w2").acquire(p, none)).expect("acquire"),
         None,
         "w1 holds it"
     );
 
     // Renewing what w1 stored is one CAS on that value: no read first.
     let before = stack.hbase.rpc_count();
-    let renewed = crate::runtime::wait(&runtime, leases("w1").renew(p, &held))
+    let renewed = crate::runtime::wait(&runtime, leases("w1").renew(p, &held, none))
         .expect("renew")
         .expect("still w1's");
     assert_eq!(stack.hbase.rpc_count() - before, 1);
@@ -39,16 +43,65 @@ fn a_held_lease_is_renewed_with_one_call_and_a_moved_one_is_read_again() {
     let meta = &async_client.ctx().schema().meta_table;
     let expired = Put::new(p.lease_row()).add(META_FAMILY, LEASE_Q, "w2\n1");
     stack.hbase.put(meta, &expired).expect("expire w1's lease");
-    let taken = crate::runtime::wait(&runtime, leases("w2").acquire(p))
+    let taken = crate::runtime::wait(&runtime, leases("w2").acquire(p, none))
         .expect("acquire")
         .expect("w2 takes it");
     assert_eq!(
-        crate::runtime::wait(&runtime, leases("w1").renew(p, &renewed)).expect("renew"),
+        crate::runtime::wait(&runtime, leases("w1").renew(p, &renewed, none)).expect("renew"),
         None
     );
     assert!(
-        crate::runtime::wait(&runtime, leases("w2").renew(p, &taken))
+        crate::runtime::wait(&runtime, leases("w2").renew(p, &taken, none))
             .expect("renew")
             .is_some()
     );
+}
+
+/// A dead worker (its row expired) does not count as live, and its lease is taken over before
+/// the lease expires; a live worker's is not.
+#[test]
+fn a_dead_workers_lease_is_taken_before_it_expires() {
+    let (stack, client) = stack_and_client();
+    let runtime = client.asynchronous().runtime().clone();
+    let async_client = client.asynchronous();
+    let leases = |owner, worker_ttl_ms| Leases {
+        ctx: async_client.ctx(),
+        owner,
+        ttl_ms: 60_000,
+        worker_ttl_ms,
+    };
+    macro_rules! wait {
+        ($f:expr) => {
+            crate::runtime::wait(&runtime, $f)
+        };
+    }
+    let p = &Partition::all("dead_owner", 4)[2];
+    let t = "dead_owner";
+
+    // w1's row expires at once (worker ttl 0); w2's lives for a minute.
+    wait!(leases("w1", 0).heartbeat(t)).expect("heartbeat");
+    wait!(leases("w2", 60_000).heartbeat(t)).expect("heartbeat");
+    wait!(leases("w1", 0).acquire(p, &HashSet::new()))
+        .expect("acquire")
+        .expect("w1 takes it");
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    let workers = wait!(leases("w2", 60_000).workers(t)).expect("workers");
+    assert_eq!(workers.live, 1, "w1's row has expired");
+    assert_eq!(workers.dead, HashSet::from(["w1".to_string()]));
+    assert_eq!(
+        wait!(leases("w2", 60_000).acquire(p, &HashSet::new())).expect("acquire"),
+        None,
+        "the lease has not expired"
+    );
+    assert!(wait!(leases("w2", 60_000).acquire(p, &workers.dead))
+        .expect("acquire")
+        .is_some());
+    // Not the other way round: w2 is alive.
+    let seen = wait!(leases("w1", 0).workers(t)).expect("workers");
+    assert!(!seen.dead.contains("w2"));
+    assert_eq!(
+        wait!(leases("w1", 0).acquire(p, &seen.dead)).expect("acquire"),
+        None
+    );
+    let _ = &stack;
 }

@@ -107,8 +107,16 @@ pub struct WorkerConfig {
     pub concurrency: usize,
     /// Partitions per table (ranges of the rows' first byte).
     pub partitions: usize,
-    /// A lease not renewed for this long is taken over by another worker.
+    /// A lease not renewed for this long is taken over by another worker. Leases are renewed
+    /// every third of it.
     pub lease_ttl: Duration,
+    /// A worker whose row (`obs-worker/<table>/<id>`) has not been refreshed for this long is
+    /// dead: it no longer counts as live, and its leases are taken over at once, before they
+    /// expire. Workers refresh their rows, count the live ones and rebalance every quarter of
+    /// it (the lease round), so a killed worker's partitions move within `worker_ttl` plus one
+    /// round. A worker stalled for longer (a long pause, HBase unavailable) may lose its
+    /// partitions to the others; it gives them up at its next renewal, and the overlap is safe.
+    pub worker_ttl: Duration,
     /// Rows per scan page.
     pub scan_rows: i32,
     /// Pause after a scan round that found nothing, doubled up to `max_idle`.
@@ -128,6 +136,7 @@ impl Default for WorkerConfig {
             concurrency: 16,
             partitions: 16,
             lease_ttl: Duration::from_secs(10),
+            worker_ttl: Duration::from_secs(1),
             scan_rows: 256,
             min_idle: Duration::from_millis(5),
             max_idle: Duration::from_millis(50),
@@ -145,6 +154,15 @@ impl WorkerConfig {
     /// ```
     pub fn with_lease_ttl(mut self, ttl: Duration) -> Self {
         self.lease_ttl = ttl;
+        self
+    }
+
+    /// ```
+    /// let c = percolator::observer::WorkerConfig::default().with_worker_ttl(std::time::Duration::from_millis(500));
+    /// assert_eq!(c.worker_ttl.as_millis(), 500);
+    /// ```
+    pub fn with_worker_ttl(mut self, ttl: Duration) -> Self {
+        self.worker_ttl = ttl.max(Duration::from_millis(4));
         self
     }
 
@@ -370,9 +388,9 @@ impl ObserverWorker {
         });
         let tasks = TaskTracker::new();
         let runtime = inner.client.runtime().clone();
-        inner.leases_round().await?;
+        let short = inner.leases_round().await?;
         let me = Arc::clone(&inner);
-        tasks.spawn_on(async move { me.lease_loop().await }, &runtime);
+        tasks.spawn_on(async move { me.lease_loop(short).await }, &runtime);
         for _ in 0..inner.config.scanners {
             let me = Arc::clone(&inner);
             tasks.spawn_on(async move { me.scan_loop().await }, &runtime);

@@ -1,7 +1,7 @@
 //! The worker's tasks: the lease loop, the scanners, and one observer run per notified cell.
 
 use std::sync::atomic::Ordering;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use rand::seq::SliceRandom;
@@ -16,6 +16,9 @@ use crate::observer::registry::notification_scan;
 use crate::observer::run::{run_once, Outcome, WorkerSeam};
 use crate::txn::store::next_page_start;
 
+/// Fast lease rounds a joining worker runs at most, while it holds less than its share.
+const FAST_ROUNDS: u32 = 10;
+
 /// One notified (row, column) and the notification versions seen.
 struct Job {
     column: ObservedColumn,
@@ -29,6 +32,7 @@ impl Inner {
             ctx: self.client.ctx(),
             owner: &self.id,
             ttl_ms: self.config.lease_ttl.as_millis() as u64,
+            worker_ttl_ms: self.config.worker_ttl.as_millis() as u64,
         }
     }
 
@@ -51,35 +55,54 @@ impl Inner {
         fires || self.dead.load(Ordering::SeqCst)
     }
 
-    pub(super) async fn lease_loop(&self) {
-        let period = self.config.lease_ttl / 3;
+    /// The pause between lease rounds: a quarter of `worker_ttl`, at most a third of
+    /// `lease_ttl` (leases are renewed in time).
+    pub(super) fn round_period(&self) -> Duration {
+        (self.config.worker_ttl / 4).min(self.config.lease_ttl / 3)
+    }
+
+    /// Lease rounds, every [`round_period`](Self::round_period). A worker that joined and does
+    /// not hold its share yet (the others give up their surplus at their next round) runs its
+    /// first rounds five times as often, so that it takes what they give up at once.
+    pub(super) async fn lease_loop(&self, mut short: bool) {
+        let period = self.round_period();
+        let mut fast_rounds = FAST_ROUNDS;
         loop {
+            let pause = if short && fast_rounds > 0 {
+                fast_rounds -= 1;
+                period / 5
+            } else {
+                period
+            };
             tokio::select! {
                 _ = self.stop.cancelled() => return,
-                _ = tokio::time::sleep(period) => {}
+                _ = tokio::time::sleep(pause) => {}
             }
-            if let Err(e) = self.leases_round().await {
-                tracing::debug!(error = %e, "lease round failed");
+            match self.leases_round().await {
+                Ok(s) => short = s,
+                Err(e) => tracing::debug!(error = %e, "lease round failed"),
             }
         }
     }
 
     /// Per table: heartbeat, renew, then give up or take partitions toward this worker's fair
-    /// share of the table's partitions among its live workers.
-    pub(super) async fn leases_round(&self) -> Result<()> {
+    /// share of the table's partitions among its live workers. Returns whether this worker
+    /// holds less than its share of some table.
+    pub(super) async fn leases_round(&self) -> Result<bool> {
+        let mut short = false;
         for table in self.observers.tables() {
             if self.stopping() {
-                return Ok(());
+                return Ok(false);
             }
-            self.table_leases_round(&table).await?;
+            short |= self.table_leases_round(&table).await?;
         }
-        Ok(())
+        Ok(short)
     }
 
-    async fn table_leases_round(&self, table: &str) -> Result<()> {
+    async fn table_leases_round(&self, table: &str) -> Result<bool> {
         let leases = self.leases();
         leases.heartbeat(table).await?;
-        let live = leases.live_workers(table).await?;
+        let workers = leases.workers(table).await?;
         let mine = |p: &Partition| p.table == table;
         let partitions: Vec<Partition> = self
             .partitions
@@ -87,16 +110,16 @@ impl Inner {
             .filter(|p| mine(p))
             .cloned()
             .collect();
-        let target = partitions.len().div_ceil(live);
+        let target = partitions.len().div_ceil(workers.live);
         let held: Vec<(Partition, Vec<u8>)> = self
             .owned
             .lock()
             .iter()
-            .filter(|(p, _)| mine(p))
+            .filter(|(p, v)| mine(p) && leases.due(v))
             .map(|(p, v)| (p.clone(), v.clone()))
             .collect();
         for (p, value) in held {
-            match leases.renew(&p, &value).await? {
+            match leases.renew(&p, &value, &workers.dead).await? {
                 Some(next) => self.owned.lock().insert(p, next),
                 None => self.owned.lock().remove(&p),
             };
@@ -124,11 +147,11 @@ impl Inner {
             if self.owned.lock().contains_key(&p) {
                 continue;
             }
-            if let Some(value) = leases.acquire(&p).await? {
+            if let Some(value) = leases.acquire(&p, &workers.dead).await? {
                 self.owned.lock().insert(p, value);
             }
         }
-        Ok(())
+        Ok(count() < target)
     }
 
     pub(super) async fn scan_loop(&self) {
