@@ -846,3 +846,84 @@ fn committed_reports_the_processed_changes_commit_ts() {
     rt().block_on(worker.shutdown());
     client.shutdown();
 }
+
+/// Lag (change commit to the observer's commit, `CommittedRun::lag`) with two workers on
+/// default settings and 4 writers of fresh rows spread over the first byte, for 15 s: without
+/// kills, then with one worker killed and replaced every 5 s. Prints p50/p99/max; asserts
+/// nothing about them (a measurement, run by hand: `cargo test --release --test observers
+/// ownership_lag -- --ignored --nocapture`).
+#[test]
+#[ignore]
+fn ownership_lag() {
+    for kills in [false, true] {
+        let env = Env::start();
+        let t = env.table(if kills { "obs_lag_kills" } else { "obs_lag" });
+        let client = env.client();
+        let reported = Reported::default();
+        let observer = || CopyCounter {
+            committed: Arc::clone(&reported),
+            ..CopyCounter::new("copy")
+        };
+        let mut workers = vec![
+            start(&client, copy_set(&t, observer()), WorkerConfig::default()),
+            start(&client, copy_set(&t, observer()), WorkerConfig::default()),
+        ];
+        let stop = Arc::new(AtomicBool::new(false));
+        let writers: Vec<_> = (0..4u8)
+            .map(|w| {
+                let client = env.client();
+                let (stop, t) = (Arc::clone(&stop), t.clone());
+                std::thread::spawn(move || {
+                    let mut i = 0u32;
+                    while !stop.load(Ordering::SeqCst) {
+                        let mut row = vec![(i.wrapping_mul(97) as u8) ^ (w * 61)];
+                        row.extend_from_slice(format!("w{w}-{i}").as_bytes());
+                        client
+                            .run(|txn| txn.set(&t, &row, FAMILY, "q", "v"))
+                            .unwrap();
+                        i += 1;
+                    }
+                    client.shutdown();
+                })
+            })
+            .collect();
+        let begun = Instant::now();
+        while begun.elapsed() < Duration::from_secs(15) {
+            std::thread::sleep(Duration::from_secs(5));
+            if kills && begun.elapsed() < Duration::from_secs(15) {
+                let dead = workers.remove(0);
+                dead.kill();
+                rt().block_on(dead.shutdown());
+                workers.push(start(
+                    &client,
+                    copy_set(&t, observer()),
+                    WorkerConfig::default(),
+                ));
+            }
+        }
+        stop.store(true, Ordering::SeqCst);
+        for w in writers {
+            w.join().unwrap();
+        }
+        wait_until(&client, &t, "every row", || true);
+        for w in workers {
+            rt().block_on(w.shutdown());
+        }
+        let mut lags: Vec<Duration> = reported
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(_, r)| r.lag())
+            .collect();
+        lags.sort();
+        let at = |q: f64| lags[((lags.len() - 1) as f64 * q) as usize];
+        println!(
+            "kills={kills}: {} runs, lag p50 {:?} p99 {:?} max {:?}",
+            lags.len(),
+            at(0.5),
+            at(0.99),
+            lags[lags.len() - 1]
+        );
+        client.shutdown();
+    }
+}
