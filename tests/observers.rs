@@ -427,6 +427,44 @@ fn a_worker_dying_between_acknowledging_and_committing_loses_nothing() {
     client.shutdown();
 }
 
+/// A run whose commit point's reply was lost settles its commit by re-reading the primary; the
+/// notifications' delete did not ride in that CAS, so the run clears them itself right after.
+/// The change is not run a second time (not even as a run that finds it acknowledged).
+#[test]
+fn a_run_that_settled_its_commit_clears_its_notifications_itself() {
+    let env = Env::start();
+    let t = env.table("obs_settled");
+    let client = env.client();
+    let store = FaultyStore::new(env.hbase.clone(), env.schema.clone());
+    store.inject(CasKind::Commit, "r", Fault::DropRequest, 1);
+    let worker_client = env.client_on(store.clone(), env.tso.clone(), env.options());
+    let worker = start(
+        &worker_client,
+        copy_set(&t, CopyCounter::new("copy")),
+        config(),
+    );
+    set(&client, &t, "r", "v");
+    wait_until(&client, &t, "the copy", || {
+        read(&client, &t, "r", "copy").as_deref() == Some("v") && worker.stats().processed == 1
+    });
+    assert!(
+        !store.fired().is_empty(),
+        "the commit point's request was dropped"
+    );
+    // A run that cleared the notifications counts itself just after: give it time to.
+    std::thread::sleep(Duration::from_millis(300));
+    let stats = worker.stats();
+    assert_eq!(
+        (stats.processed, stats.already_acked),
+        (1, 0),
+        "one run, and no second one to clear: {stats:?}"
+    );
+    assert_eq!(runs(&client, &t, "r"), 1);
+    rt().block_on(worker.shutdown());
+    worker_client.shutdown();
+    client.shutdown();
+}
+
 #[test]
 fn a_writer_that_dies_after_prewrite_leaves_a_notification_the_worker_settles() {
     let env = Env::start();

@@ -378,6 +378,33 @@ fn prewrite_refused_by_a_newer_commit_whose_low_byte_is_smaller() {
     );
 }
 
+/// Invariant 4, as `transaction_status` reports it: only the primary tells. A committed
+/// transaction answers its commit_ts; a dead owner's transaction left locked on its primary is
+/// rolled back there and answers `None`.
+#[test]
+fn transaction_status_is_decided_by_the_primary() {
+    let env = Env::start();
+    let t = env.table("acct");
+    let (p, s) = (env.key(&t, "p"), env.key(&t, "s"));
+    let client = env.client();
+    let mut txn = client.begin().unwrap();
+    let start_ts = txn.start_ts().unwrap();
+    for k in [&p, &s] {
+        txn.set(&k.table, &k.row, &k.family, &k.qualifier, "1")
+            .unwrap();
+    }
+    let commit_ts = txn.commit().unwrap();
+    assert_eq!(
+        client.transaction_status(&p, start_ts).unwrap(),
+        Some(commit_ts)
+    );
+    let dead = Script::dead(&env, &p);
+    assert!(dead.prewrite(&p, b"2") && dead.prewrite(&s, b"2"));
+    assert_eq!(client.transaction_status(&p, dead.start_ts).unwrap(), None);
+    must_be_released_at(&env, &p, dead.start_ts);
+    client.shutdown();
+}
+
 /// Invariant 4: after a rollback, a late (duplicated) prewrite of the primary fails, so the
 /// transaction cannot commit over secondaries already rolled back.
 #[test]

@@ -170,6 +170,18 @@ mod tests {
         assert!(plan.writes.is_empty());
     }
 
+    /// The safe point may be an open transaction's start_ts (it never passes the oldest one), so
+    /// a data version at exactly the safe point that no record or lock accounts for may be that
+    /// transaction's: only versions strictly below it are orphans.
+    #[test]
+    fn data_at_the_safe_point_itself_is_never_an_orphan() {
+        use WriteKind::*;
+        let col = column(&[(30, Put, 25)], &[25, 64, 65]);
+        let plan = plan_column(&col, 65);
+        assert_eq!(plan.data, [64]);
+        assert!(plan.writes.is_empty());
+    }
+
     #[test]
     fn data_pointed_at_from_above_the_safe_point_stays() {
         use WriteKind::*;

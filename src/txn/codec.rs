@@ -520,4 +520,17 @@ mod tests {
         );
         assert!(split_column_qualifier(&[5, b'a']).is_err());
     }
+
+    /// HBase allows an empty qualifier, and so does `CellKey`: such a column's key is the
+    /// family alone, and it splits back whole (scans and GC name columns from these keys).
+    #[test]
+    fn a_column_with_an_empty_qualifier_splits_back() {
+        let encoded = column_qualifier(b"fam", b"");
+        assert_eq!(encoded, b"\x03fam");
+        assert_eq!(
+            split_column_qualifier(&encoded).unwrap(),
+            (b"fam".to_vec(), Vec::new())
+        );
+        assert!(split_column_qualifier(b"\x04fam").is_err());
+    }
 }

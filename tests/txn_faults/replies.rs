@@ -4,10 +4,12 @@
 
 use std::sync::Arc;
 
-use percolator::txn::codec::LockState;
+use percolator::hbase::{CheckAndMutate, Mutation};
+use percolator::txn::actions;
+use percolator::txn::codec::{decode_lock_state, LockState};
 use percolator::{Client, Error, HBaseClient, HBaseConfig, RetryClass};
 
-use crate::txn_support::faulty::{CasKind, Fault, FaultyStore, Gate, ProbingTso};
+use crate::txn_support::faulty::{CasKind, Fault, FaultyStore, Gate, ProbingTso, Rewrite};
 use crate::txn_support::proxy::Proxy;
 use crate::txn_support::{begin_now, Env};
 use crate::{get, has_put_record, read_p_and_s, seeded, value, write_p_and_s, FAMILY};
@@ -132,6 +134,46 @@ fn dropped_secondary_commit_is_rolled_forward_by_readers() {
     assert!(has_put_record(&env, &t, "s", commit_ts));
     env.assert_no_locks(&t);
     reader.shutdown();
+    client.shutdown();
+}
+
+/// A commit point whose outcome is unknown is settled by re-reading the primary. Found
+/// committed at another commit_ts than the one sent (here the call that landed was not the
+/// client's own), the transaction is committed but not as the client knows it: the outcome is
+/// reported undetermined, never success at the client's commit_ts and never a rollback.
+#[test]
+fn a_primary_committed_at_another_timestamp_is_undetermined_not_rolled_back() {
+    let env = Env::start();
+    let t = seeded(&env);
+    let store = FaultyStore::new(env.hbase.clone(), env.schema.clone());
+    let (schema, primary) = (env.schema.clone(), env.key(&t, "p"));
+    let elsewhere: Rewrite = Arc::new(move |cam: &CheckAndMutate| {
+        let LockState::Locked(lock) = decode_lock_state(Some(&cam.value)).unwrap() else {
+            panic!("a commit is conditional on a lock");
+        };
+        let commit_ts = cam
+            .mutations
+            .mutations
+            .iter()
+            .find_map(|m| match m {
+                Mutation::Put(p) => p
+                    .cells
+                    .iter()
+                    .find(|c| c.family == schema.write_family)
+                    .and_then(|c| c.timestamp),
+                Mutation::Delete(_) => None,
+            })
+            .expect("the write record's version") as u64;
+        actions::commit(&schema, &primary, &lock, &cam.value, commit_ts + 1)
+    });
+    store.inject(CasKind::Commit, "p", Fault::Instead(elsewhere), 1);
+    let client = env.client_on(store.clone(), env.tso.clone(), env.options());
+    let err = write_p_and_s(&client, &t).expect_err("not a success at the client's commit_ts");
+    assert!(
+        matches!(err, Error::CommitUndetermined { .. }),
+        "the primary is committed, at another timestamp: {err}"
+    );
+    assert_eq!(read_p_and_s(&env, &t), (value("1"), value("1")));
     client.shutdown();
 }
 

@@ -120,7 +120,13 @@ pub enum Fault {
     Delay(Duration),
     /// Applied once the gate opens.
     Hold(Arc<Gate>),
+    /// Another call, made from this one, applied in its place; then reported as
+    /// `OutcomeUnknown` (the client cannot tell what happened).
+    Instead(Rewrite),
 }
+
+/// Makes the call a [`Fault::Instead`] applies from the call the client sent.
+pub type Rewrite = Arc<dyn Fn(&CheckAndMutate) -> CheckAndMutate + Send + Sync>;
 
 struct Rule {
     kind: CasKind,
@@ -205,6 +211,10 @@ impl HBaseAccess for FaultyStore {
     async fn check_and_mutate(&self, table: &str, cam: &CheckAndMutate) -> Result<bool> {
         let fault = self.take_fault(cam);
         if let Some(Fault::DropRequest) = fault {
+            return Err(lost(table, &cam.row));
+        }
+        if let Some(Fault::Instead(rewrite)) = &fault {
+            HBaseAccess::check_and_mutate(&self.inner, table, &rewrite(cam)).await?;
             return Err(lost(table, &cam.row));
         }
         match fault {

@@ -149,4 +149,19 @@ mod tests {
             Err(Error::Corrupted { what: "lock", .. })
         ));
     }
+
+    /// A lock that claims our start_ts but is not the one we wrote (another owner, another
+    /// value) was never ours: it is damage, reported as such, and never handed to the resolver
+    /// as another transaction's lock (resolving it would decide our own transaction).
+    #[test]
+    fn a_different_lock_at_our_start_ts_is_damage_not_another_transaction() {
+        let k = key("r1");
+        let ours = encode_lock(&lock(100, "r1"));
+        let mut impostor = lock(100, "r1");
+        impostor.owner = "someone-else".into();
+        assert!(matches!(
+            after_failed_prewrite(&k, 100, &ours, Some(&encode_lock(&impostor))),
+            Err(Error::Corrupted { what: "lock", .. })
+        ));
+    }
 }
