@@ -408,3 +408,64 @@ fn commit_point_uses_the_lock_a_heartbeat_rewrote() {
     assert_eq!(primary_commits, 1, "one commit request for the primary");
     holder.shutdown();
 }
+
+/// A clock stopped at a chosen reading.
+struct At(u64);
+
+impl Clock for At {
+    fn now_ms(&self) -> u64 {
+        self.0
+    }
+}
+
+/// A live owner's lock becomes stale only once the clock is past `wall_ms + ttl_ms`: at that
+/// very millisecond a reader still waits for it; one millisecond later it cleans it.
+#[test]
+fn a_lock_is_stale_only_once_its_ttl_has_passed() {
+    use percolator::txn::actions;
+    use percolator::txn::codec::{encode_lock, Lock, MutationKind};
+
+    let env = Env::start();
+    let t = seeded(&env);
+    let owner = env.client();
+    let p = env.key(&t, "p");
+    let (wall_ms, ttl_ms) = (1_000_000, 2_000);
+    let lock = Lock {
+        start_ts: env.ts(),
+        kind: MutationKind::Put,
+        primary: p.clone(),
+        owner: owner.owner_id().to_string(),
+        wall_ms,
+        ttl_ms,
+        short_value: Some(b"x".to_vec()),
+    };
+    let cam = actions::prewrite(
+        &env.schema,
+        &p,
+        &lock,
+        &encode_lock(&lock),
+        Some(b"x"),
+        false,
+    );
+    assert!(env.hbase.check_and_mutate(&t, &cam).unwrap());
+    let at_expiry = reader_with(
+        &env,
+        Duration::from_millis(300),
+        Arc::new(At(wall_ms + ttl_ms)),
+    );
+    let err = at_expiry
+        .begin()
+        .unwrap()
+        .get(&t, "p", FAMILY, "q")
+        .unwrap_err();
+    assert!(matches!(err, Error::KeyLocked { .. }), "{err}");
+    let past = reader_with(
+        &env,
+        Duration::from_millis(300),
+        Arc::new(At(wall_ms + ttl_ms + 1)),
+    );
+    assert_eq!(get(&past.begin().unwrap(), &t, "p"), value("0"));
+    at_expiry.shutdown();
+    past.shutdown();
+    owner.shutdown();
+}
