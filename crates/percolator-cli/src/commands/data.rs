@@ -8,12 +8,13 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use super::{
-    client, first_timestamp, hbase, print_json, timeout, within, Waiting, DEFAULT_TIMEOUT_S,
+    hbase, oracle, print_json, timeout, transactional, within, Waiting, DEFAULT_TIMEOUT_S,
 };
 use crate::tools::{render_value, scan_range, value_json};
 use percolator::locks::{check_owners, list_locks, resolve_locks};
 use percolator::txn::{Schema, TxnOptions};
 use percolator::CellKey;
+use percolator::HBaseClient;
 use percolator::{Error, Result};
 
 /// The connection options of the data commands.
@@ -317,12 +318,7 @@ pub fn data(command: &DataCommand) -> Result<bool> {
                         })
                     }
                     (true, Some(o)) => {
-                        w.on(format!("the timestamp oracle at {o}"));
-                        first_timestamp(std::slice::from_ref(&o), deadline)?;
-                        w.on(format!(
-                            "the HBase gateway at {addr} or the timestamp oracle at {o}"
-                        ));
-                        let c = client(&addr, &o, deadline)?;
+                        let c = with_oracle(&hb, &addr, &o, deadline, &w)?;
                         let r = resolve_locks(&c, &locks);
                         c.shutdown();
                         r
@@ -382,14 +378,25 @@ fn key(table: &str, row: &str, column: &str) -> Result<CellKey> {
 fn connect(conn: &DataArgs, waiting: &Waiting) -> Result<percolator::Client> {
     let deadline = timeout(conn.timeout)?;
     waiting.on(format!("the HBase gateway at {}", conn.hbase));
-    hbase(&conn.hbase, deadline)?;
-    waiting.on(format!("the timestamp oracle at {}", conn.oracle));
-    first_timestamp(std::slice::from_ref(&conn.oracle), deadline)?;
+    let hb = hbase(&conn.hbase, deadline)?;
+    with_oracle(&hb, &conn.hbase, &conn.oracle, deadline, waiting)
+}
+
+/// A transactional client over `hb` (the gateway at `addr`, already reached) and the oracle
+/// at `oracle`, reached here.
+fn with_oracle(
+    hb: &HBaseClient,
+    addr: &str,
+    oracle_addr: &str,
+    deadline: std::time::Duration,
+    waiting: &Waiting,
+) -> Result<percolator::Client> {
+    waiting.on(format!("the timestamp oracle at {oracle_addr}"));
+    let (tso, _) = oracle(&[oracle_addr.to_string()], deadline)?;
     waiting.on(format!(
-        "the HBase gateway at {} or the timestamp oracle at {}",
-        conn.hbase, conn.oracle
+        "the HBase gateway at {addr} or the timestamp oracle at {oracle_addr}"
     ));
-    client(&conn.hbase, &conn.oracle, deadline)
+    transactional(hb, tso)
 }
 
 /// The value of `put`: the argument (`-`: standard input), or the file, decoded from hex with

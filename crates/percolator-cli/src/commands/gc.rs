@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
-use super::{connect_hbase, oracle_ts, timeout};
+use super::{connect_hbase, connect_oracle, timeout};
 use crate::tools::progress::{unless_json, Progress};
 use percolator::gc::{GcOptions, GcProgress, GcReport, GcWorker};
 use percolator::hbase::HBaseConfig;
@@ -85,7 +85,7 @@ impl GcCommand {
         // the rounds waits at most --timeout.
         let deadline = timeout(self.timeout)?;
         connect_hbase(&self.hbase, self.timeout)?;
-        oracle_ts(&oracles, self.timeout)?;
+        connect_oracle(&oracles, self.timeout)?;
         let runtime = tokio::runtime::Runtime::new().map_err(|e| Error::io("starting tokio", e))?;
         runtime.block_on(async {
             let schema = Schema {

@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::{client, connect_hbase, oracle_ts, print_json, timeout};
+use super::{connect_hbase, connect_oracle, print_json, transactional};
 use crate::tools::progress::unless_json;
 use percolator::hbase::{FamilyDescriptor, HBaseClient, HBaseConfig, Put, TableDescriptor};
 use percolator::migrate::{self, ApplyOptions, ProgressMode};
@@ -212,7 +212,7 @@ pub fn migrate(command: &MigrateCommand) -> Result<bool> {
             let ts = a
                 .oracle
                 .as_deref()
-                .map(|o| oracle_ts(&[o.to_string()], a.common.timeout))
+                .map(|o| connect_oracle(&[o.to_string()], a.common.timeout).map(|(_, ts)| ts))
                 .transpose()?;
             let opts = ApplyOptions {
                 progress: unless_json(a.common.json),
@@ -326,8 +326,8 @@ pub fn migrate(command: &MigrateCommand) -> Result<bool> {
             let hb = connect_hbase(&a.common.hbase, a.common.timeout)?;
             let resolver = match (&a.oracle, a.force) {
                 (Some(o), true) => {
-                    oracle_ts(std::slice::from_ref(o), a.common.timeout)?;
-                    Some(client(&a.common.hbase, o, timeout(a.common.timeout)?)?)
+                    let (tso, _) = connect_oracle(std::slice::from_ref(o), a.common.timeout)?;
+                    Some(transactional(&hb, tso)?)
                 }
                 _ => None,
             };

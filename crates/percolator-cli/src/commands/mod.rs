@@ -57,34 +57,37 @@ pub(crate) fn connect_hbase(addr: &str, seconds: f64) -> Result<HBaseClient> {
     within(deadline, &waiting, move || hbase(&addr, deadline))
 }
 
-/// One timestamp of the oracle at `addrs` (a fail-over list), within `seconds` (else an error
-/// naming it).
-pub(crate) fn oracle_ts(addrs: &[String], seconds: f64) -> Result<u64> {
+/// The oracle at `addrs` (a fail-over list), reached within `seconds` (else an error naming
+/// it): connected, with the timestamp that showed it answers.
+pub(crate) fn connect_oracle(addrs: &[String], seconds: f64) -> Result<(OracleClient, u64)> {
     let deadline = timeout(seconds)?;
     let waiting = Waiting::default();
     waiting.on(format!("the timestamp oracle at {}", addrs.join(",")));
     let addrs = addrs.to_vec();
-    within(deadline, &waiting, move || {
-        first_timestamp(&addrs, deadline)
-    })
+    within(deadline, &waiting, move || oracle(&addrs, deadline))
 }
 
-/// One timestamp of the oracle at `addrs`, no wait on it longer than `timeout`: a silent
-/// oracle is found, and named, before a transaction waits on it.
-fn first_timestamp(addrs: &[String], timeout: Duration) -> Result<u64> {
+/// A client of the oracle at `addrs` whose waits on it last at most `timeout`, and its first
+/// timestamp: a silent oracle is found, and named, before a transaction waits on it.
+fn oracle(addrs: &[String], timeout: Duration) -> Result<(OracleClient, u64)> {
     let config = ClientConfig {
         connect_timeout: timeout,
         request_timeout: timeout,
         ..ClientConfig::default()
     };
-    OracleClient::connect(addrs, config)?.get_timestamp()
+    let client = OracleClient::connect(addrs, config)?;
+    let ts = client.get_timestamp()?;
+    Ok((client, ts))
 }
 
-fn client(hbase: &str, oracle: &str, timeout: Duration) -> Result<Client> {
+/// A transactional client over the gateway and oracle clients a command has already reached,
+/// sharing their connections.
+fn transactional(hbase: &HBaseClient, tso: OracleClient) -> Result<Client> {
     let options = TxnOptions::builder()
         .max_lock_wait(Duration::from_secs(2))
         .build();
-    Client::connect(hbase_config(hbase, timeout), &[oracle.to_string()], options)
+    percolator::txn::setup::create_liveness_table(hbase, options.liveness())?;
+    Client::new(Arc::new(hbase.asynchronous()), Arc::new(tso), options)
 }
 
 /// What a command is waiting for, for the error when its deadline passes ("the HBase gateway
