@@ -225,6 +225,50 @@ pub enum Error {
         http: bool,
     },
 
+    /// An HTTP-mode gateway answered with another status than 200. 401 and 403 mean it
+    /// refused the client (SPNEGO failed, or the end user in `doAs` may not be impersonated):
+    /// nothing was applied. 502, 503 and 504 come from a proxy in front of a gateway that is
+    /// down or busy, and are worth retrying.
+    ///
+    /// ```
+    /// use percolator::{Error, RetryClass};
+    /// let refused = Error::HttpStatus {
+    ///     addr: "https://gw:9090/".into(),
+    ///     status: 403,
+    ///     reason: "Forbidden".into(),
+    ///     detail: "User: svc is not allowed to impersonate alice".into(),
+    /// };
+    /// assert_eq!(
+    ///     refused.to_string(),
+    ///     "the HBase gateway at https://gw:9090/ answered HTTP 403 Forbidden: User: svc is not allowed to impersonate alice"
+    /// );
+    /// assert_eq!(refused.retry_class(), RetryClass::Fatal);
+    /// ```
+    #[error(
+        "the HBase gateway at {addr} answered HTTP {status} {reason}{}{detail}",
+        if .detail.is_empty() { "" } else { ": " }
+    )]
+    HttpStatus {
+        /// The gateway's address.
+        addr: String,
+        /// The HTTP status.
+        status: u16,
+        /// Its reason phrase.
+        reason: String,
+        /// The text of the error page, shortened.
+        detail: String,
+    },
+
+    /// TLS with an `https://` gateway failed: see [`TlsFailure`](crate::hbase::TlsFailure)
+    /// for what to do about each cause.
+    #[error("TLS with the HBase gateway at {addr} failed: {failure}")]
+    Tls {
+        /// The gateway's address.
+        addr: String,
+        /// Why.
+        failure: crate::hbase::TlsFailure,
+    },
+
     /// A non-idempotent call (checkAndMutate, increment, append) lost its reply: it may or may
     /// not have been applied.
     #[error(
@@ -508,6 +552,9 @@ impl Error {
             | Error::KeyLocked { .. }
             | Error::RolledBack { .. }
             | Error::SnapshotTooOld { .. } => RetryClass::Retry,
+            Error::HttpStatus { status, .. } if matches!(status, 429 | 502 | 503 | 504) => {
+                RetryClass::Retry
+            }
             Error::OutcomeUnknown { .. } | Error::CommitUndetermined { .. } => {
                 RetryClass::Undetermined
             }
@@ -521,6 +568,8 @@ impl Error {
             | Error::Rejected { .. }
             | Error::Protocol { .. }
             | Error::NotThrift { .. }
+            | Error::HttpStatus { .. }
+            | Error::Tls { .. }
             | Error::OracleFenced { .. }
             | Error::OracleStore { .. }
             | Error::Corrupted { .. }

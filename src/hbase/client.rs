@@ -21,13 +21,16 @@ use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::config::HBaseConfig;
+use super::config::{HBaseConfig, Transport};
 use super::conn::{later, Deadline, Failure, Settings};
+use super::endpoint::{Endpoint, Scheme};
 use super::errors::{self, Cause};
+use super::gateways::{Gateway, Gateways};
+use super::link::{tls, Plan};
 use super::pool::{Lease, Limits, Pool};
 use super::wire::{self, Arg, Codec, Request, Success};
 use crate::runtime;
-use crate::{Error, Peer, Result};
+use crate::{Error, Peer, Result, RetryClass};
 
 /// Whether a call may be sent again after a connection failure.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,6 +52,8 @@ pub(crate) struct CallSpec<'a> {
     /// Rows the call reads or writes at most: the pool keeps a call over many rows from
     /// sharing a connection (see `pool`).
     pub rows: usize,
+    /// The gateway the call must go to (a scanner's), when there are several.
+    pub gateway: Option<usize>,
 }
 
 impl<'a> CallSpec<'a> {
@@ -59,6 +64,7 @@ impl<'a> CallSpec<'a> {
             row,
             replay: Replay::Safe,
             rows: 1,
+            gateway: None,
         }
     }
 
@@ -70,6 +76,7 @@ impl<'a> CallSpec<'a> {
             row,
             replay: Replay::OutcomeUnknown,
             rows: 1,
+            gateway: None,
         }
     }
 
@@ -81,12 +88,19 @@ impl<'a> CallSpec<'a> {
             row: &[],
             replay: Replay::NotAfterSend,
             rows: 1,
+            gateway: None,
         }
     }
 
     /// A call over `rows` rows (at least one counts).
     pub(crate) fn rows(mut self, rows: usize) -> Self {
         self.rows = rows.max(1);
+        self
+    }
+
+    /// A call that must go to the gateway at `index`.
+    pub(crate) fn on(mut self, index: usize) -> Self {
+        self.gateway = Some(index);
         self
     }
 }
@@ -97,7 +111,8 @@ enum Attempt<T> {
 }
 
 struct Inner {
-    pool: Pool,
+    gateways: Gateways,
+    codec: Codec,
     config: HBaseConfig,
     rpc_count: AtomicU64,
     next_seq: AtomicI32,
@@ -163,37 +178,94 @@ impl AsyncHBaseClient {
                 message: "HBaseConfig.pool_size must be at least 1".to_owned(),
             });
         }
-        let settings = Settings {
-            addr: config.addr.clone(),
-            codec: Codec {
-                protocol: config.protocol,
-                transport: config.transport,
+        let endpoints = Endpoint::parse_list(&config.addr)?;
+        let scheme = endpoints[0].scheme;
+        if endpoints.iter().any(|e| e.scheme != scheme) {
+            return Err(Error::IllegalArgument {
+                message: format!(
+                    "the gateways in `{}` mix schemes; a client speaks one way to all of them",
+                    config.addr
+                ),
+            });
+        }
+        let codec = Codec {
+            protocol: config.protocol,
+            // An HTTP body is one message, unframed.
+            transport: if scheme == Scheme::Tcp {
+                config.transport
+            } else {
+                Transport::Buffered
             },
-            connect_timeout: config.connect_timeout,
-            read_timeout: config.read_timeout,
+        };
+        let tls = match scheme {
+            Scheme::Https => {
+                Some(
+                    tls::client_config(&config.tls).map_err(|failure| Error::Tls {
+                        addr: config.addr.clone(),
+                        failure,
+                    })?,
+                )
+            }
+            _ => None,
         };
         let limits = Limits {
             size: config.pool_size as usize,
             pipeline: config.pipeline_per_connection.max(1),
             max_idle: config.max_idle,
         };
+        let gateways = endpoints
+            .into_iter()
+            .map(|endpoint| {
+                let name = if endpoint.is_http() {
+                    endpoint.to_string()
+                } else {
+                    endpoint.authority()
+                };
+                let settings = Settings {
+                    addr: endpoint.authority(),
+                    codec,
+                    plan: Plan {
+                        tls: tls.clone(),
+                        do_as: config.do_as.clone(),
+                        ..Plan::plain(endpoint)
+                    },
+                    connect_timeout: config.connect_timeout,
+                    read_timeout: config.read_timeout,
+                };
+                Gateway::new(Pool::new(settings, limits, handle.clone()), name)
+            })
+            .collect();
         let client = AsyncHBaseClient {
             inner: Arc::new(Inner {
-                pool: Pool::new(settings, limits, handle),
+                gateways: Gateways::new(gateways),
+                codec,
                 config,
                 rpc_count: AtomicU64::new(0),
                 next_seq: AtomicI32::new(0),
             }),
         };
-        drop(
-            client
-                .inner
-                .pool
-                .lease(1)
-                .await
-                .map_err(|e| client.transport(e))?,
-        );
+        client.reach_one().await?;
         Ok(client)
+    }
+
+    /// Opens a connection to the first gateway that answers, leaving out those that do not;
+    /// fails with the last one's error if none does.
+    async fn reach_one(&self) -> Result<()> {
+        let gateways = &self.inner.gateways;
+        let mut last = None;
+        for index in 0..gateways.len() {
+            match gateways.get(index).pool.lease(1).await {
+                Ok(lease) => {
+                    drop(lease);
+                    return Ok(());
+                }
+                Err(e) => {
+                    gateways.failed(index);
+                    last = Some(self.transport(index, e));
+                }
+            }
+        }
+        Err(last.expect("at least one gateway"))
     }
 
     /// The configuration the client was built with.
@@ -235,7 +307,11 @@ impl AsyncHBaseClient {
 
     /// The runtime the connections live on.
     pub(crate) fn handle(&self) -> &tokio::runtime::Handle {
-        self.inner.pool.handle()
+        self.inner.gateways.first().pool.handle()
+    }
+
+    pub(crate) fn gateways(&self) -> &Gateways {
+        &self.inner.gateways
     }
 
     /// Encodes a call (its arguments as field id and value, under a fresh sequence id) and
@@ -245,37 +321,58 @@ impl AsyncHBaseClient {
         spec: CallSpec<'_>,
         args: &[(i16, Arg<'_>)],
     ) -> Result<T> {
+        self.call_at(spec, args).await.map(|(value, _)| value)
+    }
+
+    /// [`call`](Self::call), and the gateway that answered it.
+    pub(crate) async fn call_at<T: Success>(
+        &self,
+        spec: CallSpec<'_>,
+        args: &[(i16, Arg<'_>)],
+    ) -> Result<(T, usize)> {
         let seq = self.inner.next_seq.fetch_add(1, Ordering::Relaxed);
         let method = spec.method;
         let request =
-            wire::encode(self.inner.pool.settings().codec, method, seq, args).map_err(|e| {
-                Error::Protocol {
-                    peer: Peer::HBase,
-                    message: format!("encoding {method}: {e}"),
-                }
+            wire::encode(self.inner.codec, method, seq, args).map_err(|e| Error::Protocol {
+                peer: Peer::HBase,
+                message: format!("encoding {method}: {e}"),
             })?;
         let started = Instant::now();
         let deadline = self.deadline(started);
+        let gateways = &self.inner.gateways;
+        let first_at = spec.gateway.unwrap_or_else(|| gateways.pick(None));
         let lease = self
-            .bounded(&deadline, self.inner.pool.lease(spec.rows))
+            .bounded(&deadline, gateways.get(first_at).pool.lease(spec.rows))
             .await;
-        let first = match self.attempt(&spec, &request, lease, &deadline).await {
-            Attempt::Done(result) => return result,
+        let first = match self
+            .attempt(first_at, &spec, &request, lease, &deadline)
+            .await
+        {
+            Attempt::Done(result) => return result.map(|value| (value, first_at)),
             Attempt::Replay(error) => error,
         };
         if Instant::now() >= deadline.at {
             // No time is left: a replay would outlast the deadline the configuration promises.
             return Err(first);
         }
-        tracing::debug!(method, table = spec.table, error = %first, "replaying once on a fresh connection");
+        // Another gateway, if there is one to go to: the first may be the one that failed.
+        let second_at = spec
+            .gateway
+            .unwrap_or_else(|| gateways.pick(Some(first_at)));
+        tracing::debug!(method, table = spec.table, error = %first, gateway = %gateways.get(second_at).name, "replaying once on a fresh connection");
         let fresh = self
-            .bounded(&deadline, self.inner.pool.fresh(spec.rows))
+            .bounded(&deadline, gateways.get(second_at).pool.fresh(spec.rows))
             .await;
-        let second = match self.attempt(&spec, &request, fresh, &deadline).await {
+        let second = match self
+            .attempt(second_at, &spec, &request, fresh, &deadline)
+            .await
+        {
             Attempt::Done(result) => result,
             Attempt::Replay(error) => Err(error),
         };
-        second.map_err(|e| with_tries(e, 2, started.elapsed()))
+        second
+            .map(|value| (value, second_at))
+            .map_err(|e| with_tries(e, 2, started.elapsed()))
     }
 
     /// The deadline of a call made at `started`: see `HBaseConfig::call_timeout`.
@@ -318,29 +415,55 @@ impl AsyncHBaseClient {
 
     async fn attempt<T: Success>(
         &self,
+        gateway: usize,
         spec: &CallSpec<'_>,
         request: &Request,
         lease: io::Result<Lease>,
         deadline: &Deadline,
     ) -> Attempt<T> {
+        let gateways = &self.inner.gateways;
         let lease = match lease {
             Ok(lease) => lease,
-            Err(e) => return Attempt::Done(Err(self.transport(e))),
+            Err(e) => {
+                let error = self.transport(gateway, e);
+                if error.retry_class() != RetryClass::Retry {
+                    // TLS or authentication refused: another try would be refused the same.
+                    return Attempt::Done(Err(error));
+                }
+                gateways.failed(gateway);
+                // Nothing was sent: another gateway, if there is one, may take it.
+                return if gateways.len() > 1 && spec.gateway.is_none() {
+                    Attempt::Replay(error)
+                } else {
+                    Attempt::Done(Err(error))
+                };
+            }
         };
         self.inner.rpc_count.fetch_add(1, Ordering::Relaxed);
         let arm = spec.replay == Replay::OutcomeUnknown;
         match lease.call::<T>(request, arm, deadline).await {
-            Ok(Ok(value)) => Attempt::Done(Ok(value)),
-            Ok(Err(e)) => Attempt::Done(Err(errors::server_error(e, spec.method, spec.table))),
-            Err(failure) => self.classify(failure, spec),
+            Ok(answer) => {
+                gateways.succeeded(gateway);
+                match answer {
+                    Ok(value) => Attempt::Done(Ok(value)),
+                    Err(e) => Attempt::Done(Err(errors::server_error(e, spec.method, spec.table))),
+                }
+            }
+            Err(failure) => {
+                if let Cause::Io(..) = failure.cause {
+                    gateways.failed(gateway);
+                }
+                self.classify(gateway, failure, spec)
+            }
         }
     }
 
     /// What a call that got no answer means under the retry rules.
-    fn classify<T>(&self, failure: Failure, spec: &CallSpec<'_>) -> Attempt<T> {
-        let error = failure.cause.error(&self.inner.config.addr);
-        if let Cause::NotThrift(_) = failure.cause {
-            // Not a Thrift gateway: it applied nothing, and would answer a replay the same.
+    fn classify<T>(&self, gateway: usize, failure: Failure, spec: &CallSpec<'_>) -> Attempt<T> {
+        let error = failure.cause.error(&self.inner.gateways.get(gateway).name);
+        if failure.cause.is_refusal() {
+            // Not a gateway that takes this request (not Thrift, or refused by HTTP status):
+            // it applied nothing, and would answer a replay the same.
             return Attempt::Done(Err(error));
         }
         match (failure.sent, spec.replay) {
@@ -355,10 +478,22 @@ impl AsyncHBaseClient {
         }
     }
 
-    fn transport(&self, source: io::Error) -> Error {
+    /// The error for a failure to reach the gateway at `index`: a TLS failure as itself, any
+    /// other as a transport error.
+    fn transport(&self, index: usize, source: io::Error) -> Error {
+        let addr = self.inner.gateways.get(index).name.clone();
+        if let Some(failure) = source
+            .get_ref()
+            .and_then(|inner| inner.downcast_ref::<tls::TlsFailure>())
+        {
+            return Error::Tls {
+                addr,
+                failure: failure.clone(),
+            };
+        }
         Error::Transport {
             peer: Peer::HBase,
-            addr: self.inner.config.addr.clone(),
+            addr,
             source,
         }
     }

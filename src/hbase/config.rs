@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use super::security::{Kerberos, Qop, TlsOptions};
+
 /// Thrift transport framing. The HBase gateway defaults to unframed (buffered on our side).
 ///
 /// ```
@@ -67,7 +69,12 @@ pub enum Protocol {
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HBaseConfig {
-    /// `host:port` of the gateway.
+    /// Where the gateway is: `host:port` (a raw Thrift socket), `http://host:port[/path]`
+    /// (the gateway in HTTP mode), `https://host:port[/path]` (HTTP over TLS), or a
+    /// comma-separated list of gateways, over which calls are spread (see
+    /// [`Endpoint::parse_list`](super::Endpoint::parse_list)). A gateway that cannot be
+    /// reached is left out for a while and probed again; a scanner stays on the gateway that
+    /// opened it.
     pub addr: String,
     pub transport: Transport,
     pub protocol: Protocol,
@@ -106,6 +113,18 @@ pub struct HBaseConfig {
     /// throughput and 13% of `txn_transfer2` (README, "Against a real HBase"). Only a gateway
     /// whose calls cost less than its wake-ups (the loopback emulator) gains from more.
     pub pipeline_per_connection: usize,
+    /// Trust and client identity for `https://` gateways (default: the system's roots,
+    /// hostname verification on).
+    pub tls: TlsOptions,
+    /// Kerberos credentials: SASL/GSSAPI on a raw socket, SPNEGO over HTTP. `None`: the
+    /// gateway is not secured.
+    pub kerberos: Option<Kerberos>,
+    /// The SASL protection asked of a Kerberos raw-socket gateway (default `auth-conf`).
+    pub qop: Qop,
+    /// The end user to act as on an HTTP gateway that allows impersonation
+    /// (`hbase.thrift.support.proxyuser=true`); the client's own identity must be granted it
+    /// (`hadoop.proxyuser.<client>.hosts` and `.groups`).
+    pub do_as: Option<String>,
 }
 
 impl HBaseConfig {
@@ -127,7 +146,147 @@ impl HBaseConfig {
             pool_size: 16,
             max_idle: Duration::from_secs(50),
             pipeline_per_connection: 1,
+            tls: TlsOptions::default(),
+            kerberos: None,
+            qop: Qop::default(),
+            do_as: None,
         }
+    }
+
+    /// This configuration with what the environment says of the gateway, as
+    /// `scripts/real-hbase start` prints it and the `percolator` commands read it. Each
+    /// variable that is set (and not empty) overrides its setting:
+    ///
+    /// | variable | setting |
+    /// |---|---|
+    /// | `HBASE_THRIFT_TRANSPORT` | `buffered` or `framed` ([`transport`](Self#structfield.transport)) |
+    /// | `HBASE_THRIFT_PROTOCOL` | `binary` or `compact` ([`protocol`](Self#structfield.protocol)) |
+    /// | `HBASE_CA_FILE` | PEM CA certificates to trust ([`TlsOptions::ca_file`]) |
+    /// | `HBASE_CLIENT_CERT`, `HBASE_CLIENT_KEY` | a client certificate and key, PEM ([`TlsOptions::client_cert`]) |
+    /// | `HBASE_KRB_CLIENT_PRINCIPAL` | the client's Kerberos principal |
+    /// | `HBASE_KRB_CLIENT_KEYTAB` | a keytab to log in from |
+    /// | `HBASE_KRB_CCACHE` | a ticket cache |
+    /// | `HBASE_KRB_SERVICE_PRINCIPAL` | the gateway's principal, when not `hbase/<host>` or `HTTP/<host>` |
+    /// | `HBASE_SASL_QOP` | `auth`, `auth-int` or `auth-conf` ([`qop`](Self#structfield.qop)) |
+    /// | `HBASE_DO_AS` | the end user to act as ([`do_as`](Self#structfield.do_as)) |
+    ///
+    /// Any of the first three Kerberos variables turns Kerberos on. A value that cannot be
+    /// used is an [`Error::IllegalArgument`](crate::Error::IllegalArgument) naming the variable.
+    ///
+    /// ```
+    /// use percolator::HBaseConfig;
+    /// // With none of the variables set, nothing changes.
+    /// # for name in ["HBASE_THRIFT_TRANSPORT", "HBASE_THRIFT_PROTOCOL", "HBASE_CA_FILE", "HBASE_CLIENT_CERT", "HBASE_CLIENT_KEY", "HBASE_KRB_CLIENT_PRINCIPAL", "HBASE_KRB_CLIENT_KEYTAB", "HBASE_KRB_CCACHE", "HBASE_KRB_SERVICE_PRINCIPAL", "HBASE_SASL_QOP", "HBASE_DO_AS"] { std::env::remove_var(name); }
+    /// let config = HBaseConfig::new("gw:9090");
+    /// assert_eq!(config.clone().with_env().unwrap(), config);
+    /// ```
+    pub fn with_env(self) -> Result<Self, crate::Error> {
+        self.with_vars(|name| std::env::var(name).ok().filter(|v| !v.is_empty()))
+    }
+
+    /// [`with_env`](Self::with_env) over any source of variables.
+    fn with_vars(mut self, var: impl Fn(&str) -> Option<String>) -> Result<Self, crate::Error> {
+        let invalid = |name: &str, value: &str, expected: &str| crate::Error::IllegalArgument {
+            message: format!("{name}={value}: expected {expected}"),
+        };
+        if let Some(v) = var("HBASE_THRIFT_TRANSPORT") {
+            self.transport = match v.as_str() {
+                "buffered" => Transport::Buffered,
+                "framed" => Transport::Framed,
+                _ => return Err(invalid("HBASE_THRIFT_TRANSPORT", &v, "buffered or framed")),
+            };
+        }
+        if let Some(v) = var("HBASE_THRIFT_PROTOCOL") {
+            self.protocol = match v.as_str() {
+                "binary" => Protocol::Binary,
+                "compact" => Protocol::Compact,
+                _ => return Err(invalid("HBASE_THRIFT_PROTOCOL", &v, "binary or compact")),
+            };
+        }
+        if let Some(v) = var("HBASE_CA_FILE") {
+            self.tls.ca_file = Some(v.into());
+        }
+        match (var("HBASE_CLIENT_CERT"), var("HBASE_CLIENT_KEY")) {
+            (Some(cert), Some(key)) => self.tls.client_cert = Some((cert.into(), key.into())),
+            (None, None) => {}
+            _ => {
+                return Err(crate::Error::IllegalArgument {
+                    message: "HBASE_CLIENT_CERT and HBASE_CLIENT_KEY go together".into(),
+                })
+            }
+        }
+        let principal = var("HBASE_KRB_CLIENT_PRINCIPAL");
+        let keytab = var("HBASE_KRB_CLIENT_KEYTAB");
+        let ccache = var("HBASE_KRB_CCACHE");
+        if principal.is_some() || keytab.is_some() || ccache.is_some() {
+            let mut kerberos = self.kerberos.take().unwrap_or_default();
+            kerberos.principal = principal.or(kerberos.principal);
+            kerberos.keytab = keytab.map(Into::into).or(kerberos.keytab);
+            kerberos.ccache = ccache.or(kerberos.ccache);
+            self.kerberos = Some(kerberos);
+        }
+        if let Some(v) = var("HBASE_KRB_SERVICE_PRINCIPAL") {
+            if let Some(kerberos) = self.kerberos.as_mut() {
+                kerberos.service_principal = Some(v);
+            }
+        }
+        if let Some(v) = var("HBASE_SASL_QOP") {
+            self.qop = v
+                .parse()
+                .map_err(|_| invalid("HBASE_SASL_QOP", &v, "auth, auth-int or auth-conf"))?;
+        }
+        if let Some(v) = var("HBASE_DO_AS") {
+            self.do_as = Some(v);
+        }
+        Ok(self)
+    }
+
+    /// Sets how `https://` gateways are trusted and how the client proves itself to them.
+    ///
+    /// ```
+    /// use percolator::{hbase::TlsOptions, HBaseConfig};
+    /// let tls = TlsOptions { ca_file: Some("ca.pem".into()), ..TlsOptions::default() };
+    /// let config = HBaseConfig::new("https://gw:9090").tls(tls.clone());
+    /// assert_eq!(config.tls, tls);
+    /// ```
+    pub fn tls(mut self, tls: TlsOptions) -> Self {
+        self.tls = tls;
+        self
+    }
+
+    /// Sets the Kerberos credentials (SASL on a raw socket, SPNEGO over HTTP).
+    ///
+    /// ```
+    /// use percolator::{hbase::Kerberos, HBaseConfig};
+    /// let config = HBaseConfig::new("gw:9090").kerberos(Kerberos::default());
+    /// assert!(config.kerberos.is_some());
+    /// ```
+    pub fn kerberos(mut self, kerberos: Kerberos) -> Self {
+        self.kerberos = Some(kerberos);
+        self
+    }
+
+    /// Sets the SASL protection asked of a Kerberos raw-socket gateway.
+    ///
+    /// ```
+    /// use percolator::{hbase::Qop, HBaseConfig};
+    /// assert_eq!(HBaseConfig::new("gw:1").qop(Qop::Auth).qop, Qop::Auth);
+    /// ```
+    pub fn qop(mut self, qop: Qop) -> Self {
+        self.qop = qop;
+        self
+    }
+
+    /// Acts as `user` on an HTTP gateway that allows impersonation.
+    ///
+    /// ```
+    /// use percolator::HBaseConfig;
+    /// let config = HBaseConfig::new("http://gw:9090").do_as("alice");
+    /// assert_eq!(config.do_as.as_deref(), Some("alice"));
+    /// ```
+    pub fn do_as(mut self, user: impl Into<String>) -> Self {
+        self.do_as = Some(user.into());
+        self
     }
 
     /// Sets the Thrift framing; it must match the gateway's.
@@ -240,6 +399,46 @@ mod tests {
         assert_eq!(config.protocol, Protocol::Binary);
         assert!(config.max_idle < Duration::from_secs(60));
         assert!(config.pool_size > 0);
+    }
+
+    #[test]
+    fn the_environment_overrides_what_it_names_and_refuses_bad_values() {
+        let vars = |pairs: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == name)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        let config = HBaseConfig::new("https://gw:1")
+            .with_vars(vars(&[
+                ("HBASE_THRIFT_PROTOCOL", "compact"),
+                ("HBASE_CA_FILE", "/ca.pem"),
+                ("HBASE_KRB_CLIENT_KEYTAB", "/c.keytab"),
+                ("HBASE_KRB_CLIENT_PRINCIPAL", "c@R"),
+                ("HBASE_KRB_SERVICE_PRINCIPAL", "HTTP/gw@R"),
+                ("HBASE_SASL_QOP", "auth-int"),
+                ("HBASE_DO_AS", "alice"),
+            ]))
+            .unwrap();
+        assert_eq!(config.protocol, Protocol::Compact);
+        assert_eq!(config.transport, Transport::Buffered);
+        assert_eq!(config.tls.ca_file.as_deref(), Some("/ca.pem".as_ref()));
+        let kerberos = config.kerberos.unwrap();
+        assert_eq!(kerberos.principal.as_deref(), Some("c@R"));
+        assert_eq!(kerberos.keytab.as_deref(), Some("/c.keytab".as_ref()));
+        assert_eq!(kerberos.service_principal.as_deref(), Some("HTTP/gw@R"));
+        assert_eq!(config.qop, Qop::AuthInt);
+        assert_eq!(config.do_as.as_deref(), Some("alice"));
+        for bad in [
+            &[("HBASE_THRIFT_TRANSPORT", "http")][..],
+            &[("HBASE_SASL_QOP", "privacy")],
+            &[("HBASE_CLIENT_CERT", "/c.pem")],
+        ] {
+            let err = HBaseConfig::new("gw:1").with_vars(vars(bad)).unwrap_err();
+            assert!(err.to_string().contains(bad[0].0), "{err}");
+        }
     }
 
     #[test]

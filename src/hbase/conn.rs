@@ -32,6 +32,7 @@ use tokio::runtime::Handle;
 use tokio::sync::{oneshot, Notify};
 
 use super::errors::{self, Cause, NOT_THRIFT_HEAD};
+use super::link::{Link, Plan};
 use super::wire::{self, Codec, Decoded, Request, Start, Success};
 use crate::Binary;
 
@@ -48,8 +49,11 @@ pub(crate) type Answer<T> = thrift::Result<T>;
 /// How the connection is reached and how long a call may take.
 #[derive(Clone, Debug)]
 pub(crate) struct Settings {
+    /// `host:port` to connect to.
     pub addr: String,
     pub codec: Codec,
+    /// What a new connection sets up over its socket (HTTP, TLS, SASL), if anything.
+    pub plan: Plan,
     pub connect_timeout: Duration,
     pub read_timeout: Duration,
 }
@@ -225,9 +229,21 @@ impl Connection {
     /// Connects to the first address of `settings.addr` that answers, and starts the reader.
     /// Must run on the runtime of `handle`, which the socket is registered with.
     pub(crate) async fn open(settings: Arc<Settings>, handle: Handle) -> io::Result<Connection> {
-        let stream = connect_any(&settings.addr, settings.connect_timeout).await?;
+        let mut stream = connect_any(&settings.addr, settings.connect_timeout).await?;
         // Requests are written whole; Nagle would hold back every small one.
         stream.set_nodelay(true)?;
+        let link = if settings.plan.is_plain() {
+            None
+        } else {
+            let timeout = settings.connect_timeout;
+            let established = tokio::time::timeout(timeout, settings.plan.establish(&mut stream));
+            Some(established.await.map_err(|_| {
+                io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!("the handshake with {} took over {timeout:?}", settings.addr),
+                )
+            })??)
+        };
         let shared = Arc::new(Shared {
             settings,
             handle: handle.clone(),
@@ -239,7 +255,7 @@ impl Connection {
             last_used_ns: AtomicU64::new(0),
             is_broken: AtomicBool::new(false),
         });
-        handle.spawn(drive(Arc::clone(&shared), stream));
+        handle.spawn(drive(Arc::clone(&shared), stream, link.map(Layered::new)));
         Ok(Connection { shared })
     }
 
@@ -386,7 +402,7 @@ impl Drop for TaskGuard {
 /// hands them to the waiters in order. It reads only while a reply is awaited, so a socket the
 /// gateway closed while idle is found by the next call, as with a blocking client (the retry
 /// rules then replay or report it).
-async fn drive(shared: Arc<Shared>, mut stream: TcpStream) {
+async fn drive(shared: Arc<Shared>, mut stream: TcpStream, mut layered: Option<Layered>) {
     let guard = TaskGuard(shared);
     let shared = &*guard.0;
     let codec = shared.settings.codec;
@@ -402,6 +418,10 @@ async fn drive(shared: Arc<Shared>, mut stream: TcpStream) {
     let mut gathered = false;
     loop {
         let mut gather = false;
+        let mut sealing = None;
+        if let Some(layered) = layered.as_mut() {
+            layered.take_extra(&mut out, &mut out_at);
+        }
         let next = {
             let mut state = shared.state.lock();
             if let Some(cause) = &state.broken {
@@ -416,6 +436,9 @@ async fn drive(shared: Arc<Shared>, mut stream: TcpStream) {
                         std::mem::swap(&mut out, &mut state.outbox);
                         gathered = false;
                         let unsent = std::mem::take(&mut state.unsent);
+                        if let Some(layered) = layered.as_mut() {
+                            sealing = layered.seal(&mut out, &unsent).err();
+                        }
                         state.pending.extend(unsent);
                     } else {
                         gather = true;
@@ -440,6 +463,11 @@ async fn drive(shared: Arc<Shared>, mut stream: TcpStream) {
             Ok(Some(waiter)) => current = Some(waiter),
             Ok(None) => {}
         }
+        if let Some(cause) = sealing {
+            // The requests of the batch never left: their callers replay them elsewhere.
+            shared.fail(cause);
+            continue;
+        }
         if gather {
             // The first request of a moment wakes this task at once; the callers woken with
             // it (by one oracle answer, or one batch of replies) queue theirs during this
@@ -454,7 +482,15 @@ async fn drive(shared: Arc<Shared>, mut stream: TcpStream) {
                 Ok(0) => shared.fail(Cause::io(&io::ErrorKind::WriteZero.into())),
                 Ok(n) => {
                     out_at += n;
-                    shared.written.fetch_add(n as u64, Ordering::AcqRel);
+                    match &layered {
+                        None => shared.written.fetch_add(n as u64, Ordering::AcqRel),
+                        // Sealed bytes do not map back to requests one to one: once any of a
+                        // batch left, all of it counts as sent (a lost reply is then unknown,
+                        // never taken for unsent).
+                        Some(layered) => shared
+                            .written
+                            .fetch_max(layered.batch_end, Ordering::AcqRel),
+                    };
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
                 Err(e) => shared.fail(Cause::io(&e)),
@@ -462,7 +498,7 @@ async fn drive(shared: Arc<Shared>, mut stream: TcpStream) {
             if out_at < out.len() || shared.is_broken.load(Ordering::Acquire) {
                 // The socket is full: read replies while waiting for room, so a gateway
                 // blocked on writing them does not block us in turn.
-                wait_for_room(shared, &stream, current.is_some(), &mut buf).await;
+                wait_for_room(shared, &stream, current.is_some(), &mut buf, &mut layered).await;
                 continue;
             }
         }
@@ -483,6 +519,13 @@ async fn drive(shared: Arc<Shared>, mut stream: TcpStream) {
                     buf.drain(..len);
                     current = None;
                     replies += 1;
+                    if layered.as_ref().is_some_and(Layered::closing) {
+                        shared.fail(Cause::Io(
+                            io::ErrorKind::ConnectionAborted,
+                            "the gateway closes the connection after this reply (Connection: close)"
+                                .into(),
+                        ));
+                    }
                     continue;
                 }
                 Took::Broken(Cause::NotThrift(head)) if replies > 0 => {
@@ -499,13 +542,90 @@ async fn drive(shared: Arc<Shared>, mut stream: TcpStream) {
                 Took::Incomplete => {}
             }
         }
-        wait_for_reply(shared, &mut stream, &mut buf).await;
+        wait_for_reply(shared, &mut stream, &mut buf, &mut layered).await;
+    }
+}
+
+/// A connection's link and the bytes on their way through it.
+struct Layered {
+    link: Link,
+    /// Bytes read from the socket that the link has not taken yet.
+    raw: Vec<u8>,
+    /// Bytes the link must send of its own accord, waiting for the socket.
+    extra: Vec<u8>,
+    /// Where the batch being written ends in the (plain) request stream.
+    batch_end: u64,
+}
+
+impl Layered {
+    fn new(link: Link) -> Layered {
+        Layered {
+            link,
+            raw: Vec::new(),
+            extra: Vec::new(),
+            batch_end: 0,
+        }
+    }
+
+    /// Replaces the plain batch in `out` (the requests of `waiters`, back to back) by what
+    /// goes on the wire, each request sealed on its own.
+    fn seal(&mut self, out: &mut Vec<u8>, waiters: &[Box<dyn Waiter>]) -> Result<(), Cause> {
+        let plain = std::mem::take(out);
+        let base = self.batch_end;
+        let mut start = 0;
+        for waiter in waiters {
+            let end = usize::try_from(waiter.end() - base).unwrap_or(plain.len());
+            self.link.seal(&plain[start..end], out)?;
+            start = end;
+        }
+        self.batch_end = base + plain.len() as u64;
+        Ok(())
+    }
+
+    /// Opens what was read; a failure breaks the connection.
+    fn open(&mut self, shared: &Shared, buf: &mut Vec<u8>) {
+        let opened = self.link.open(&self.raw, buf).and_then(|used| {
+            self.raw.drain(..used);
+            self.link.pending(&mut self.extra)
+        });
+        if let Err(cause) = opened {
+            shared.fail(cause);
+        }
+    }
+
+    /// Moves what the link must send into `out` once `out` is written.
+    fn take_extra(&mut self, out: &mut Vec<u8>, out_at: &mut usize) {
+        if *out_at == out.len() && !self.extra.is_empty() {
+            out.clear();
+            *out_at = 0;
+            std::mem::swap(out, &mut self.extra);
+        }
+    }
+
+    fn closing(&self) -> bool {
+        self.link.closing()
     }
 }
 
 /// Waits until the socket has bytes to read (into `buf`), or the task is woken; a failed read
 /// breaks the connection.
-async fn wait_for_reply(shared: &Shared, stream: &mut TcpStream, buf: &mut Vec<u8>) {
+async fn wait_for_reply(
+    shared: &Shared,
+    stream: &mut TcpStream,
+    buf: &mut Vec<u8>,
+    layered: &mut Option<Layered>,
+) {
+    if let Some(layered) = layered {
+        reserve_for_read(&mut layered.raw);
+        tokio::select! {
+            got = stream.read_buf(&mut layered.raw) => {
+                took(shared, got);
+                layered.open(shared, buf);
+            }
+            () = shared.wake.notified() => {}
+        }
+        return;
+    }
     reserve_for_read(buf);
     // A read through `AsyncRead` that fills less than the room it was given marks the socket
     // drained, so the next wait sleeps at once instead of first reading nothing: one system
@@ -518,12 +638,23 @@ async fn wait_for_reply(shared: &Shared, stream: &mut TcpStream, buf: &mut Vec<u
 
 /// Waits until the socket has room to write, bytes to read (into `buf`, when `read`), or the
 /// task is woken; a failed read breaks the connection.
-async fn wait_for_room(shared: &Shared, stream: &TcpStream, read: bool, buf: &mut Vec<u8>) {
+async fn wait_for_room(
+    shared: &Shared,
+    stream: &TcpStream,
+    read: bool,
+    buf: &mut Vec<u8>,
+    layered: &mut Option<Layered>,
+) {
     reserve_for_read(buf);
     tokio::select! {
-        ready = stream.readable(), if read => {
-            took(shared, ready.and_then(|()| stream.try_read_buf(buf)));
-        }
+        ready = stream.readable(), if read => match layered {
+            None => took(shared, ready.and_then(|()| stream.try_read_buf(buf))),
+            Some(layered) => {
+                reserve_for_read(&mut layered.raw);
+                took(shared, ready.and_then(|()| stream.try_read_buf(&mut layered.raw)));
+                layered.open(shared, buf);
+            }
+        },
         ready = stream.writable() => {
             if let Err(e) = ready {
                 shared.fail(Cause::io(&e));

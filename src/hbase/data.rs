@@ -485,7 +485,18 @@ impl AsyncHBaseClient {
         let spec = CallSpec::safe("openScanner", table, &scan.start_row);
         let tscan = convert::scan(scan);
         let args = [(1, Arg::Binary(table.as_bytes())), (2, Arg::Struct(&tscan))];
-        self.call(spec, &args).await
+        let (id, gateway) = self.call_at::<i32>(spec, &args).await?;
+        Ok(self.gateways().scanner_opened(gateway, id))
+    }
+
+    /// The gateway holding the scanner handed out as `scanner_id`, and the gateway's own id
+    /// for it; a scanner this client did not open is refused as the gateway would.
+    fn scanner_at(&self, scanner_id: i32) -> Result<(usize, i32)> {
+        self.gateways()
+            .scanner(scanner_id)
+            .ok_or_else(|| Error::IllegalArgument {
+                message: format!("Invalid scanner Id: {scanner_id}"),
+            })
     }
 
     /// `getScannerRows` for a scanner opened on `table` (empty if unknown). The gateway opens
@@ -497,8 +508,11 @@ impl AsyncHBaseClient {
         scanner_id: i32,
         num_rows: i32,
     ) -> Result<Vec<RowResult>> {
-        let spec = CallSpec::not_after_send("getScannerRows", table).rows(rows_asked(num_rows));
-        let args = [(1, Arg::I32(scanner_id)), (2, Arg::I32(num_rows))];
+        let (gateway, id) = self.scanner_at(scanner_id)?;
+        let spec = CallSpec::not_after_send("getScannerRows", table)
+            .rows(rows_asked(num_rows))
+            .on(gateway);
+        let args = [(1, Arg::I32(id)), (2, Arg::I32(num_rows))];
         convert::row_results(self.call(spec, &args).await?)
     }
 
@@ -519,9 +533,13 @@ impl AsyncHBaseClient {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub async fn close_scanner(&self, scanner_id: i32) -> Result<()> {
-        let args = [(1, Arg::I32(scanner_id))];
-        self.call(CallSpec::safe("closeScanner", "", &[]), &args)
-            .await
+        let (gateway, id) = self.scanner_at(scanner_id)?;
+        let args = [(1, Arg::I32(id))];
+        let closed = self
+            .call(CallSpec::safe("closeScanner", "", &[]).on(gateway), &args)
+            .await;
+        self.gateways().scanner_closed(scanner_id);
+        closed
     }
 }
 

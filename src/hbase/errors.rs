@@ -11,6 +11,7 @@ use std::sync::OnceLock;
 use regex::Regex;
 use thrift::{ApplicationErrorKind, TransportErrorKind};
 
+use super::link::tls::TlsFailure;
 use crate::thrift::hbase::{TIOError, TIllegalArgument};
 use crate::{Error, Peer};
 
@@ -44,6 +45,18 @@ pub(crate) enum Cause {
     /// are kept, at most [`NOT_THRIFT_HEAD`]): the server is not a Thrift gateway speaking
     /// this transport and protocol, so nothing it was sent was applied.
     NotThrift(Vec<u8>),
+    /// An HTTP gateway's connection answered with something that is not HTTP (the first
+    /// bytes, at most [`NOT_THRIFT_HEAD`]).
+    NotHttp(Vec<u8>),
+    /// An HTTP gateway answered a request with another status than 200: `detail` is the
+    /// text of its error page.
+    Http {
+        status: u16,
+        reason: String,
+        detail: String,
+    },
+    /// TLS failed after the handshake.
+    Tls(TlsFailure),
 }
 
 /// How many of a non-Thrift answer's first bytes are kept for the error.
@@ -81,6 +94,38 @@ impl Cause {
                 http: head.starts_with(b"HTTP/"),
                 head: head.clone(),
             },
+            Cause::NotHttp(head) => Error::Protocol {
+                peer: Peer::HBase,
+                message: format!(
+                    "the gateway at {addr} answered an HTTP request with bytes that are not \
+                     HTTP ({}): it may be a raw Thrift gateway; use host:port without http://",
+                    crate::Binary(head)
+                ),
+            },
+            Cause::Http {
+                status,
+                reason,
+                detail,
+            } => Error::HttpStatus {
+                addr: addr.to_owned(),
+                status: *status,
+                reason: reason.clone(),
+                detail: detail.clone(),
+            },
+            Cause::Tls(failure) => Error::Tls {
+                addr: addr.to_owned(),
+                failure: failure.clone(),
+            },
+        }
+    }
+
+    /// Whether the gateway surely applied nothing of the call and would answer a replay the
+    /// same: it is not a Thrift gateway, or it refused the request before running it.
+    pub(crate) fn is_refusal(&self) -> bool {
+        match self {
+            Cause::NotThrift(_) | Cause::NotHttp(_) => true,
+            Cause::Http { status, .. } => (400..500).contains(status),
+            Cause::Io(..) | Cause::Protocol(_) | Cause::Tls(_) => false,
         }
     }
 }

@@ -21,10 +21,14 @@ mod config;
 mod conn;
 mod convert;
 mod data;
+mod endpoint;
 pub(crate) mod errors;
+mod gateways;
 mod input;
+mod link;
 mod pool;
 mod scanner;
+mod security;
 pub mod types;
 mod wire;
 
@@ -37,7 +41,10 @@ pub use admin::{Admin, RegionLocation, ServerType};
 pub use blocking::HBaseClient;
 pub use client::AsyncHBaseClient;
 pub use config::{HBaseConfig, Protocol, Transport};
+pub use endpoint::{Endpoint, Scheme};
+pub use link::tls::TlsFailure;
 pub use scanner::Scanner;
+pub use security::{Kerberos, Qop, TlsOptions};
 pub use types::*;
 
 pub(crate) use convert::TTL_FOREVER;

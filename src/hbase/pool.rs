@@ -105,10 +105,6 @@ impl Pool {
         }
     }
 
-    pub(crate) fn settings(&self) -> &Settings {
-        &self.settings
-    }
-
     pub(crate) fn handle(&self) -> &Handle {
         &self.handle
     }

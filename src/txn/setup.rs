@@ -23,12 +23,33 @@ pub fn create_table(
     name: &str,
     user_families: &[&str],
 ) -> Result<()> {
+    create(hbase, schema, &schema.table(name, user_families)).map(|_| ())
+}
+
+/// Creates the table `table` describes, which must hold the percolator families
+/// ([`Schema::table`] makes one; a caller may tune its user families first). An existing
+/// table is left as it is if it already passes `Schema::check`. Returns whether it was
+/// created.
+///
+/// ```
+/// let emulator = hbase_emulator::start_local()?;
+/// let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
+/// let schema = percolator::txn::Schema::default();
+/// let table = schema.table("accounts", &["f"]);
+/// assert!(percolator::txn::setup::create(&hbase, &schema, &table)?);
+/// assert!(!percolator::txn::setup::create(&hbase, &schema, &table)?);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn create(hbase: &HBaseClient, schema: &Schema, table: &TableDescriptor) -> Result<bool> {
     create_meta_table(hbase, schema)?;
     let admin = hbase.admin();
-    if admin.table_exists(name)? {
-        return schema.check(&admin.table_descriptor(name)?);
+    if admin.table_exists(&table.name)? {
+        schema.check(&admin.table_descriptor(&table.name)?)?;
+        return Ok(false);
     }
-    admin.create_table(&schema.table(name, user_families))
+    schema.check(table)?;
+    admin.create_table(table)?;
+    Ok(true)
 }
 
 /// Adds the percolator families to an existing table and makes its user families keep every

@@ -139,7 +139,9 @@ impl HBaseStore {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn connect(addr: &str, table: &str, lease: Duration) -> Result<Self> {
-        let mut config = HBaseConfig::new(addr);
+        // The oracle runs as its own process: it reaches a secured gateway as the
+        // `percolator` commands do, by the environment (`HBaseConfig::with_env`).
+        let mut config = HBaseConfig::new(addr).with_env()?;
         config.read_timeout = lease.max(Duration::from_secs(1));
         Ok(Self::with_client(
             HBaseClient::connect(config)?,

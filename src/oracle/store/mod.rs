@@ -143,12 +143,15 @@ impl WindowStore for Box<dyn WindowStore> {
     }
 }
 
-/// A store named on the command line: `memory`, `file:PATH` or `hbase:HOST:PORT[/TABLE]`.
+/// A store named on the command line: `memory`, `file:PATH` or `hbase:GATEWAY[/TABLE]`, where
+/// GATEWAY is any address [`HBaseConfig::addr`](crate::HBaseConfig) takes.
 ///
 /// ```
 /// use percolator::oracle::StoreSpec;
 /// let spec: StoreSpec = "hbase:gateway:9090/ns:tso".parse()?;
 /// assert_eq!(spec, StoreSpec::HBase { addr: "gateway:9090".into(), table: "ns:tso".into() });
+/// let spec: StoreSpec = "hbase:https://gw1:9090,gw2:9090/tso".parse()?;
+/// assert_eq!(spec, StoreSpec::HBase { addr: "https://gw1:9090,gw2:9090".into(), table: "tso".into() });
 /// assert!("hbase:gateway".parse::<StoreSpec>().is_err(), "a port is required");
 /// # Ok::<(), percolator::Error>(())
 /// ```
@@ -160,7 +163,7 @@ pub enum StoreSpec {
     File(PathBuf),
     /// [`HBaseStore`] on an HBase Thrift2 gateway.
     HBase {
-        /// The gateway, `HOST:PORT`.
+        /// The gateway, as [`HBaseConfig::addr`](crate::HBaseConfig) takes it.
         addr: String,
         /// The table (`percolator_oracle` when the spec names none).
         table: String,
@@ -189,16 +192,20 @@ impl FromStr for StoreSpec {
             return Ok(StoreSpec::File(PathBuf::from(path)));
         }
         if let Some(rest) = s.strip_prefix("hbase:") {
-            let (addr, table) = match rest.split_once('/') {
-                Some((addr, table)) if !table.is_empty() => (addr, table),
+            // The gateway address may be a URL (`https://gw:9090`): the table follows the
+            // first `/` after its scheme.
+            let after_scheme = rest.find("://").map_or(0, |at| at + 3);
+            let (addr, table) = match rest[after_scheme..].split_once('/') {
+                Some((_, table)) if !table.is_empty() => {
+                    (&rest[..rest.len() - table.len() - 1], table)
+                }
                 Some(_) => return Err(bad("empty table name")),
                 None => (rest, DEFAULT_HBASE_TABLE),
             };
-            let port_ok = addr
-                .rsplit_once(':')
-                .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok());
-            if !port_ok {
-                return Err(bad("address must be HOST:PORT"));
+            if crate::hbase::Endpoint::parse_list(addr).is_err() {
+                return Err(bad(
+                    "address must be HOST:PORT, http(s)://HOST:PORT or a list",
+                ));
             }
             return Ok(StoreSpec::HBase {
                 addr: addr.to_string(),

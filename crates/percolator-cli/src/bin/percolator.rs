@@ -20,6 +20,7 @@ fn main() -> ExitCode {
     percolator_cli::logging::init("warn");
     let cli = Cli::parse();
     let verbose = cli.verbose;
+    percolator_cli::gateway::set(cli.gateway.clone());
     let result = match cli.command {
         Command::Demo(config) => demo::run(&config).map(|report| report.violations.is_empty()),
         Command::ObserveDemo(config) => observe_demo::run(&config)
@@ -88,6 +89,7 @@ fn main() -> ExitCode {
             run_bench(&config, json, hbase, oracle, local_timestamps, tune)
         }
         Command::ServeEmulator { latency_us } => serve_emulator(latency_us),
+        Command::Create(args) => percolator_cli::commands::create(&args),
         Command::Migrate { command } => percolator_cli::commands::migrate(&command),
         Command::Data(command) => percolator_cli::commands::data(&command),
         Command::Gc(command) => command.run().map(|()| true),

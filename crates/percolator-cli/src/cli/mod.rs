@@ -27,6 +27,8 @@ pub struct Cli {
     /// which the one-line error leaves out.
     #[arg(long, global = true)]
     pub verbose: bool,
+    #[command(flatten)]
+    pub gateway: crate::gateway::GatewayOptions,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -118,6 +120,9 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = bench::Api::Async)]
         api: bench::Api,
     },
+    /// Creates a new transactional table: the user families given, plus the percolator
+    /// families beside them (an existing table that already has them is left as it is).
+    Create(crate::commands::CreateArgs),
     /// Makes existing tables transactional with their data (plan, apply, verify, status, disable).
     Migrate {
         #[command(subcommand)]

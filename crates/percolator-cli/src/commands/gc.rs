@@ -12,7 +12,6 @@ use parking_lot::Mutex;
 use super::{connect_hbase, connect_oracle, timeout};
 use crate::tools::progress::{unless_json, Progress};
 use percolator::gc::{GcOptions, GcProgress, GcReport, GcWorker};
-use percolator::hbase::HBaseConfig;
 use percolator::txn::{LivenessConfig, Schema, TxnOptions};
 use percolator::{Error, Result, RetryClass};
 
@@ -100,9 +99,7 @@ impl GcCommand {
                 .schema(schema)
                 .liveness(liveness)
                 .build();
-            let hbase = HBaseConfig::new(self.hbase.clone())
-                .connect_timeout(deadline)
-                .read_timeout(deadline);
+            let hbase = super::hbase_config(&self.hbase, deadline)?;
             let gc = tokio::time::timeout(deadline, GcWorker::connect(hbase, &oracles, txn, opts))
                 .await
                 .map_err(|_| Error::Timeout {

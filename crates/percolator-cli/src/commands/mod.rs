@@ -3,6 +3,7 @@
 //! print its result (text, or JSON with `--json`) and say whether it succeeded. Errors are
 //! returned for the binary to print; `Ok(false)` means "ran, found problems" (exit 1).
 
+mod create;
 mod data;
 mod gc;
 mod migrate;
@@ -16,6 +17,7 @@ use percolator::oracle::{ClientConfig, OracleClient};
 use percolator::txn::{Client, TxnOptions};
 use percolator::{Error, Result};
 
+pub use create::{create, CreateArgs};
 pub use data::{data, DataArgs, DataCommand};
 pub use gc::GcCommand;
 pub use migrate::{migrate, ApplyArgs, BenchArgs, DisableArgs, MigrateArgs, MigrateCommand};
@@ -34,15 +36,15 @@ fn timeout(seconds: f64) -> Result<Duration> {
 
 /// A gateway config whose connect and read deadlines are `timeout`: no single wait on the
 /// gateway outlasts it.
-fn hbase_config(addr: &str, timeout: Duration) -> HBaseConfig {
-    HBaseConfig::new(addr)
+pub(crate) fn hbase_config(addr: &str, timeout: Duration) -> Result<HBaseConfig> {
+    Ok(crate::gateway::config(addr)?
         .connect_timeout(timeout)
-        .read_timeout(timeout)
+        .read_timeout(timeout))
 }
 
 /// Connects to the gateway, and fails here, once and clearly, when it cannot be reached.
 fn hbase(addr: &str, timeout: Duration) -> Result<HBaseClient> {
-    let client = HBaseClient::connect(hbase_config(addr, timeout))?;
+    let client = HBaseClient::connect(hbase_config(addr, timeout)?)?;
     client.admin().list_tables()?;
     Ok(client)
 }

@@ -70,7 +70,12 @@ impl Stack {
                 (Some(handle), addr)
             }
         };
-        let mut config = HBaseConfig::new(hbase_addr.clone()).pool_size(64);
+        let mut config = if emulator.is_some() {
+            HBaseConfig::new(hbase_addr.clone())
+        } else {
+            crate::gateway::config(&hbase_addr)?
+        }
+        .pool_size(64);
         if emulator.is_some() {
             // The in-process emulator answers a loopback call in microseconds, less than the
             // wake-up a separate connection costs, so sharing connections pays there (calls

@@ -1,0 +1,319 @@
+//! TLS to an `https://` gateway, with rustls: the client configuration built once per client
+//! from [`TlsOptions`], the handshake when a connection opens, and the record layer after it.
+
+use std::io::{self, Read as _, Write as _};
+use std::sync::Arc;
+
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::WebPkiServerVerifier;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use rustls::{
+    CertificateError, ClientConfig, ClientConnection, DigitallySignedStruct, RootCertStore,
+    SignatureScheme,
+};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use super::Layer;
+use crate::hbase::errors::Cause;
+use crate::hbase::security::TlsOptions;
+
+/// Why TLS with a gateway failed, as a user can act on it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TlsFailure {
+    /// The gateway's certificate is not signed by a trusted CA (see `TlsOptions::ca_file`).
+    #[error("the gateway's certificate is not trusted ({detail}); give its CA with --hbase-ca or TlsOptions::ca_file")]
+    UntrustedCertificate { detail: String },
+    /// The certificate does not name the host connected to.
+    #[error("the gateway's certificate is not valid for `{host}`")]
+    HostnameMismatch { host: String },
+    /// The certificate has expired or is not valid yet.
+    #[error("the gateway's certificate has expired or is not yet valid")]
+    CertificateExpired,
+    /// The gateway ended the handshake with an alert (it may require a client certificate,
+    /// or share no protocol version or cipher with the client).
+    #[error("the gateway refused the TLS handshake (alert: {alert})")]
+    Refused { alert: String },
+    /// The gateway did not answer in TLS: it may serve plain HTTP or raw Thrift.
+    #[error("the gateway does not speak TLS ({detail}); use http:// or a bare host:port for it")]
+    NotTls { detail: String },
+    /// The client's own TLS settings are unusable: a CA or certificate file that cannot be
+    /// read or holds nothing usable.
+    #[error("TLS settings: {detail}")]
+    Settings { detail: String },
+    /// Any other TLS failure.
+    #[error("{detail}")]
+    Other { detail: String },
+}
+
+impl TlsFailure {
+    fn of(error: &rustls::Error, host: &str) -> TlsFailure {
+        match error {
+            rustls::Error::InvalidCertificate(cert) => match cert {
+                CertificateError::UnknownIssuer
+                | CertificateError::BadSignature
+                | CertificateError::InvalidPurpose => TlsFailure::UntrustedCertificate {
+                    detail: format!("{cert:?}"),
+                },
+                CertificateError::NotValidForName
+                | CertificateError::NotValidForNameContext { .. } => TlsFailure::HostnameMismatch {
+                    host: host.to_owned(),
+                },
+                CertificateError::Expired
+                | CertificateError::ExpiredContext { .. }
+                | CertificateError::NotValidYet
+                | CertificateError::NotValidYetContext { .. } => TlsFailure::CertificateExpired,
+                other => TlsFailure::UntrustedCertificate {
+                    detail: format!("{other:?}"),
+                },
+            },
+            rustls::Error::AlertReceived(alert) => TlsFailure::Refused {
+                alert: format!("{alert:?}"),
+            },
+            rustls::Error::InvalidMessage(_) | rustls::Error::InappropriateMessage { .. } => {
+                TlsFailure::NotTls {
+                    detail: error.to_string(),
+                }
+            }
+            other => TlsFailure::Other {
+                detail: other.to_string(),
+            },
+        }
+    }
+
+    fn settings(detail: String) -> TlsFailure {
+        TlsFailure::Settings { detail }
+    }
+}
+
+impl From<TlsFailure> for io::Error {
+    fn from(failure: TlsFailure) -> io::Error {
+        io::Error::new(io::ErrorKind::InvalidData, failure)
+    }
+}
+
+/// The rustls client configuration for `options`, built once per client.
+pub(crate) fn client_config(options: &TlsOptions) -> Result<Arc<ClientConfig>, TlsFailure> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut roots = RootCertStore::empty();
+    match &options.ca_file {
+        Some(path) => {
+            let certs = CertificateDer::pem_file_iter(path)
+                .map_err(|e| TlsFailure::settings(format!("CA file {}: {e}", path.display())))?;
+            for cert in certs {
+                let cert = cert.map_err(|e| {
+                    TlsFailure::settings(format!("CA file {}: {e}", path.display()))
+                })?;
+                roots.add(cert).map_err(|e| {
+                    TlsFailure::settings(format!("CA file {}: {e}", path.display()))
+                })?;
+            }
+            if roots.is_empty() {
+                return Err(TlsFailure::settings(format!(
+                    "CA file {} holds no certificate",
+                    path.display()
+                )));
+            }
+        }
+        None => {
+            let found = rustls_native_certs::load_native_certs();
+            let (added, _ignored) = roots.add_parsable_certificates(found.certs);
+            if added == 0 {
+                return Err(TlsFailure::settings(
+                    "no CA certificate in the system's store; give one with a CA file".into(),
+                ));
+            }
+        }
+    }
+    let verifier = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
+        .build()
+        .map_err(|e| TlsFailure::settings(e.to_string()))?;
+    let builder = ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| TlsFailure::settings(e.to_string()))?;
+    let builder = if options.verify_hostname {
+        builder.with_webpki_verifier(verifier)
+    } else {
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(AnyName { inner: verifier }))
+    };
+    let config = match &options.client_cert {
+        None => builder.with_no_client_auth(),
+        Some((cert, key)) => {
+            let chain = CertificateDer::pem_file_iter(cert)
+                .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
+                .map_err(|e| {
+                    TlsFailure::settings(format!("client certificate {}: {e}", cert.display()))
+                })?;
+            let key = PrivateKeyDer::from_pem_file(key)
+                .map_err(|e| TlsFailure::settings(format!("client key {}: {e}", key.display())))?;
+            builder
+                .with_client_auth_cert(chain, key)
+                .map_err(|e| TlsFailure::settings(format!("client certificate: {e}")))?
+        }
+    };
+    Ok(Arc::new(config))
+}
+
+/// Checks the chain as usual but accepts a certificate for any name: what
+/// `verify_hostname: false` asks for.
+#[derive(Debug)]
+struct AnyName {
+    inner: Arc<WebPkiServerVerifier>,
+}
+
+impl ServerCertVerifier for AnyName {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        match self.inner.verify_server_cert(
+            end_entity,
+            intermediates,
+            server_name,
+            ocsp_response,
+            now,
+        ) {
+            Err(rustls::Error::InvalidCertificate(
+                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
+            )) => Ok(ServerCertVerified::assertion()),
+            other => other,
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.inner.supported_verify_schemes()
+    }
+}
+
+/// Runs the handshake with the gateway at `host` on a fresh `stream`; the returned layer
+/// carries the connection's data after it.
+pub(crate) async fn connect(
+    config: &Arc<ClientConfig>,
+    host: &str,
+    stream: &mut TcpStream,
+) -> io::Result<Tls> {
+    let name = ServerName::try_from(host.to_owned())
+        .map_err(|e| TlsFailure::settings(format!("`{host}` is not a TLS server name: {e}")))?;
+    let mut conn =
+        ClientConnection::new(Arc::clone(config), name).map_err(|e| TlsFailure::of(&e, host))?;
+    conn.set_buffer_limit(None);
+    let mut buf = vec![0u8; 16 << 10];
+    loop {
+        flush(&mut conn, stream).await?;
+        if !conn.is_handshaking() {
+            break;
+        }
+        let n = stream.read(&mut buf).await?;
+        if n == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "the gateway closed the connection during the TLS handshake",
+            ));
+        }
+        let mut rest = &buf[..n];
+        while !rest.is_empty() {
+            conn.read_tls(&mut rest)?;
+            if let Err(e) = conn.process_new_packets() {
+                // Tell the gateway why, as TLS asks; it may already be gone.
+                let _ = flush(&mut conn, stream).await;
+                return Err(TlsFailure::of(&e, host).into());
+            }
+        }
+    }
+    Ok(Tls {
+        conn,
+        host: host.to_owned(),
+    })
+}
+
+async fn flush(conn: &mut ClientConnection, stream: &mut TcpStream) -> io::Result<()> {
+    while conn.wants_write() {
+        let mut out = Vec::new();
+        conn.write_tls(&mut out)?;
+        stream.write_all(&out).await?;
+    }
+    Ok(())
+}
+
+/// The record layer of an established TLS connection.
+pub(crate) struct Tls {
+    conn: ClientConnection,
+    host: String,
+}
+
+impl Tls {
+    fn failed(&self, error: &rustls::Error) -> Cause {
+        Cause::Tls(TlsFailure::of(error, &self.host))
+    }
+}
+
+impl Layer for Tls {
+    fn seal(&mut self, request: &[u8], out: &mut Vec<u8>) -> Result<(), Cause> {
+        self.conn
+            .writer()
+            .write_all(request)
+            .map_err(|e| Cause::io(&e))?;
+        self.pending(out)
+    }
+
+    fn open(&mut self, wire: &[u8], plain: &mut Vec<u8>) -> Result<usize, Cause> {
+        let mut rest = wire;
+        let mut chunk = [0u8; 16 << 10];
+        while !rest.is_empty() {
+            let n = self.conn.read_tls(&mut rest).map_err(|e| Cause::io(&e))?;
+            if n == 0 {
+                break;
+            }
+            self.conn
+                .process_new_packets()
+                .map_err(|e| self.failed(&e))?;
+            loop {
+                match self.conn.reader().read(&mut chunk) {
+                    Ok(0) => {
+                        return Err(Cause::Io(
+                            io::ErrorKind::UnexpectedEof,
+                            "the gateway closed the TLS session".into(),
+                        ))
+                    }
+                    Ok(n) => plain.extend_from_slice(&chunk[..n]),
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(e) => return Err(Cause::io(&e)),
+                }
+            }
+        }
+        Ok(wire.len() - rest.len())
+    }
+
+    fn pending(&mut self, out: &mut Vec<u8>) -> Result<(), Cause> {
+        while self.conn.wants_write() {
+            self.conn.write_tls(out).map_err(|e| Cause::io(&e))?;
+        }
+        Ok(())
+    }
+}
