@@ -111,6 +111,11 @@ pub(crate) fn parse(input: &[u8], max_body: usize) -> Parsed<'_> {
         if rest.len() > MAX_HEAD {
             return error(431, "Request Header Fields Too Large");
         }
+        // What is not HTTP at all (a raw Thrift client, say) is refused as soon as it is seen,
+        // as Jetty's incremental parser does, instead of waiting for a head that never ends.
+        if !plausible_request_line(rest) {
+            return error(400, "Bad Request: not an HTTP request line");
+        }
         return Parsed::Incomplete {
             expect_continue: false,
         };
@@ -167,6 +172,18 @@ pub(crate) fn parse(input: &[u8], max_body: usize) -> Parsed<'_> {
         body,
         consumed,
     })
+}
+
+/// Whether the start of a request line (all of it, or what has arrived) can still become a
+/// valid one: a method of token characters, then printable ASCII.
+fn plausible_request_line(input: &[u8]) -> bool {
+    let line = input.split(|&b| b == b'\n').next().unwrap_or_default();
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let method_end = line.iter().position(|&b| b == b' ').unwrap_or(line.len());
+    (line.is_empty() || is_token(&line[..method_end]))
+        && line[method_end..]
+            .iter()
+            .all(|&b| (b' '..0x7f).contains(&b))
 }
 
 /// The length of the head, its blank line included, if all of it is in `input`.
@@ -670,6 +687,12 @@ mod tests {
             assert_eq!(status(input), 400, "{}", String::from_utf8_lossy(input));
         }
         assert_eq!(status(b"POST / HTTP/2.0\r\n\r\n"), 505);
+        // Not HTTP: refused before a head could end.
+        assert_eq!(status(b"\x80\x01\x00\x01"), 400);
+        assert_eq!(status(b"\x00\x00\x00\x10\x80"), 400);
+        assert_eq!(status(b"POST /\x00"), 400);
+        assert!(incomplete(b"POS"));
+        assert!(incomplete(b"POST /x HTTP/1.1\r"));
         assert_eq!(
             status(b"POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 101\r\n\r\n"),
             413
