@@ -222,7 +222,7 @@ fn request_waiting<R: BufRead>(reader: &mut R) -> io::Result<bool> {
 }
 
 /// Decodes one request from `reader` (at most `budget` bytes) and appends the reply to `out`.
-fn serve_one<R: Read>(
+pub(crate) fn serve_one<R: Read>(
     handler: &Handler,
     wire: Wire,
     reader: R,

@@ -71,6 +71,8 @@ mod dispatch;
 mod error;
 mod filter;
 mod handler;
+mod http;
+mod http_conn;
 mod paced;
 #[cfg(test)]
 mod scan_tests;
@@ -82,13 +84,19 @@ mod store;
 #[cfg(test)]
 pub(crate) mod testutil;
 mod timer;
+mod tls;
 mod wire;
 
+use std::collections::HashSet;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener};
+use std::sync::Arc;
 use std::time::Duration;
 
 pub use clock::Clock;
+/// The TLS library the emulator serves with, for building an [`EmulatorConfig::tls`].
+pub use rustls;
 pub use server::EmulatorHandle;
+pub use tls::tls_config_from_pem;
 
 /// Settings of one emulator instance.
 ///
@@ -118,6 +126,19 @@ pub struct EmulatorConfig {
     /// A connection that sends nothing for this long is closed, as the real gateway's socket
     /// read timeout does (60 s by default, on both).
     pub idle_timeout: Duration,
+    /// HTTP mode, as `hbase.regionserver.thrift.http=true`: each Thrift call is the body of an
+    /// HTTP/1.1 POST (any path), its reply the body of the `200` response
+    /// (`Content-Type: application/x-thrift`), on keep-alive connections. Off by default (the
+    /// raw socket transport). See the crate documentation for the statuses of refused requests.
+    pub http: bool,
+    /// TLS, as `hbase.thrift.ssl.enabled=true`: HTTP mode only (HBase has no TLS for its raw
+    /// transport; `start` refuses TLS without `http`). [`tls_config_from_pem`] builds one.
+    pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// Impersonation in HTTP mode, as `hbase.thrift.support.proxyuser=true` with the
+    /// gateway's user allowed to impersonate these users: a request whose `doAs` header names
+    /// another user is refused. `None` (the default, as HBase's) refuses every request that
+    /// sends a `doAs` header. Ignored by the raw transport, which has no headers.
+    pub proxy_users: Option<HashSet<String>>,
 }
 
 impl Default for EmulatorConfig {
@@ -128,6 +149,9 @@ impl Default for EmulatorConfig {
             clock: Clock::system(),
             service_time: Duration::ZERO,
             idle_timeout: Duration::from_secs(60),
+            http: false,
+            tls: None,
+            proxy_users: None,
         }
     }
 }

@@ -18,6 +18,8 @@ use parking_lot::Mutex;
 
 use crate::conn::{serve_connection, ConnLimits};
 use crate::handler::Handler;
+use crate::http::HttpSettings;
+use crate::http_conn::{serve_http_connection, HttpMode};
 use crate::paced::PacedLoop;
 use crate::EmulatorConfig;
 
@@ -36,8 +38,10 @@ struct Connections {
 struct Shared {
     stopping: AtomicBool,
     connections: Mutex<Connections>,
-    /// Serves every connection when calls have a service time.
+    /// Serves every connection when calls have a service time (raw transport only).
     paced: Option<PacedLoop>,
+    /// HTTP mode: each connection is served by `http_conn` instead.
+    http: Option<HttpMode>,
 }
 
 /// A running emulator. Dropping it shuts it down too.
@@ -56,6 +60,12 @@ pub struct EmulatorHandle {
 }
 
 pub fn start(listener: TcpListener, config: EmulatorConfig) -> io::Result<EmulatorHandle> {
+    if config.tls.is_some() && !config.http {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "TLS is served in HTTP mode only (set `http`), as HBase's Thrift gateway does",
+        ));
+    }
     listener.set_nonblocking(false)?;
     let addr = listener.local_addr()?;
     let handler = Arc::new(Handler::new(&config, addr));
@@ -63,7 +73,14 @@ pub fn start(listener: TcpListener, config: EmulatorConfig) -> io::Result<Emulat
         max_frame_bytes: config.max_frame_bytes,
         idle_timeout: config.idle_timeout,
     };
-    let paced = if config.service_time.is_zero() {
+    let http = config.http.then(|| HttpMode {
+        settings: HttpSettings {
+            proxy_users: config.proxy_users.clone(),
+        },
+        tls: config.tls.clone(),
+        service_time: config.service_time,
+    });
+    let paced = if config.service_time.is_zero() || http.is_some() {
         None
     } else {
         Some(PacedLoop::start(
@@ -76,6 +93,7 @@ pub fn start(listener: TcpListener, config: EmulatorConfig) -> io::Result<Emulat
         stopping: AtomicBool::new(false),
         connections: Mutex::new(Connections::default()),
         paced,
+        http,
     });
     let accept = {
         let shared = shared.clone();
@@ -145,7 +163,10 @@ fn spawn_connection(
         thread::Builder::new()
             .name(format!("hbase-emu-conn-{id}"))
             .spawn(move || {
-                serve_connection(&handler, stream, limits);
+                match &shared.http {
+                    None => serve_connection(&handler, stream, limits),
+                    Some(mode) => serve_http_connection(&handler, stream, limits, mode),
+                }
                 shared.connections.lock().open.remove(&id);
             })
     };
