@@ -226,8 +226,9 @@ pub enum Error {
     },
 
     /// An HTTP-mode gateway answered with another status than 200. 401 and 403 mean it
-    /// refused the client (SPNEGO failed, or the end user in `doAs` may not be impersonated):
-    /// nothing was applied. 502, 503 and 504 come from a proxy in front of a gateway that is
+    /// refused the client (SPNEGO failed): nothing was applied. An end user in `doAs` that the
+    /// client may not impersonate comes back as HBase's servlet sends it, a 500 whose detail
+    /// names the `AuthorizationException`; nothing was applied either. 502, 503 and 504 come from a proxy in front of a gateway that is
     /// down or busy, and are worth retrying.
     ///
     /// ```

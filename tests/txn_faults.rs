@@ -9,6 +9,8 @@
 mod client;
 #[path = "txn_faults/damage.rs"]
 mod damage;
+#[path = "txn_faults/gateways.rs"]
+mod gateways;
 #[path = "txn_faults/liveness.rs"]
 mod liveness;
 #[path = "txn_faults/replies.rs"]

@@ -124,7 +124,11 @@ impl Cause {
     pub(crate) fn is_refusal(&self) -> bool {
         match self {
             Cause::NotThrift(_) | Cause::NotHttp(_) => true,
-            Cause::Http { status, .. } => (400..500).contains(status),
+            // HBase's servlet answers a refused impersonation with a 500 whose page names the
+            // AuthorizationException; no handler ran.
+            Cause::Http { status, detail, .. } => {
+                (400..500).contains(status) || detail.contains("AuthorizationException")
+            }
             Cause::Io(..) | Cause::Protocol(_) | Cause::Tls(_) => false,
         }
     }

@@ -51,7 +51,8 @@ impl Gateway {
 
     pub fn external(addr: &str) -> Gateway {
         Gateway {
-            client: connect(addr),
+            client: HBaseClient::connect(external_config(addr))
+                .unwrap_or_else(|e| panic!("connect to {addr}: {e}")),
             addr: addr.to_owned(),
             emulator: None,
         }
@@ -95,6 +96,16 @@ impl Gateway {
     pub fn table_f(&self, versions: i32) -> TestTable {
         self.table(vec![FamilyDescriptor::new("f").max_versions(versions)])
     }
+}
+
+/// The configuration for the real gateway at `addr`: what the environment says of it (the
+/// TLS, Kerberos and framing settings `scripts/real-hbase start` prints), and a read timeout
+/// long enough for admin calls, which take about a second on a real HBase.
+pub fn external_config(addr: &str) -> HBaseConfig {
+    HBaseConfig::new(addr)
+        .with_env()
+        .unwrap_or_else(|e| panic!("the gateway settings in the environment: {e}"))
+        .read_timeout(Duration::from_secs(60))
 }
 
 fn connect(addr: &str) -> HBaseClient {

@@ -90,9 +90,8 @@ impl Env {
     fn real(addr: &str) -> Env {
         // Admin calls (create, disable) take about a second on a real HBase; the client's
         // other calls finish in milliseconds.
-        let hbase =
-            HBaseClient::connect(HBaseConfig::new(addr).read_timeout(Duration::from_secs(60)))
-                .unwrap_or_else(|e| panic!("connect to HBASE_THRIFT={addr}: {e}"));
+        let hbase = HBaseClient::connect(gateway::external_config(addr))
+            .unwrap_or_else(|e| panic!("connect to HBASE_THRIFT={addr}: {e}"));
         let liveness = LivenessConfig {
             table: SHARED_LIVENESS_TABLE.into(),
             ttl_secs: LIVENESS_TTL_SECS,
