@@ -98,7 +98,9 @@ final class Kerberos {
 
   private void export(String principal, Path keytab) throws KrbException, IOException {
     Files.deleteIfExists(keytab);
-    kdc.createAndExportPrincipals(keytab.toFile(), principal);
+    // One principal per keytab (exporting "all principals" would hand clients the services' keys).
+    kdc.createPrincipal(principal);
+    kdc.exportPrincipal(principal, keytab.toFile());
   }
 
   private void writeKrb5Conf(String serviceHost) throws IOException {

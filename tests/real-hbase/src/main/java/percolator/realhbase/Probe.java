@@ -128,7 +128,7 @@ final class Probe {
         throw new IllegalStateException(
             kerberos.otherPrincipal + " was allowed to act as another user");
       } catch (Exception e) {
-        refused = String.valueOf(e.getMessage());
+        refused = e.toString();
       }
       System.out.println("real-hbase: spnego-https: no credentials -> HTTP 401; "
           + kerberos.clientPrincipal + " with doAs: alice -> served; "
