@@ -3,36 +3,37 @@ package percolator.realhbase;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
-import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.nio.file.StandardCopyOption;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.hbase.HBaseConfiguration;
 import org.apache.hadoop.hbase.LocalHBaseCluster;
 import org.apache.hadoop.hbase.master.HMaster;
 import org.apache.hadoop.hbase.regionserver.HRegionServer;
-import org.apache.hadoop.hbase.thrift2.ThriftServer;
-import org.apache.hadoop.hbase.thrift2.generated.TGet;
-import org.apache.hadoop.hbase.thrift2.generated.THBaseService;
+import org.apache.hadoop.hbase.util.Strings;
+import org.apache.hadoop.hbase.util.VersionInfo;
 import org.apache.hadoop.hbase.zookeeper.MiniZooKeeperCluster;
-import org.apache.thrift.TConfiguration;
-import org.apache.thrift.protocol.TBinaryProtocol;
-import org.apache.thrift.transport.TSocket;
+import org.apache.hadoop.net.DNS;
+import org.apache.hadoop.security.UserGroupInformation;
 
 /**
  * A standalone HBase the way {@code hbase master start} runs it when the cluster is not
  * distributed (ZooKeeper, one master and one region server in this JVM, data on the local
- * filesystem), plus the Thrift2 gateway with its default server type, transport and protocol.
+ * filesystem), plus the Thrift2 gateway in one of several modes (see {@link Mode}).
  *
- * <p>Arguments: {@code DATA_DIR READY_FILE [THRIFT_PORT]}. Once a real request through the
- * gateway succeeds, the gateway's port is written to READY_FILE (atomically), which is how
- * {@code scripts/real-hbase} knows it may return. Everything runs until the JVM is told to stop
- * (SIGTERM); a shutdown hook stops the gateway, then HBase, then ZooKeeper.
+ * <p>Arguments: {@code --mode MODE --data DIR --work DIR --ready FILE [--port N]}. Once a real
+ * request through every gateway succeeded, the NAME=VALUE lines a client needs are written to
+ * READY_FILE (atomically), which is how {@code scripts/real-hbase} knows it may return.
+ * Everything runs until the JVM is told to stop (SIGTERM); a shutdown hook stops the gateways,
+ * then HBase, then ZooKeeper, then the KDC.
  */
 public final class RealHBase {
   private RealHBase() {}
@@ -49,15 +50,15 @@ public final class RealHBase {
   }
 
   private static void run(String[] args) throws Exception {
-    if (args.length < 2) {
-      System.err.println("usage: RealHBase DATA_DIR READY_FILE [THRIFT_PORT]");
-      System.exit(2);
-    }
-    Path data = Paths.get(args[0]).toAbsolutePath();
-    Path ready = Paths.get(args[1]).toAbsolutePath();
-    int fixedPort = args.length > 2 ? Integer.parseInt(args[2]) : 0;
+    Map<String, String> opts = parseArgs(args);
+    Mode mode = Mode.parse(opts.getOrDefault("mode", "plain"));
+    Path data = Paths.get(required(opts, "data")).toAbsolutePath();
+    Path work = Paths.get(required(opts, "work")).toAbsolutePath();
+    Path ready = Paths.get(required(opts, "ready")).toAbsolutePath();
+    int fixedPort = Integer.parseInt(opts.getOrDefault("port", "0"));
     Files.createDirectories(data);
     Files.deleteIfExists(ready);
+    System.out.println("real-hbase: HBase " + VersionInfo.getVersion() + ", mode " + mode.name);
 
     Configuration conf = HBaseConfiguration.create();
     conf.setBoolean("hbase.cluster.distributed", false);
@@ -73,6 +74,24 @@ public final class RealHBase {
     // Master and region server RPC on ephemeral ports, so two instances never clash.
     conf.set(LocalHBaseCluster.ASSIGN_RANDOM_PORTS, "true");
 
+    Kerberos kerberos = null;
+    String serviceHost = null;
+    if (mode.kerberos) {
+      // The SASL gateway names itself after this host as Hadoop's DNS class reports it
+      // (hbase.thrift.dns.interface / .nameserver, both "default"): its principal must match.
+      serviceHost = Strings.domainNamePointerToHostName(DNS.getDefaultHost("default", "default"));
+      kerberos = Kerberos.start(work.resolve("kerberos"), freePort(), serviceHost);
+      kerberos.writeTicketCaches();
+      secureCluster(conf, kerberos);
+      // ZooKeeper stays unauthenticated (no JAAS configuration): only HBase's RPC and the
+      // gateway are secured.
+      System.setProperty("zookeeper.sasl.client", "false");
+      UserGroupInformation.setConfiguration(conf);
+      UserGroupInformation.loginUserFromKeytab(
+          kerberos.hbasePrincipal, kerberos.hbaseKeytab.toString());
+    }
+    Tls tls = mode.tls ? Tls.generate(work.resolve("tls")) : null;
+
     MiniZooKeeperCluster zookeeper = new MiniZooKeeperCluster(conf);
     zookeeper.setDefaultClientPort(freePort());
     int zkPort = zookeeper.startup(data.resolve("zookeeper").toFile());
@@ -82,24 +101,53 @@ public final class RealHBase {
         new LocalHBaseCluster(conf, 1, 1, HMaster.class, HRegionServer.class);
     cluster.startup();
 
-    // The port is picked only now, after HBase has taken its own ephemeral ports, and picked
-    // again if something took it between the probe and the gateway's bind.
-    Gateway gateway = null;
-    for (int attempt = 1; gateway == null; attempt++) {
-      int port = fixedPort > 0 ? fixedPort : freePort();
-      Gateway candidate = new Gateway(conf, port);
-      if (candidate.awaitReady()) {
-        gateway = candidate;
-      } else if (fixedPort > 0 || attempt >= 5) {
-        throw new IllegalStateException("the Thrift2 gateway did not start", candidate.failure);
-      } else {
-        System.err.println("real-hbase: gateway on port " + port + " failed ("
-            + candidate.failure + "), trying another port");
+    Probe probe = new Probe(mode, tls, kerberos, serviceHost);
+    Map<String, String> env = new LinkedHashMap<>();
+    List<Gateway> gateways = new ArrayList<>();
+    if (mode == Mode.SASL) {
+      // One quality of protection per gateway; all three share the cluster.
+      Map<String, String> byQop = new LinkedHashMap<>();
+      for (String qop : List.of("auth", "auth-int", "auth-conf")) {
+        Configuration gatewayConf = new Configuration(conf);
+        configureGateway(gatewayConf, mode, tls, kerberos);
+        gatewayConf.set("hbase.thrift.security.qop", qop);
+        Gateway g = startGateway(gatewayConf, fixedPort > 0 && qop.equals("auth-conf")
+            ? fixedPort : 0, probe.withQop(qop));
+        gateways.add(g);
+        byQop.put(qop, "127.0.0.1:" + g.port);
+      }
+      env.put("HBASE_THRIFT", byQop.get("auth-conf"));
+      env.put("HBASE_THRIFT_SASL_AUTH", byQop.get("auth"));
+      env.put("HBASE_THRIFT_SASL_AUTH_INT", byQop.get("auth-int"));
+      env.put("HBASE_THRIFT_SASL_AUTH_CONF", byQop.get("auth-conf"));
+    } else {
+      Configuration gatewayConf = new Configuration(conf);
+      configureGateway(gatewayConf, mode, tls, kerberos);
+      Gateway g = startGateway(gatewayConf, fixedPort, probe);
+      gateways.add(g);
+      env.put("HBASE_THRIFT", probe.address(g.port));
+      if (mode == Mode.FRAMED_COMPACT) {
+        env.put("HBASE_THRIFT_TRANSPORT", "framed");
+        env.put("HBASE_THRIFT_PROTOCOL", "compact");
       }
     }
-    Gateway started = gateway;
+    if (tls != null) {
+      env.put("HBASE_CA_FILE", tls.caPem.toString());
+    }
+    if (kerberos != null) {
+      env.putAll(kerberos.env(
+          mode == Mode.SASL ? kerberos.hbasePrincipal : kerberos.httpPrincipal));
+    }
+    // What a client of this mode must also see (or be refused), checked once at start.
+    for (Gateway g : gateways) {
+      probe.withQop(g.qop).afterReady(g.port);
+    }
+
+    Kerberos kdc = kerberos;
     Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-      started.server.stop();
+      for (Gateway g : gateways) {
+        g.server.stop();
+      }
       cluster.shutdown();
       cluster.join();
       try {
@@ -107,72 +155,133 @@ public final class RealHBase {
       } catch (IOException e) {
         e.printStackTrace();
       }
+      if (kdc != null) {
+        kdc.stop();
+      }
     }, "real-hbase-shutdown"));
 
-    int thriftPort = started.port;
+    StringBuilder lines = new StringBuilder();
+    env.forEach((k, v) -> lines.append(k).append('=').append(v).append('\n'));
+    if (kerberos != null && kerberos.expiredAt != null) {
+      System.out.println("real-hbase: the ticket in HBASE_KRB_EXPIRED_CCACHE ended at "
+          + kerberos.expiredAt);
+    }
     Path partial = ready.resolveSibling(ready.getFileName() + ".tmp");
-    Files.write(partial, (thriftPort + "\n").getBytes(StandardCharsets.UTF_8));
+    Files.write(partial, lines.toString().getBytes(StandardCharsets.UTF_8));
     Files.move(partial, ready, StandardCopyOption.ATOMIC_MOVE);
-    System.out.println("real-hbase: Thrift2 gateway ready on 127.0.0.1:" + thriftPort);
+    System.out.print("real-hbase: ready\n" + lines);
+    System.out.flush();
     cluster.join();
   }
 
-  /** One attempt at running the Thrift2 gateway on a port. */
-  private static final class Gateway {
-    final ThriftServer server;
-    final int port;
-    final Thread serving;
-    volatile Exception failure;
+  /** The cluster's side of Kerberos: HBase RPC authenticated, the gateway allowed to proxy. */
+  private static void secureCluster(Configuration conf, Kerberos k) {
+    conf.set("hadoop.security.authentication", "kerberos");
+    conf.set("hbase.security.authentication", "kerberos");
+    conf.set("hbase.master.kerberos.principal", k.hbasePrincipal);
+    conf.set("hbase.master.keytab.file", k.hbaseKeytab.toString());
+    conf.set("hbase.regionserver.kerberos.principal", k.hbasePrincipal);
+    conf.set("hbase.regionserver.keytab.file", k.hbaseKeytab.toString());
+    // The gateway (short name "hbase") runs every call as the authenticated end user: the
+    // cluster must let it impersonate anyone.
+    conf.set("hadoop.proxyuser.hbase.hosts", "*");
+    conf.set("hadoop.proxyuser.hbase.groups", "*");
+    // The HTTP gateway's doAs: "client" may act for anyone, "other" may not.
+    String client = k.clientPrincipal.substring(0, k.clientPrincipal.indexOf('@'));
+    conf.set("hadoop.proxyuser." + client + ".hosts", "*");
+    conf.set("hadoop.proxyuser." + client + ".groups", "*");
+  }
 
-    Gateway(Configuration conf, int port) {
-      this.server = new ThriftServer(conf);
-      this.port = port;
-      this.serving = new Thread(() -> {
-        try {
-          server.run(new String[] {"-b", "127.0.0.1", "-p", Integer.toString(port), "start"});
-        } catch (Exception e) {
-          failure = e;
-        }
-      }, "thrift2-gateway");
-      serving.setDaemon(true);
-      serving.start();
-    }
-
-    /**
-     * True once the master has finished initialising (namespaces are listed) and hbase:meta is
-     * served by the region server (a get on it returns), both through this gateway; false if
-     * the gateway thread ended first.
-     */
-    boolean awaitReady() throws InterruptedException {
-      Exception last = null;
-      for (int attempt = 0; attempt < 600; attempt++) {
-        if (!serving.isAlive()) {
-          if (failure == null) {
-            failure = new IllegalStateException("the gateway stopped", last);
-          }
-          return false;
-        }
-        try (TSocket socket = new TSocket(new TConfiguration(), "127.0.0.1", port, 10_000)) {
-          socket.open();
-          THBaseService.Client client = new THBaseService.Client(new TBinaryProtocol(socket));
-          List<String> namespaces = client.listNamespaces();
-          if (namespaces.contains("default")) {
-            client.get(
-                ByteBuffer.wrap("hbase:meta".getBytes(StandardCharsets.UTF_8)),
-                new TGet(ByteBuffer.wrap("probe".getBytes(StandardCharsets.UTF_8))));
-            return true;
-          }
-        } catch (Exception e) {
-          last = e;
-        }
-        Thread.sleep(500);
-      }
-      failure = new IllegalStateException("the gateway never answered a real request", last);
-      return false;
+  /** The gateway's own settings for MODE (what hbase-site.xml would hold for it). */
+  private static void configureGateway(Configuration conf, Mode mode, Tls tls, Kerberos k) {
+    conf.set("hbase.regionserver.thrift.ipaddress", "127.0.0.1");
+    switch (mode) {
+      case PLAIN:
+        break;
+      case FRAMED_COMPACT:
+        conf.setBoolean("hbase.regionserver.thrift.framed", true);
+        conf.setBoolean("hbase.regionserver.thrift.compact", true);
+        break;
+      case HTTP:
+        conf.setBoolean("hbase.regionserver.thrift.http", true);
+        break;
+      case HTTPS:
+        conf.setBoolean("hbase.regionserver.thrift.http", true);
+        tls(conf, tls);
+        break;
+      case SASL:
+        conf.set("hbase.thrift.kerberos.principal", k.hbasePrincipal);
+        conf.set("hbase.thrift.keytab.file", k.hbaseKeytab.toString());
+        break;
+      case SPNEGO_HTTPS:
+        conf.setBoolean("hbase.regionserver.thrift.http", true);
+        tls(conf, tls);
+        conf.set("hbase.thrift.kerberos.principal", k.hbasePrincipal);
+        conf.set("hbase.thrift.keytab.file", k.hbaseKeytab.toString());
+        conf.set("hbase.thrift.spnego.principal", k.httpPrincipal);
+        conf.set("hbase.thrift.spnego.keytab.file", k.httpKeytab.toString());
+        conf.setBoolean("hbase.thrift.support.proxyuser", true);
+        break;
+      default:
+        throw new AssertionError(mode);
     }
   }
 
-  private static int freePort() throws IOException {
+  private static void tls(Configuration conf, Tls tls) {
+    conf.setBoolean("hbase.thrift.ssl.enabled", true);
+    conf.set("hbase.thrift.ssl.keystore.store", tls.serverKeystore.toString());
+    conf.set("hbase.thrift.ssl.keystore.password", Tls.PASSWORD);
+    conf.set("hbase.thrift.ssl.keystore.keypassword", Tls.PASSWORD);
+    conf.set("hbase.thrift.ssl.keystore.type", "pkcs12");
+  }
+
+  /**
+   * Starts one gateway. The port is picked only now, after HBase has taken its own ephemeral
+   * ports, and picked again if something took it between the probe and the gateway's bind.
+   */
+  private static Gateway startGateway(Configuration conf, int fixedPort, Probe probe)
+      throws Exception {
+    for (int attempt = 1; ; attempt++) {
+      int port = fixedPort > 0 ? fixedPort : freePort();
+      Gateway candidate = new Gateway(conf, port, probe.qop());
+      if (candidate.awaitReady(probe)) {
+        return candidate;
+      } else if (fixedPort > 0 || attempt >= 5) {
+        throw new IllegalStateException("the Thrift2 gateway did not start", candidate.failure);
+      } else {
+        candidate.server.stop();
+        System.err.println("real-hbase: gateway on port " + port + " failed ("
+            + candidate.failure + "), trying another port");
+      }
+    }
+  }
+
+  private static Map<String, String> parseArgs(String[] args) {
+    Map<String, String> opts = new LinkedHashMap<>();
+    for (int i = 0; i < args.length; i++) {
+      if (!args[i].startsWith("--") || i + 1 >= args.length) {
+        usage("bad argument: " + args[i]);
+      }
+      opts.put(args[i].substring(2), args[++i]);
+    }
+    return opts;
+  }
+
+  private static String required(Map<String, String> opts, String name) {
+    String value = opts.get(name);
+    if (value == null) {
+      usage("missing --" + name);
+    }
+    return value;
+  }
+
+  private static void usage(String why) {
+    System.err.println("RealHBase: " + why);
+    System.err.println("usage: RealHBase --mode MODE --data DIR --work DIR --ready FILE [--port N]");
+    System.exit(2);
+  }
+
+  static int freePort() throws IOException {
     try (ServerSocket socket = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
       return socket.getLocalPort();
     }
