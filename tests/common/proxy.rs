@@ -30,7 +30,13 @@ pub struct Proxy {
 }
 
 impl Proxy {
+    /// A proxy in front of the gateway at `upstream`: `host:port`, or a URL (`https://h:p/`),
+    /// whose host and port it forwards to (TLS and HTTP pass through it untouched).
     pub fn start(upstream: &str) -> Proxy {
+        let upstream = match upstream.split_once("://") {
+            Some((_, rest)) => rest.split('/').next().unwrap_or(rest),
+            None => upstream,
+        };
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind proxy");
         let addr = listener.local_addr().expect("proxy addr");
         let shared = Arc::new(Shared {
@@ -62,6 +68,15 @@ impl Proxy {
 
     pub fn addr(&self) -> String {
         self.addr.to_string()
+    }
+
+    /// The proxy's address in the form of `gateway` (the address it stands in front of): the
+    /// same scheme, so a client speaks to it as to the gateway.
+    pub fn addr_like(&self, gateway: &str) -> String {
+        match gateway.split_once("://") {
+            Some((scheme, _)) => format!("{scheme}://{}/", self.addr),
+            None => self.addr(),
+        }
     }
 
     /// The next reply from the gateway is swallowed and its connection closed: the request

@@ -7,7 +7,6 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use percolator::hbase::Endpoint;
 use percolator::{Client, HBaseClient, RetryClass};
 
 use crate::txn_support::gateway::external_config;
@@ -43,22 +42,9 @@ fn a_gateway_killed_mid_run_loses_no_money_and_the_other_carries_on() {
         .unwrap();
 
     // Two gateways, as a service sees them: two addresses in front of one cluster.
-    let first_endpoint = Endpoint::parse_list(&env.addr).unwrap().remove(0);
-    let upstream = first_endpoint.authority();
-    let one = Proxy::start(&upstream);
-    let two = Proxy::start(&upstream);
-    let scheme = env.addr.split_once("://").map_or("", |(s, _)| s);
-    let list = [one.addr(), two.addr()]
-        .iter()
-        .map(|a| {
-            if scheme.is_empty() {
-                a.clone()
-            } else {
-                format!("{scheme}://{a}")
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(",");
+    let one = Proxy::start(&env.addr);
+    let two = Proxy::start(&env.addr);
+    let list = format!("{},{}", one.addr_like(&env.addr), two.addr_like(&env.addr));
     let hbase = HBaseClient::connect(external_config(&list)).expect("connect to both");
     let client = env.client_on(Arc::new(hbase), env.tso.clone(), env.options());
 

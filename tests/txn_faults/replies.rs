@@ -7,7 +7,7 @@ use std::sync::Arc;
 use percolator::hbase::{CheckAndMutate, Mutation};
 use percolator::txn::actions;
 use percolator::txn::codec::{decode_lock_state, LockState};
-use percolator::{Client, Error, HBaseClient, HBaseConfig, RetryClass};
+use percolator::{Client, Error, HBaseClient, RetryClass};
 
 use crate::txn_support::faulty::{CasKind, Fault, FaultyStore, Gate, ProbingTso, Rewrite};
 use crate::txn_support::proxy::Proxy;
@@ -256,6 +256,12 @@ fn a_snapshot_taken_before_the_last_lock_never_sees_that_commit() {
 fn a_reply_lost_on_the_wire_anywhere_in_a_commit_leaves_it_all_or_nothing() {
     const ROUNDS: usize = 12;
     let env = Env::start();
+    if env.addr.starts_with("https://") {
+        // The proxy counts whatever one read brings as a reply, and TLS handshake records
+        // are read like replies: the k-th loss would not land on the commit's k-th call.
+        eprintln!("skipped over https: the wire proxy cannot count replies inside TLS");
+        return;
+    }
     let t = env.table("wire");
     let rows = |k: usize| (format!("p{k}"), format!("s{k}"));
     let seeder = env.client();
@@ -275,7 +281,8 @@ fn a_reply_lost_on_the_wire_anywhere_in_a_commit_leaves_it_all_or_nothing() {
     let mut hit = Vec::new();
     for k in 0..ROUNDS {
         let (p, s) = rows(k);
-        let hbase = HBaseClient::connect(HBaseConfig::new(proxy.addr())).unwrap();
+        let config = crate::txn_support::gateway::external_config(&proxy.addr_like(&env.addr));
+        let hbase = HBaseClient::connect(config).unwrap();
         let client = env.client_on(Arc::new(hbase), env.tso.clone(), env.options());
         let lost_before = proxy.lost();
         proxy.lose_reply_after(k);
