@@ -112,34 +112,62 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         ..EmulatorConfig::default()
     };
     let handle = emulator::start(listener, config)?;
+    let termination = Termination::catch()?;
     println!(
         "hbase-emulator listening on {} ({transport}; in-memory store: data is lost on exit)",
         handle.local_addr()
     );
-    wait_for_termination()?;
+    termination.wait()?;
     tracing::info!("shutting down");
     handle.shutdown();
     Ok(())
 }
 
-/// Blocks until Ctrl-C (SIGINT) or SIGTERM.
-fn wait_for_termination() -> std::io::Result<()> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_io()
-        .build()?;
-    runtime.block_on(async {
+/// Ctrl-C (SIGINT) and SIGTERM, caught from the moment this is made: made before the address
+/// line is printed, so a signal sent as soon as that line is read stops the emulator cleanly.
+struct Termination {
+    runtime: tokio::runtime::Runtime,
+    #[cfg(unix)]
+    signals: [tokio::signal::unix::Signal; 2],
+}
+
+impl Termination {
+    fn catch() -> std::io::Result<Termination> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_io()
+            .build()?;
+        #[cfg(unix)]
+        let signals = {
+            use tokio::signal::unix::{signal, SignalKind};
+            let _context = runtime.enter();
+            [
+                signal(SignalKind::interrupt())?,
+                signal(SignalKind::terminate())?,
+            ]
+        };
+        Ok(Termination {
+            runtime,
+            #[cfg(unix)]
+            signals,
+        })
+    }
+
+    /// Blocks until one of the signals arrives.
+    fn wait(self) -> std::io::Result<()> {
         #[cfg(unix)]
         {
-            let mut term =
-                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-            tokio::select! {
-                r = tokio::signal::ctrl_c() => r,
-                _ = term.recv() => Ok(()),
-            }
+            let [mut int, mut term] = self.signals;
+            self.runtime.block_on(async {
+                tokio::select! {
+                    _ = int.recv() => {}
+                    _ = term.recv() => {}
+                }
+            });
+            Ok(())
         }
         #[cfg(not(unix))]
         {
-            tokio::signal::ctrl_c().await
+            self.runtime.block_on(tokio::signal::ctrl_c())
         }
-    })
+    }
 }
