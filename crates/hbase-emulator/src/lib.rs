@@ -51,8 +51,8 @@
 //!   `Expect: 100-continue` is honoured. Refusals, as HBase's servlet and Jetty give them: an
 //!   undecodable body `500` (`TServlet` turns the Thrift error into a `ServletException`),
 //!   GET is served like POST (libthrift's `TServlet.doGet` calls `doPost`, so a GET without a
-//!   body is a `500`), TRACE and OPTIONS `403`, PUT, DELETE and HEAD `405` (`400` over
-//!   HTTP/1.0), other methods `501`; then, closing the connection: a malformed request `400`,
+//!   body is a `500`; HEAD is a GET without the response body), TRACE and OPTIONS `403`, PUT
+//!   and DELETE `405` (`400` over HTTP/1.0), other methods `501`; then, closing the connection: a malformed request `400`,
 //!   a head above 65534 bytes `431`, a body above `max_frame_bytes` `413`. Error bodies are
 //!   `text/plain` with the Java exception's message (Jetty's are HTML pages).
 //! - **Impersonation** (HTTP mode): HBase's `ThriftHttpServlet` reads the end user from a

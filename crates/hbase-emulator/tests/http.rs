@@ -517,6 +517,15 @@ fn refused_requests_get_hbase_statuses() {
     );
     assert_eq!((resp.status, closed), (405, false));
     assert_eq!(resp.text(), "HTTP method PUT is not supported by this URL");
+    // HEAD is GET without the body: the status and headers only.
+    let mut s = connect(addr);
+    s.write_all(b"HEAD / HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut all = Vec::new();
+    s.read_to_end(&mut all).unwrap();
+    let all = String::from_utf8(all).unwrap();
+    assert!(all.starts_with("HTTP/1.1 500 "), "{all}");
+    assert!(all.ends_with("\r\n\r\n"), "{all}");
     let (resp, _) = exchange(addr, b"TRACE / HTTP/1.1\r\nHost: h\r\n\r\n");
     assert_eq!(resp.status, 403);
     let (resp, _) = exchange(addr, b"BREW / HTTP/1.1\r\nHost: h\r\n\r\n");
