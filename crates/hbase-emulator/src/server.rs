@@ -66,6 +66,10 @@ pub fn start(listener: TcpListener, config: EmulatorConfig) -> io::Result<Emulat
             "TLS is served in HTTP mode only (set `http`), as HBase's Thrift gateway does",
         ));
     }
+    if config.proxy_users.is_some() && !config.http {
+        // As HBase warns when hbase.thrift.support.proxyuser is set without HTTP.
+        tracing::warn!("proxy_users has no effect without HTTP mode (`http`)");
+    }
     listener.set_nonblocking(false)?;
     let addr = listener.local_addr()?;
     let handler = Arc::new(Handler::new(&config, addr));
