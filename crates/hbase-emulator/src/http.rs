@@ -15,9 +15,9 @@
 //! Methods, as HBase's servlet (`ThriftHttpServlet` over libthrift's `TServlet`) answers them:
 //! POST and GET are served (`TServlet.doGet` calls `doPost`; a GET without a Thrift body fails
 //! like any undecodable body, with 500); TRACE and OPTIONS are 403 (HBase's security
-//! constraint on them); PUT, DELETE and HEAD are 405 over HTTP/1.1 and 400 over HTTP/1.0 (the
-//! servlet API's defaults; HEAD runs GET without a body there, so the emulator refuses it); any
-//! other method is 501.
+//! constraint on them); PUT and DELETE are 405 over HTTP/1.1 and 400 over HTTP/1.0 (the
+//! servlet API's defaults); HEAD is GET without the response body (the servlet API's default);
+//! any other method is 501.
 
 use std::borrow::Cow;
 use std::collections::HashSet;
@@ -377,7 +377,15 @@ fn dechunk(input: &[u8], max_body: usize) -> Result<Option<(Vec<u8>, usize)>, (u
     let malformed = |what: &str| (400, format!("Bad Request: {what}"));
     let mut body = Vec::new();
     let mut pos = 0;
+    // Chunk framing may not take much more room than the body it carries.
+    let max_raw = max_body.saturating_mul(2).saturating_add(MAX_HEAD);
     loop {
+        if pos > max_raw {
+            return Err((
+                413,
+                format!("Payload Too Large: chunk framing above {max_raw} bytes"),
+            ));
+        }
         let rest = &input[pos..];
         let Some(nl) = rest.iter().take(MAX_CHUNK_LINE).position(|&b| b == b'\n') else {
             if rest.len() >= MAX_CHUNK_LINE {
@@ -447,77 +455,80 @@ pub(crate) fn respond(
     req: &Request<'_>,
     out: &mut Vec<u8>,
 ) -> bool {
-    let refuse = |out: &mut Vec<u8>, status: u16, message: String| {
-        response(
-            out,
-            req.http10,
-            status,
-            "text/plain;charset=utf-8",
-            message.as_bytes(),
-            !req.keep_alive,
-        );
-        req.keep_alive
-    };
+    let (status, content_type, body) = outcome(handler, settings, req);
+    response(
+        out,
+        req.http10,
+        status,
+        content_type,
+        &body,
+        !req.keep_alive,
+    );
+    if req.method == Method::Head {
+        // The servlet API runs GET for HEAD, and sends its headers only.
+        out.truncate(out.len() - body.len());
+    }
+    req.keep_alive
+}
+
+const TEXT: &str = "text/plain;charset=utf-8";
+
+/// The status, content type and body of the response to `req`.
+fn outcome(
+    handler: &Handler,
+    settings: &HttpSettings,
+    req: &Request<'_>,
+) -> (u16, &'static str, Vec<u8>) {
+    let text = |status: u16, message: String| (status, TEXT, message.into_bytes());
     match req.method {
-        Method::Post | Method::Get => {}
-        Method::Trace | Method::Options => return refuse(out, 403, "!role".into()),
-        Method::Put | Method::Delete | Method::Head => {
+        Method::Post | Method::Get | Method::Head => {}
+        Method::Trace | Method::Options => return text(403, "!role".into()),
+        Method::Put | Method::Delete => {
             let message = format!(
                 "HTTP method {} is not supported by this URL",
                 req.method_name
             );
-            return refuse(out, if req.http10 { 400 } else { 405 }, message);
+            return text(if req.http10 { 400 } else { 405 }, message);
         }
         Method::Other => {
             let message = format!(
                 "Method {} is not implemented by this Servlet for this URI",
                 req.method_name
             );
-            return refuse(out, 501, message);
+            return text(501, message);
         }
     }
     // ThriftHttpServlet.doPost: a doAs needs hbase.thrift.support.proxyuser, and the proxy
     // user's authorization; either refusal is a ServletException, which Jetty answers with 500.
     if let Some(user) = &req.do_as {
         let refused = match &settings.proxy_users {
-            None => Some("javax.servlet.ServletException: Support for proxyuser is not configured".to_string()),
-            Some(_) if user.is_empty() => Some("java.lang.IllegalArgumentException: Null user".to_string()),
+            None => Some(
+                "javax.servlet.ServletException: Support for proxyuser is not configured"
+                    .to_string(),
+            ),
+            Some(_) if user.is_empty() => {
+                Some("java.lang.IllegalArgumentException: Null user".to_string())
+            }
             Some(allowed) if !allowed.contains(user) => Some(format!(
-                "javax.servlet.ServletException: org.apache.hadoop.security.authorize.AuthorizationException: User: {SERVICE_USER} is not allowed to impersonate {user}"
+                "javax.servlet.ServletException: \
+                 org.apache.hadoop.security.authorize.AuthorizationException: \
+                 User: {SERVICE_USER} is not allowed to impersonate {user}"
             )),
             Some(_) => None,
         };
         if let Some(message) = refused {
-            return refuse(out, 500, message);
+            return text(500, message);
         }
     }
     let mut reply = Vec::new();
     match serve_body(handler, &req.body, &mut reply) {
-        Ok(()) => {
-            response(
-                out,
-                req.http10,
-                200,
-                "application/x-thrift",
-                &reply,
-                !req.keep_alive,
-            );
-        }
+        Ok(()) => (200, "application/x-thrift", reply),
         // TServlet turns a TException into a ServletException: 500.
         Err(e) => {
             tracing::debug!(error = %e, "undecodable Thrift body");
-            let message = format!("javax.servlet.ServletException: {e}");
-            response(
-                out,
-                req.http10,
-                500,
-                "text/plain;charset=utf-8",
-                message.as_bytes(),
-                !req.keep_alive,
-            );
+            text(500, format!("javax.servlet.ServletException: {e}"))
         }
     }
-    req.keep_alive
 }
 
 /// Serves the Thrift message in `body` (binary or compact, told by its first byte).
@@ -583,14 +594,7 @@ pub(crate) fn response(
 
 /// Appends the response to a request refused by `parse`: the connection closes after it.
 pub(crate) fn error_response(out: &mut Vec<u8>, e: &HttpError) {
-    response(
-        out,
-        e.http10,
-        e.status,
-        "text/plain;charset=utf-8",
-        e.message.as_bytes(),
-        true,
-    );
+    response(out, e.http10, e.status, TEXT, e.message.as_bytes(), true);
 }
 
 pub(crate) const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
@@ -659,6 +663,12 @@ mod tests {
             status(b"POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip\r\n\r\n"),
             501
         );
+        // Tiny chunks with long extensions: the framing is bounded too.
+        let mut many = Vec::new();
+        while many.len() < 90_000 {
+            many.extend_from_slice(b"1;xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\r\na\r\n");
+        }
+        assert!(matches!(dechunk(&many, 10_000), Err((413, _))));
     }
 
     #[test]

@@ -20,7 +20,7 @@
 //!
 //! What it emulates, and how faithfully:
 //! - **Wire**: unframed (buffered) and framed transport, binary and compact protocol, detected
-//!   per connection. Requests are bounded by `max_frame_bytes` (2 MiB, like HBase). Unknown
+//!   per connection; or HTTP, with or without TLS (below). Requests are bounded by `max_frame_bytes` (2 MiB, like HBase). Unknown
 //!   methods get `UNKNOWN_METHOD`, missing required arguments `PROTOCOL_ERROR`, runtime
 //!   failures (bad filter, empty row, unset checkAndMutate value) `INTERNAL_ERROR`; the
 //!   arguments HBase's IDL leaves optional (`value` of checkAndPut/Delete/Mutate, `numRows`,
@@ -42,6 +42,29 @@
 //! - **Admin**: tables (create, delete, enable, disable, truncate, modify, descriptors by name,
 //!   pattern or namespace) and column families, namespaces (`default` and `hbase` exist),
 //!   one region per table, `getThriftServerType` = TWO.
+//! - **HTTP mode** (`EmulatorConfig::http`, HBase's `hbase.regionserver.thrift.http=true`):
+//!   each call is the body of an HTTP/1.1 POST to any path, its reply the body of a `200`
+//!   response with `Content-Type: application/x-thrift` and a `Content-Length`; a Thrift
+//!   exception (`TIOError`, `TApplicationException`) is a reply like any other, inside a
+//!   `200`. Connections are kept alive (HTTP/1.0 only with `Connection: keep-alive`),
+//!   pipelined requests are answered in order, bodies come by `Content-Length` or chunked,
+//!   `Expect: 100-continue` is honoured. Refusals, as HBase's servlet and Jetty give them: an
+//!   undecodable body `500` (`TServlet` turns the Thrift error into a `ServletException`),
+//!   GET is served like POST (libthrift's `TServlet.doGet` calls `doPost`, so a GET without a
+//!   body is a `500`; HEAD is a GET without the response body), TRACE and OPTIONS `403`, PUT
+//!   and DELETE `405` (`400` over HTTP/1.0), other methods `501`; then, closing the connection: a malformed request `400`,
+//!   a head above 65534 bytes `431`, a body above `max_frame_bytes` `413`. Error bodies are
+//!   `text/plain` with the Java exception's message (Jetty's are HTML pages).
+//! - **Impersonation** (HTTP mode): HBase's `ThriftHttpServlet` reads the end user from a
+//!   header named `doAs` (any case). Without `hbase.thrift.support.proxyuser` (the emulator's
+//!   `proxy_users: None`) a request carrying one gets a `500` ("Support for proxyuser is not
+//!   configured"); with it (`Some(users)`), a `doAs` naming a user outside the set gets a
+//!   `500` ("User: hbase is not allowed to impersonate NAME", Hadoop's
+//!   `AuthorizationException`), and one inside the set is served.
+//! - **TLS** (`EmulatorConfig::tls`, HBase's `hbase.thrift.ssl.enabled=true`): HTTPS, TLS 1.2
+//!   and 1.3 through rustls with *ring*. Like HBase, TLS is for HTTP mode only. Requiring
+//!   client certificates ([`tls_config_from_pem`] with a client CA) is an emulator option:
+//!   HBase's gateway asks for none.
 //! - **Errors**: `TIOError` messages start with the Java exception class
 //!   (`org.apache.hadoop.hbase.TableNotFoundException: ns:t`, `...NoSuchColumnFamilyException`,
 //!   `...TableNotEnabledException`, ...) and `canRetry` is false where HBase's exception is a
@@ -53,7 +76,11 @@
 //! at its next flush, so a time-range read never finds versions a flush would have removed);
 //! KEEP_DELETED_CELLS, NEW_VERSION_BEHAVIOR, protobuf `filterBytes`, visibility labels and
 //! system tables are not emulated (the first three answer a `TIOError` saying so); split keys
-//! are accepted and ignored. Like the real gateway, a connection that sends nothing for
+//! are accepted and ignored. HBase's HTTP mode decodes binary protocol only (its servlet has a
+//! fixed `TBinaryProtocol` factory, whatever `hbase.regionserver.thrift.compact` says); the
+//! emulator also accepts compact bodies there, and answers each in the protocol it came in.
+//! With a service time, an HTTP-mode connection's thread waits it out before each response.
+//! Like the real gateway, a connection that sends nothing for
 //! `idle_timeout` (60 s, `hbase.thrift.server.socket.read.timeout`) is closed.
 
 mod admin;

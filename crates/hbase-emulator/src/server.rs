@@ -2,7 +2,7 @@
 //!
 //! One thread accepts; each connection gets its own thread (no worker cap, like HBase's
 //! thread-pool server with an unbounded pool), or, when calls cost a service time, goes to the
-//! paced loop (`paced`). Shutdown sets a flag, wakes the accept loop by connecting to it, then
+//! paced loop (`paced`). In HTTP mode every connection has its own thread (`http_conn`). Shutdown sets a flag, wakes the accept loop by connecting to it, then
 //! shuts down every live socket (which ends their blocked reads), stops the paced loop and
 //! joins every thread.
 
@@ -65,6 +65,10 @@ pub fn start(listener: TcpListener, config: EmulatorConfig) -> io::Result<Emulat
             io::ErrorKind::InvalidInput,
             "TLS is served in HTTP mode only (set `http`), as HBase's Thrift gateway does",
         ));
+    }
+    if config.proxy_users.is_some() && !config.http {
+        // As HBase warns when hbase.thrift.support.proxyuser is set without HTTP.
+        tracing::warn!("proxy_users has no effect without HTTP mode (`http`)");
     }
     listener.set_nonblocking(false)?;
     let addr = listener.local_addr()?;

@@ -307,6 +307,11 @@ fn family(name: &str) -> TColumnFamilyDescriptor {
 
 /// Creates a table, writes a cell and reads it back, all on one keep-alive connection.
 fn round_trip(wire: Wire, stream: Box<dyn Stream>) {
+    round_trip_with(wire, stream, b"v");
+}
+
+/// `round_trip`, writing and reading back `value`.
+fn round_trip_with(wire: Wire, stream: Box<dyn Stream>, value: &[u8]) {
     let (mut client, shared) = thrift_client(wire, stream);
     assert!(!client.table_exists(table_name("t")).unwrap());
     client
@@ -329,7 +334,7 @@ fn round_trip(wire: Wire, stream: Box<dyn Stream>) {
                 column_values: vec![TColumnValue {
                     family: b"f".to_vec(),
                     qualifier: b"q".to_vec(),
-                    value: b"v".to_vec(),
+                    value: value.to_vec(),
                     timestamp: None,
                     tags: None,
                     type_: None,
@@ -368,7 +373,7 @@ fn round_trip(wire: Wire, stream: Box<dyn Stream>) {
         .iter()
         .map(|c| c.value.as_slice())
         .collect();
-    assert_eq!(values, [b"v"]);
+    assert!(values == [value], "the value written is read back");
     // A call that fails in HBase's way is a Thrift exception inside a 200.
     let err = client.put(
         b"missing".to_vec(),
@@ -517,6 +522,15 @@ fn refused_requests_get_hbase_statuses() {
     );
     assert_eq!((resp.status, closed), (405, false));
     assert_eq!(resp.text(), "HTTP method PUT is not supported by this URL");
+    // HEAD is GET without the body: the status and headers only.
+    let mut s = connect(addr);
+    s.write_all(b"HEAD / HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut all = Vec::new();
+    s.read_to_end(&mut all).unwrap();
+    let all = String::from_utf8(all).unwrap();
+    assert!(all.starts_with("HTTP/1.1 500 "), "{all}");
+    assert!(all.ends_with("\r\n\r\n"), "{all}");
     let (resp, _) = exchange(addr, b"TRACE / HTTP/1.1\r\nHost: h\r\n\r\n");
     assert_eq!(resp.status, 403);
     let (resp, _) = exchange(addr, b"BREW / HTTP/1.1\r\nHost: h\r\n\r\n");
@@ -749,6 +763,18 @@ fn thrift_calls_over_https() {
 }
 
 #[test]
+fn large_calls_over_https() {
+    let pki = Pki::new();
+    let emu = tls_emulator(&pki, false);
+    let value: Vec<u8> = (0..1_500_000u32).map(|i| (i % 251) as u8).collect();
+    round_trip_with(
+        Wire::Binary,
+        Box::new(tls_client(&pki, emu.local_addr(), None)),
+        &value,
+    );
+}
+
+#[test]
 fn a_required_client_certificate_is_checked() {
     let pki = Pki::new();
     let emu = tls_emulator(&pki, true);
@@ -832,4 +858,27 @@ fn bad_pem_is_an_error_not_a_panic() {
     let (cert, key) = pki.issue("localhost", rcgen::ExtendedKeyUsagePurpose::ServerAuth);
     assert!(emulator::tls_config_from_pem(cert.as_bytes(), key.as_bytes(), Some(b"x")).is_err());
     assert!(emulator::tls_config_from_pem(key.as_bytes(), cert.as_bytes(), None).is_err());
+}
+
+#[test]
+fn idle_connections_are_closed_in_http_mode_too() {
+    let pki = Pki::new();
+    let (cert, key) = pki.issue("localhost", rcgen::ExtendedKeyUsagePurpose::ServerAuth);
+    for tls in [
+        None,
+        Some(emulator::tls_config_from_pem(cert.as_bytes(), key.as_bytes(), None).unwrap()),
+    ] {
+        let emu = start(EmulatorConfig {
+            idle_timeout: Duration::from_millis(200),
+            tls,
+            ..http_config()
+        });
+        let mut s = connect(emu.local_addr());
+        let started = std::time::Instant::now();
+        let mut sink = Vec::new();
+        // A TLS server waits for a ClientHello that never comes; both close at the timeout.
+        let _ = s.read_to_end(&mut sink);
+        assert!(started.elapsed() >= Duration::from_millis(150));
+        assert!(started.elapsed() < TIMEOUT);
+    }
 }
