@@ -32,6 +32,11 @@ use super::wire::{self, Arg, Codec, Request, Success};
 use crate::runtime;
 use crate::{Error, Peer, Result, RetryClass};
 
+/// The longest an HTTP gateway's connection is reused after sitting idle. HBase's gateway
+/// runs Jetty with its default idle timeout, 30 s, after which it closes the connection
+/// without a word; a call written to it then would lose its reply.
+const HTTP_MAX_IDLE: Duration = Duration::from_secs(20);
+
 /// Whether a call may be sent again after a connection failure.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Replay {
@@ -211,7 +216,11 @@ impl AsyncHBaseClient {
         let limits = Limits {
             size: config.pool_size as usize,
             pipeline: config.pipeline_per_connection.max(1),
-            max_idle: config.max_idle,
+            max_idle: if scheme == Scheme::Tcp {
+                config.max_idle
+            } else {
+                config.max_idle.min(HTTP_MAX_IDLE)
+            },
         };
         let gateways = endpoints
             .into_iter()

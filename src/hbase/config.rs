@@ -103,7 +103,9 @@ pub struct HBaseConfig {
     /// Most connections open at once; calls beyond it wait for a free connection.
     pub pool_size: u32,
     /// A pooled connection idle for longer than this is replaced instead of reused. The gateway
-    /// drops connections idle for 60 s, so this must stay below that.
+    /// drops connections idle for 60 s, so this must stay below that. An HTTP gateway's Jetty
+    /// drops them after 30 s, so over HTTP the client never keeps one idle longer than 20 s,
+    /// whatever this says.
     pub max_idle: Duration,
     /// How many calls may share a connection, pipelined; a call over more rows than this (a
     /// fused read, a batch of puts) takes a connection of its own. A gateway answers one
