@@ -23,6 +23,8 @@ mod convert;
 mod data;
 pub(crate) mod errors;
 mod input;
+#[cfg(feature = "kerberos")]
+pub mod kerberos;
 mod pool;
 mod scanner;
 pub mod types;
@@ -37,6 +39,8 @@ pub use admin::{Admin, RegionLocation, ServerType};
 pub use blocking::HBaseClient;
 pub use client::AsyncHBaseClient;
 pub use config::{HBaseConfig, Protocol, Transport};
+#[cfg(feature = "kerberos")]
+pub use kerberos::{Kerberos, KerberosError, Qop};
 pub use scanner::Scanner;
 pub use types::*;
 
