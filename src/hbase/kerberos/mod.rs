@@ -276,11 +276,17 @@ impl Gss {
     /// A failed gss_init_sec_context, as the error a user can act on.
     fn init_error(&self, service: &str, (major, minor, message): (u32, u32, String)) -> KerberosError {
         let minor_code = minor as i32;
-        if minor_code == krb5_codes::KDC_ERR_S_PRINCIPAL_UNKNOWN || gss::routine_error(major) == gss::E_BAD_NAME {
+        // Through SPNEGO the minor code is SPNEGO's own, and only the krb5 mechanism's message
+        // (MIT's text for KRB5KDC_ERR_S_PRINCIPAL_UNKNOWN) says what went wrong.
+        if minor_code == krb5_codes::KDC_ERR_S_PRINCIPAL_UNKNOWN
+            || gss::routine_error(major) == gss::E_BAD_NAME
+            || message.contains("not found in Kerberos database")
+        {
             return KerberosError::UnknownService { service: service.to_owned(), message };
         }
         if gss::routine_error(major) == gss::E_CREDENTIALS_EXPIRED
             || minor_code == krb5_codes::KRB_AP_ERR_TKT_EXPIRED
+            || message.contains("Ticket expired")
         {
             return Self::expired(&self.config, &self.ccache, Some(self.principal.clone()));
         }

@@ -352,7 +352,14 @@ pub(super) async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
             if status != OK {
                 return Err(KerberosError::UnexpectedStatus { status, during: "from the client" });
             }
-            let (step, name) = ctx.accept_step(acceptor, &token)?;
+            let (step, name) = match ctx.accept_step(acceptor, &token) {
+                Ok(accepted) => accepted,
+                Err(e) => {
+                    // As Java's server does: BAD with the SaslException's message.
+                    write_frames(stream, &[(BAD, b"GSS initiate failed")]).await?;
+                    return Err(e);
+                }
+            };
             if step.complete {
                 peer = name.unwrap_or_default();
                 if !step.token.is_empty() {
