@@ -1,22 +1,29 @@
 //! Kerberos against a real KDC: credentials, SPNEGO, and the SASL/GSSAPI handshake at each qop
 //! with messages sealed both ways, against an in-process GSSAPI acceptor that stands in for
-//! the gateway (the same exchange as HBase's ThriftServer).
+//! the gateway (the same exchange as HBase's ThriftServer), and against real SASL gateways.
 //!
-//! Runs with `--features kerberos` when these are set (e.g. by `scripts/real-hbase`'s KDC),
-//! and skips with the reason otherwise:
+//! Runs with `--features kerberos` when these are set (as `scripts/real-hbase start --mode
+//! sasl` prints them), and skips with the reason otherwise:
 //! - `KRB5_CONFIG`: a krb5.conf naming the KDC;
 //! - `HBASE_KRB_CLIENT_PRINCIPAL`, `HBASE_KRB_CLIENT_KEYTAB`: the client;
-//! - `HBASE_KRB_SERVICE_PRINCIPAL` ("hbase/<host>@REALM"), `HBASE_KRB_SERVICE_KEYTAB`: the
-//!   gateway's principal and a keytab with its key (for the in-process acceptor);
-//! - optionally `HBASE_KRB_HTTP_PRINCIPAL` ("HTTP/<host>@REALM", in the same keytab) for
-//!   SPNEGO by host name.
-//!
-//! The expired-ticket test also needs MIT's `kinit` on the PATH.
+//! - `HBASE_KRB_SERVICE_PRINCIPAL`: the gateway's principal, "hbase/<host>@REALM";
+//! - for the in-process acceptor: `HBASE_KRB_SERVICE_KEYTAB`, a keytab with the service's key
+//!   (and optionally `HBASE_KRB_HTTP_PRINCIPAL`, "HTTP/<host>@REALM" in the same keytab, for
+//!   SPNEGO by host name);
+//! - for the expired-ticket test: `HBASE_KRB_EXPIRED_CCACHE` (a cache whose ticket ended), or
+//!   MIT's `kinit` on the PATH;
+//! - for the real gateways: `HBASE_THRIFT_SASL_AUTH`, `HBASE_THRIFT_SASL_AUTH_INT`,
+//!   `HBASE_THRIFT_SASL_AUTH_CONF` (host:port, one gateway per qop).
 
 #![cfg(feature = "kerberos")]
 
+use std::io::{Read, Write};
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+use percolator_thrift::hbase::{THBaseServiceSyncClient, TTHBaseServiceSyncClient};
+use percolator_thrift::thrift::protocol::{TBinaryInputProtocol, TBinaryOutputProtocol};
 
 use percolator::hbase::kerberos::testkit::{self, Acceptor};
 use percolator::hbase::{Kerberos, KerberosError, Qop};
@@ -25,20 +32,20 @@ struct Env {
     client: String,
     client_keytab: PathBuf,
     service: String,
-    service_keytab: PathBuf,
-    http: Option<String>,
+}
+
+fn var(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
 }
 
 impl Env {
     /// The KDC's settings, or None (with the reason printed) when they are not set.
     fn get(test: &str) -> Option<Env> {
-        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
         let missing: Vec<&str> = [
             "KRB5_CONFIG",
             "HBASE_KRB_CLIENT_PRINCIPAL",
             "HBASE_KRB_CLIENT_KEYTAB",
             "HBASE_KRB_SERVICE_PRINCIPAL",
-            "HBASE_KRB_SERVICE_KEYTAB",
         ]
         .into_iter()
         .filter(|name| var(name).is_none())
@@ -51,9 +58,18 @@ impl Env {
             client: var("HBASE_KRB_CLIENT_PRINCIPAL")?,
             client_keytab: var("HBASE_KRB_CLIENT_KEYTAB")?.into(),
             service: var("HBASE_KRB_SERVICE_PRINCIPAL")?,
-            service_keytab: var("HBASE_KRB_SERVICE_KEYTAB")?.into(),
-            http: var("HBASE_KRB_HTTP_PRINCIPAL"),
         })
+    }
+
+    /// The KDC's settings and an acceptor with the service's key, or None (printed).
+    fn with_acceptor(test: &str) -> Option<(Env, Acceptor)> {
+        let env = Env::get(test)?;
+        let Some(keytab) = var("HBASE_KRB_SERVICE_KEYTAB") else {
+            eprintln!("skipping {test}: HBASE_KRB_SERVICE_KEYTAB not set (the in-process acceptor needs the service's key)");
+            return None;
+        };
+        let acceptor = Acceptor::new(keytab.as_ref()).expect("the service keytab");
+        Some((env, acceptor))
     }
 
     fn client(&self) -> Kerberos {
@@ -74,9 +90,6 @@ impl Env {
         name.split_once('/').map_or(name, |(_, host)| host).to_owned()
     }
 
-    fn acceptor(&self) -> Acceptor {
-        Acceptor::new(&self.service_keytab).expect("the service keytab")
-    }
 }
 
 fn temp_dir() -> tempfile::TempDir {
@@ -146,20 +159,11 @@ fn a_ticket_cache_filled_from_the_keytab_is_used_without_it() {
 fn an_expired_ticket_is_a_typed_error_with_its_time() {
     let Some(env) = Env::get("an_expired_ticket_is_a_typed_error_with_its_time") else { return };
     let dir = temp_dir();
-    let ccache = format!("FILE:{}/cc", dir.path().display());
-    let kinit = std::process::Command::new("kinit")
-        .args(["-l", "5s", "-k", "-t"])
-        .arg(&env.client_keytab)
-        .args(["-c", &ccache, &env.client])
-        .status();
-    match kinit {
-        Ok(status) if status.success() => {}
-        other => {
-            eprintln!("skipping an_expired_ticket_is_a_typed_error_with_its_time: kinit: {other:?}");
-            return;
-        }
-    }
-    std::thread::sleep(Duration::from_secs(7));
+    let ccache = match var("HBASE_KRB_EXPIRED_CCACHE") {
+        Some(path) => Some(format!("FILE:{path}")),
+        None => kinit_short_lived(&env, &dir.path().join("cc")),
+    };
+    let Some(ccache) = ccache else { return };
     let config = Kerberos { ccache: Some(ccache.clone()), ..Default::default() };
     match testkit::credentials(&config) {
         Err(e @ KerberosError::TicketExpired { expired_at: Some(_), .. }) => {
@@ -170,16 +174,47 @@ fn an_expired_ticket_is_a_typed_error_with_its_time() {
     }
 }
 
+/// A cache whose ticket has just expired, made by kinit; None (printed) without kinit.
+fn kinit_short_lived(env: &Env, path: &std::path::Path) -> Option<String> {
+    let ccache = format!("FILE:{}", path.display());
+    let kinit = std::process::Command::new("kinit")
+        .args(["-l", "5s", "-k", "-t"])
+        .arg(&env.client_keytab)
+        .args(["-c", &ccache, &env.client])
+        .status();
+    match kinit {
+        Ok(status) if status.success() => {}
+        other => {
+            eprintln!("skipping an_expired_ticket_is_a_typed_error_with_its_time: no HBASE_KRB_EXPIRED_CCACHE, and kinit: {other:?}");
+            return None;
+        }
+    }
+    std::thread::sleep(Duration::from_secs(7));
+    Some(ccache)
+}
+
+#[test]
+fn the_harness_ticket_cache_is_used() {
+    let Some(env) = Env::get("the_harness_ticket_cache_is_used") else { return };
+    let Some(path) = var("HBASE_KRB_CCACHE") else {
+        eprintln!("skipping the_harness_ticket_cache_is_used: HBASE_KRB_CCACHE not set");
+        return;
+    };
+    let config = Kerberos { ccache: Some(format!("FILE:{path}")), ..Default::default() };
+    let (principal, expires) = testkit::credentials(&config).unwrap();
+    assert_eq!(principal, env.client);
+    assert!(expires.is_some());
+}
+
 #[test]
 fn a_spnego_header_is_accepted() {
-    let Some(env) = Env::get("a_spnego_header_is_accepted") else { return };
-    let acceptor = env.acceptor();
+    let Some((env, acceptor)) = Env::with_acceptor("a_spnego_header_is_accepted") else { return };
     let config = Kerberos { service_principal: Some(env.service.clone()), ..env.client() };
     let (header, client) = testkit::spnego(&config, "ignored.example", &acceptor).unwrap();
     assert!(header.starts_with("Negotiate YI"), "an SPNEGO NegTokenInit");
     assert_eq!(client, env.client);
-    if let Some(http) = &env.http {
-        let (_, client) = testkit::spnego(&env.client(), &Env::host_of(http), &acceptor).unwrap();
+    if let Some(http) = var("HBASE_KRB_HTTP_PRINCIPAL") {
+        let (_, client) = testkit::spnego(&env.client(), &Env::host_of(&http), &acceptor).unwrap();
         assert_eq!(client, env.client);
     }
     let cost = testkit::spnego_cost(&config, "ignored.example", 200).unwrap();
@@ -188,12 +223,14 @@ fn a_spnego_header_is_accepted() {
 
 #[test]
 fn spnego_for_an_unknown_service_is_a_typed_error() {
-    let Some(env) = Env::get("spnego_for_an_unknown_service_is_a_typed_error") else { return };
+    let Some((env, acceptor)) = Env::with_acceptor("spnego_for_an_unknown_service_is_a_typed_error") else {
+        return;
+    };
     let config = Kerberos {
         service_principal: Some(format!("HTTP/no-such-host.invalid@{}", env.realm())),
         ..env.client()
     };
-    match testkit::spnego(&config, "x", &env.acceptor()) {
+    match testkit::spnego(&config, "x", &acceptor) {
         Err(KerberosError::UnknownService { service, .. }) => assert!(service.contains("no-such-host")),
         other => panic!("{other:?}"),
     }
@@ -211,8 +248,9 @@ fn messages() -> Vec<Vec<u8>> {
 
 #[tokio::test]
 async fn sasl_at_each_qop_round_trips_messages_both_ways() {
-    let Some(env) = Env::get("sasl_at_each_qop_round_trips_messages_both_ways") else { return };
-    let acceptor = env.acceptor();
+    let Some((env, acceptor)) = Env::with_acceptor("sasl_at_each_qop_round_trips_messages_both_ways") else {
+        return;
+    };
     let host = Env::host_of(&env.service);
     for qop in [Qop::Auth, Qop::AuthInt, Qop::AuthConf] {
         // By host name ("hbase@host"), the server offering only this qop, as HBase's does.
@@ -243,9 +281,11 @@ fn qop_bit(qop: Qop) -> u8 {
 
 #[tokio::test]
 async fn sasl_with_a_qop_the_server_does_not_offer_is_a_typed_error() {
-    let Some(env) = Env::get("sasl_with_a_qop_the_server_does_not_offer_is_a_typed_error") else { return };
+    let Some((env, acceptor)) = Env::with_acceptor("sasl_with_a_qop_the_server_does_not_offer_is_a_typed_error") else {
+        return;
+    };
     let host = Env::host_of(&env.service);
-    match testkit::sasl_echo(&env.client(), &host, &env.acceptor(), 4, Qop::Auth, &messages()).await {
+    match testkit::sasl_echo(&env.client(), &host, &acceptor, 4, Qop::Auth, &messages()).await {
         Err(KerberosError::QopNotOffered { requested: Qop::Auth, offered }) => {
             assert_eq!(offered, [Qop::AuthConf])
         }
@@ -255,10 +295,10 @@ async fn sasl_with_a_qop_the_server_does_not_offer_is_a_typed_error() {
 
 #[tokio::test]
 async fn sasl_to_a_server_without_the_key_is_refused() {
-    let Some(env) = Env::get("sasl_to_a_server_without_the_key_is_refused") else { return };
+    let Some((env, acceptor)) = Env::with_acceptor("sasl_to_a_server_without_the_key_is_refused") else { return };
     // A ticket for a principal whose key the acceptor's keytab does not hold.
     let config = Kerberos { service_principal: Some(env.client.clone()), ..env.client() };
-    match testkit::sasl_echo(&config, "x", &env.acceptor(), 7, Qop::AuthConf, &messages()).await {
+    match testkit::sasl_echo(&config, "x", &acceptor, 7, Qop::AuthConf, &messages()).await {
         Err(KerberosError::ServerRefused { status: "BAD", message }) => {
             assert_eq!(message, "GSS initiate failed")
         }
@@ -279,4 +319,147 @@ async fn sasl_without_credentials_fails_before_connecting() {
     let mut stream = tokio::net::TcpStream::connect(listener.local_addr().unwrap()).await.unwrap();
     let result = testkit::connect(&config, &mut stream, "localhost", Qop::AuthConf, Duration::from_secs(5)).await;
     assert!(matches!(result, Err(KerberosError::NoTicket { .. })), "{:?}", result.err());
+}
+
+/// A blocking Thrift transport over a negotiated layer: each flush leaves as sealed frames.
+#[derive(Clone)]
+struct SaslTransport(Arc<Mutex<SaslState>>);
+
+struct SaslState {
+    tcp: std::net::TcpStream,
+    layer: testkit::Layer,
+    wire: Vec<u8>,
+    plain: Vec<u8>,
+    read_at: usize,
+    out: Vec<u8>,
+}
+
+impl Read for SaslTransport {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let mut guard = self.0.lock().unwrap();
+        let s = &mut *guard;
+        while s.read_at == s.plain.len() {
+            s.plain.clear();
+            s.read_at = 0;
+            let mut chunk = [0u8; 1 << 16];
+            let n = s.tcp.read(&mut chunk)?;
+            if n == 0 {
+                return Ok(0);
+            }
+            s.wire.extend_from_slice(&chunk[..n]);
+            let used = s.layer.open(&s.wire, &mut s.plain).map_err(std::io::Error::other)?;
+            s.wire.drain(..used);
+        }
+        let n = buf.len().min(s.plain.len() - s.read_at);
+        buf[..n].copy_from_slice(&s.plain[s.read_at..s.read_at + n]);
+        s.read_at += n;
+        Ok(n)
+    }
+}
+
+impl Write for SaslTransport {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().out.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        let mut guard = self.0.lock().unwrap();
+        let s = &mut *guard;
+        let mut frames = Vec::new();
+        s.layer.seal(&s.out, &mut frames).map_err(std::io::Error::other)?;
+        s.out.clear();
+        s.tcp.write_all(&frames)
+    }
+}
+
+/// `sasl_connect` to a gateway, then a blocking THBaseService client over the layer.
+fn gateway_client(
+    config: &Kerberos,
+    addr: &str,
+    host: &str,
+    qop: Qop,
+) -> Result<impl TTHBaseServiceSyncClient, KerberosError> {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let (stream, layer) = runtime.block_on(async {
+        let mut stream = tokio::net::TcpStream::connect(addr).await?;
+        let layer = testkit::connect(config, &mut stream, host, qop, Duration::from_secs(20)).await?;
+        Ok::<_, KerberosError>((stream, layer))
+    })?;
+    assert_eq!(layer.qop(), qop);
+    let tcp = stream.into_std()?;
+    tcp.set_nonblocking(false)?;
+    let state = SaslState { tcp, layer, wire: Vec::new(), plain: Vec::new(), read_at: 0, out: Vec::new() };
+    let transport = SaslTransport(Arc::new(Mutex::new(state)));
+    Ok(THBaseServiceSyncClient::new(
+        TBinaryInputProtocol::new(transport.clone(), true),
+        TBinaryOutputProtocol::new(transport, true),
+    ))
+}
+
+fn gateways() -> Vec<(Qop, String)> {
+    [
+        (Qop::Auth, "HBASE_THRIFT_SASL_AUTH"),
+        (Qop::AuthInt, "HBASE_THRIFT_SASL_AUTH_INT"),
+        (Qop::AuthConf, "HBASE_THRIFT_SASL_AUTH_CONF"),
+    ]
+    .into_iter()
+    .filter_map(|(qop, name)| var(name).map(|addr| (qop, addr)))
+    .collect()
+}
+
+#[test]
+fn real_sasl_gateways_answer_calls_at_each_qop() {
+    let Some(env) = Env::get("real_sasl_gateways_answer_calls_at_each_qop") else { return };
+    let gateways = gateways();
+    if gateways.is_empty() {
+        eprintln!("skipping real_sasl_gateways_answer_calls_at_each_qop: no HBASE_THRIFT_SASL_* gateway");
+        return;
+    }
+    let host = Env::host_of(&env.service);
+    for (qop, addr) in gateways {
+        let mut client = gateway_client(&env.client(), &addr, &host, qop).unwrap_or_else(|e| panic!("{qop}: {e}"));
+        let namespaces = client.list_namespace_descriptors().unwrap_or_else(|e| panic!("{qop}: {e}"));
+        assert!(namespaces.iter().any(|n| n.name == "hbase"), "{qop}: {namespaces:?}");
+        // A request over the 64 KiB the gateway accepts per frame (sealed as several frames
+        // when there is a layer), and a second call on the same layer.
+        let pattern = format!("{}|hbase:meta", "x".repeat(150_000));
+        let tables = client.get_table_names_by_pattern(pattern, true).unwrap_or_else(|e| panic!("{qop}: {e}"));
+        assert!(tables.iter().any(|t| t.qualifier == b"meta"), "{qop}: {tables:?}");
+        // The service principal given instead of the host name.
+        let config = Kerberos { service_principal: Some(env.service.clone()), ..env.client() };
+        let mut client = gateway_client(&config, &addr, "ignored.example", qop).unwrap();
+        client.list_namespace_descriptors().unwrap();
+    }
+}
+
+#[test]
+fn a_real_gateway_without_the_requested_qop_is_a_typed_error() {
+    let Some(env) = Env::get("a_real_gateway_without_the_requested_qop_is_a_typed_error") else { return };
+    let Some(addr) = var("HBASE_THRIFT_SASL_AUTH") else {
+        eprintln!("skipping a_real_gateway_without_the_requested_qop_is_a_typed_error: HBASE_THRIFT_SASL_AUTH not set");
+        return;
+    };
+    match gateway_client(&env.client(), &addr, &Env::host_of(&env.service), Qop::AuthConf) {
+        Err(KerberosError::QopNotOffered { requested: Qop::AuthConf, offered }) => {
+            assert_eq!(offered, [Qop::Auth])
+        }
+        other => panic!("{:?}", other.err()),
+    }
+}
+
+#[test]
+fn a_real_gateway_refuses_a_ticket_for_another_service() {
+    let Some(env) = Env::get("a_real_gateway_refuses_a_ticket_for_another_service") else { return };
+    let Some(addr) = var("HBASE_THRIFT_SASL_AUTH_CONF") else {
+        eprintln!("skipping a_real_gateway_refuses_a_ticket_for_another_service: HBASE_THRIFT_SASL_AUTH_CONF not set");
+        return;
+    };
+    // A ticket for the client itself, which the gateway cannot decrypt.
+    let config = Kerberos { service_principal: Some(env.client.clone()), ..env.client() };
+    match gateway_client(&config, &addr, "x", Qop::AuthConf) {
+        Err(KerberosError::ServerRefused { message, .. }) => eprintln!("the gateway said: {message}"),
+        Err(KerberosError::UnknownService { .. }) => eprintln!("the KDC issues no ticket for a user principal"),
+        other => panic!("{:?}", other.err()),
+    }
 }
