@@ -87,9 +87,10 @@ impl Env {
     /// The host in "service/host@REALM".
     fn host_of(principal: &str) -> String {
         let name = principal.split('@').next().unwrap_or_default();
-        name.split_once('/').map_or(name, |(_, host)| host).to_owned()
+        name.split_once('/')
+            .map_or(name, |(_, host)| host)
+            .to_owned()
     }
-
 }
 
 fn temp_dir() -> tempfile::TempDir {
@@ -98,19 +99,29 @@ fn temp_dir() -> tempfile::TempDir {
 
 #[test]
 fn keytab_credentials_are_acquired_at_once() {
-    let Some(env) = Env::get("keytab_credentials_are_acquired_at_once") else { return };
+    let Some(env) = Env::get("keytab_credentials_are_acquired_at_once") else {
+        return;
+    };
     let (principal, expires) = testkit::credentials(&env.client()).unwrap();
     assert_eq!(principal, env.client);
     assert_eq!(expires, None, "a keytab's tickets are renewed");
     // No principal: the keytab's first entry.
-    let config = Kerberos { principal: None, ..env.client() };
+    let config = Kerberos {
+        principal: None,
+        ..env.client()
+    };
     assert_eq!(testkit::credentials(&config).unwrap().0, env.client);
 }
 
 #[test]
 fn a_principal_missing_from_the_keytab_is_a_typed_error() {
-    let Some(env) = Env::get("a_principal_missing_from_the_keytab_is_a_typed_error") else { return };
-    let config = Kerberos { principal: Some(format!("nobody@{}", env.realm())), ..env.client() };
+    let Some(env) = Env::get("a_principal_missing_from_the_keytab_is_a_typed_error") else {
+        return;
+    };
+    let config = Kerberos {
+        principal: Some(format!("nobody@{}", env.realm())),
+        ..env.client()
+    };
     match testkit::credentials(&config) {
         Err(e @ KerberosError::PrincipalNotInKeytab { .. }) => {
             let text = e.to_string();
@@ -122,17 +133,30 @@ fn a_principal_missing_from_the_keytab_is_a_typed_error() {
 
 #[test]
 fn an_unreadable_keytab_is_a_typed_error() {
-    let Some(env) = Env::get("an_unreadable_keytab_is_a_typed_error") else { return };
-    let config = Kerberos { keytab: Some("/nonexistent/k.keytab".into()), ..env.client() };
-    assert!(matches!(testkit::credentials(&config), Err(KerberosError::KeytabUnreadable { .. })));
+    let Some(env) = Env::get("an_unreadable_keytab_is_a_typed_error") else {
+        return;
+    };
+    let config = Kerberos {
+        keytab: Some("/nonexistent/k.keytab".into()),
+        ..env.client()
+    };
+    assert!(matches!(
+        testkit::credentials(&config),
+        Err(KerberosError::KeytabUnreadable { .. })
+    ));
 }
 
 #[test]
 fn a_missing_ticket_cache_is_a_typed_error() {
-    let Some(_env) = Env::get("a_missing_ticket_cache_is_a_typed_error") else { return };
+    let Some(_env) = Env::get("a_missing_ticket_cache_is_a_typed_error") else {
+        return;
+    };
     let dir = temp_dir();
     let ccache = format!("FILE:{}/none", dir.path().display());
-    let config = Kerberos { ccache: Some(ccache.clone()), ..Default::default() };
+    let config = Kerberos {
+        ccache: Some(ccache.clone()),
+        ..Default::default()
+    };
     match testkit::credentials(&config) {
         Err(e @ KerberosError::NoTicket { .. }) => assert!(e.to_string().contains(&ccache), "{e}"),
         other => panic!("{other:?}"),
@@ -141,34 +165,57 @@ fn a_missing_ticket_cache_is_a_typed_error() {
 
 #[test]
 fn a_ticket_cache_filled_from_the_keytab_is_used_without_it() {
-    let Some(env) = Env::get("a_ticket_cache_filled_from_the_keytab_is_used_without_it") else { return };
+    let Some(env) = Env::get("a_ticket_cache_filled_from_the_keytab_is_used_without_it") else {
+        return;
+    };
     let dir = temp_dir();
     let ccache = format!("FILE:{}/cc", dir.path().display());
     // With both, the tickets obtained from the keytab are stored in the cache...
-    let with_keytab = Kerberos { ccache: Some(ccache.clone()), ..env.client() };
+    let with_keytab = Kerberos {
+        ccache: Some(ccache.clone()),
+        ..env.client()
+    };
     testkit::credentials(&with_keytab).unwrap();
     // ... where a client with only the cache finds them.
-    let config = Kerberos { ccache: Some(ccache), ..Default::default() };
+    let config = Kerberos {
+        ccache: Some(ccache),
+        ..Default::default()
+    };
     let (principal, expires) = testkit::credentials(&config).unwrap();
     assert_eq!(principal, env.client);
-    let left = expires.expect("a cache's ticket expires").duration_since(std::time::SystemTime::now());
+    let left = expires
+        .expect("a cache's ticket expires")
+        .duration_since(std::time::SystemTime::now());
     assert!(left.unwrap() > Duration::from_secs(60));
 }
 
 #[test]
 fn an_expired_ticket_is_a_typed_error_with_its_time() {
-    let Some(env) = Env::get("an_expired_ticket_is_a_typed_error_with_its_time") else { return };
+    let Some(env) = Env::get("an_expired_ticket_is_a_typed_error_with_its_time") else {
+        return;
+    };
     let dir = temp_dir();
     let ccache = match var("HBASE_KRB_EXPIRED_CCACHE") {
         Some(path) => Some(format!("FILE:{path}")),
         None => kinit_short_lived(&env, &dir.path().join("cc")),
     };
     let Some(ccache) = ccache else { return };
-    let config = Kerberos { ccache: Some(ccache.clone()), ..Default::default() };
+    let config = Kerberos {
+        ccache: Some(ccache.clone()),
+        ..Default::default()
+    };
     match testkit::credentials(&config) {
-        Err(e @ KerberosError::TicketExpired { expired_at: Some(_), .. }) => {
+        Err(
+            e @ KerberosError::TicketExpired {
+                expired_at: Some(_),
+                ..
+            },
+        ) => {
             let text = e.to_string();
-            assert!(text.contains(" expired at ") && text.contains(&ccache), "{text}");
+            assert!(
+                text.contains(" expired at ") && text.contains(&ccache),
+                "{text}"
+            );
         }
         other => panic!("{other:?}"),
     }
@@ -195,12 +242,17 @@ fn kinit_short_lived(env: &Env, path: &std::path::Path) -> Option<String> {
 
 #[test]
 fn the_harness_ticket_cache_is_used() {
-    let Some(env) = Env::get("the_harness_ticket_cache_is_used") else { return };
+    let Some(env) = Env::get("the_harness_ticket_cache_is_used") else {
+        return;
+    };
     let Some(path) = var("HBASE_KRB_CCACHE") else {
         eprintln!("skipping the_harness_ticket_cache_is_used: HBASE_KRB_CCACHE not set");
         return;
     };
-    let config = Kerberos { ccache: Some(format!("FILE:{path}")), ..Default::default() };
+    let config = Kerberos {
+        ccache: Some(format!("FILE:{path}")),
+        ..Default::default()
+    };
     let (principal, expires) = testkit::credentials(&config).unwrap();
     assert_eq!(principal, env.client);
     assert!(expires.is_some());
@@ -208,8 +260,13 @@ fn the_harness_ticket_cache_is_used() {
 
 #[test]
 fn a_spnego_header_is_accepted() {
-    let Some((env, acceptor)) = Env::with_acceptor("a_spnego_header_is_accepted") else { return };
-    let config = Kerberos { service_principal: Some(env.service.clone()), ..env.client() };
+    let Some((env, acceptor)) = Env::with_acceptor("a_spnego_header_is_accepted") else {
+        return;
+    };
+    let config = Kerberos {
+        service_principal: Some(env.service.clone()),
+        ..env.client()
+    };
     let (header, client) = testkit::spnego(&config, "ignored.example", &acceptor).unwrap();
     assert!(header.starts_with("Negotiate YI"), "an SPNEGO NegTokenInit");
     assert_eq!(client, env.client);
@@ -223,7 +280,9 @@ fn a_spnego_header_is_accepted() {
 
 #[test]
 fn spnego_for_an_unknown_service_is_a_typed_error() {
-    let Some((env, acceptor)) = Env::with_acceptor("spnego_for_an_unknown_service_is_a_typed_error") else {
+    let Some((env, acceptor)) =
+        Env::with_acceptor("spnego_for_an_unknown_service_is_a_typed_error")
+    else {
         return;
     };
     let config = Kerberos {
@@ -231,7 +290,9 @@ fn spnego_for_an_unknown_service_is_a_typed_error() {
         ..env.client()
     };
     match testkit::spnego(&config, "x", &acceptor) {
-        Err(KerberosError::UnknownService { service, .. }) => assert!(service.contains("no-such-host")),
+        Err(KerberosError::UnknownService { service, .. }) => {
+            assert!(service.contains("no-such-host"))
+        }
         other => panic!("{other:?}"),
     }
 }
@@ -248,25 +309,43 @@ fn messages() -> Vec<Vec<u8>> {
 
 #[tokio::test]
 async fn sasl_at_each_qop_round_trips_messages_both_ways() {
-    let Some((env, acceptor)) = Env::with_acceptor("sasl_at_each_qop_round_trips_messages_both_ways") else {
+    let Some((env, acceptor)) =
+        Env::with_acceptor("sasl_at_each_qop_round_trips_messages_both_ways")
+    else {
         return;
     };
     let host = Env::host_of(&env.service);
     for qop in [Qop::Auth, Qop::AuthInt, Qop::AuthConf] {
         // By host name ("hbase@host"), the server offering only this qop, as HBase's does.
-        let echo = testkit::sasl_echo(&env.client(), &host, &acceptor, qop_bit(qop), qop, &messages())
-            .await
-            .unwrap_or_else(|e| panic!("{qop}: {e}"));
+        let echo = testkit::sasl_echo(
+            &env.client(),
+            &host,
+            &acceptor,
+            qop_bit(qop),
+            qop,
+            &messages(),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{qop}: {e}"));
         assert_eq!(echo.qop, qop);
         assert_eq!(echo.client, env.client);
         if qop == Qop::Auth {
             assert_eq!(echo.client_frames, 200_000, "raw frames are not split");
         } else {
-            assert!(echo.client_frames <= 65_536, "{qop}: a {}-byte frame", echo.client_frames);
+            assert!(
+                echo.client_frames <= 65_536,
+                "{qop}: a {}-byte frame",
+                echo.client_frames
+            );
         }
         // By the configured service principal, the server offering every qop.
-        let config = Kerberos { service_principal: Some(env.service.clone()), ..env.client() };
-        let echo = testkit::sasl_echo(&config, "ignored.example", &acceptor, 7, qop, &messages()).await.unwrap();
+        let config = Kerberos {
+            service_principal: Some(env.service.clone()),
+            ..env.client()
+        };
+        let echo = testkit::sasl_echo(&config, "ignored.example", &acceptor, 7, qop, &messages())
+            .await
+            .unwrap();
         assert_eq!(echo.qop, qop);
     }
 }
@@ -281,12 +360,17 @@ fn qop_bit(qop: Qop) -> u8 {
 
 #[tokio::test]
 async fn sasl_with_a_qop_the_server_does_not_offer_is_a_typed_error() {
-    let Some((env, acceptor)) = Env::with_acceptor("sasl_with_a_qop_the_server_does_not_offer_is_a_typed_error") else {
+    let Some((env, acceptor)) =
+        Env::with_acceptor("sasl_with_a_qop_the_server_does_not_offer_is_a_typed_error")
+    else {
         return;
     };
     let host = Env::host_of(&env.service);
     match testkit::sasl_echo(&env.client(), &host, &acceptor, 4, Qop::Auth, &messages()).await {
-        Err(KerberosError::QopNotOffered { requested: Qop::Auth, offered }) => {
+        Err(KerberosError::QopNotOffered {
+            requested: Qop::Auth,
+            offered,
+        }) => {
             assert_eq!(offered, [Qop::AuthConf])
         }
         other => panic!("{other:?}"),
@@ -295,11 +379,20 @@ async fn sasl_with_a_qop_the_server_does_not_offer_is_a_typed_error() {
 
 #[tokio::test]
 async fn sasl_to_a_server_without_the_key_is_refused() {
-    let Some((env, acceptor)) = Env::with_acceptor("sasl_to_a_server_without_the_key_is_refused") else { return };
+    let Some((env, acceptor)) = Env::with_acceptor("sasl_to_a_server_without_the_key_is_refused")
+    else {
+        return;
+    };
     // A ticket for a principal whose key the acceptor's keytab does not hold.
-    let config = Kerberos { service_principal: Some(env.client.clone()), ..env.client() };
+    let config = Kerberos {
+        service_principal: Some(env.client.clone()),
+        ..env.client()
+    };
     match testkit::sasl_echo(&config, "x", &acceptor, 7, Qop::AuthConf, &messages()).await {
-        Err(KerberosError::ServerRefused { status: "BAD", message }) => {
+        Err(KerberosError::ServerRefused {
+            status: "BAD",
+            message,
+        }) => {
             assert_eq!(message, "GSS initiate failed")
         }
         Err(KerberosError::UnknownService { .. }) => {
@@ -311,14 +404,32 @@ async fn sasl_to_a_server_without_the_key_is_refused() {
 
 #[tokio::test]
 async fn sasl_without_credentials_fails_before_connecting() {
-    let Some(_env) = Env::get("sasl_without_credentials_fails_before_connecting") else { return };
+    let Some(_env) = Env::get("sasl_without_credentials_fails_before_connecting") else {
+        return;
+    };
     let dir = temp_dir();
-    let config = Kerberos { ccache: Some(format!("FILE:{}/none", dir.path().display())), ..Default::default() };
+    let config = Kerberos {
+        ccache: Some(format!("FILE:{}/none", dir.path().display())),
+        ..Default::default()
+    };
     // A listener that never answers: the error must come from the credentials, before any I/O.
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let mut stream = tokio::net::TcpStream::connect(listener.local_addr().unwrap()).await.unwrap();
-    let result = testkit::connect(&config, &mut stream, "localhost", Qop::AuthConf, Duration::from_secs(5)).await;
-    assert!(matches!(result, Err(KerberosError::NoTicket { .. })), "{:?}", result.err());
+    let mut stream = tokio::net::TcpStream::connect(listener.local_addr().unwrap())
+        .await
+        .unwrap();
+    let result = testkit::connect(
+        &config,
+        &mut stream,
+        "localhost",
+        Qop::AuthConf,
+        Duration::from_secs(5),
+    )
+    .await;
+    assert!(
+        matches!(result, Err(KerberosError::NoTicket { .. })),
+        "{:?}",
+        result.err()
+    );
 }
 
 /// A blocking Thrift transport over a negotiated layer: each flush leaves as sealed frames.
@@ -347,7 +458,10 @@ impl Read for SaslTransport {
                 return Ok(0);
             }
             s.wire.extend_from_slice(&chunk[..n]);
-            let used = s.layer.open(&s.wire, &mut s.plain).map_err(std::io::Error::other)?;
+            let used = s
+                .layer
+                .open(&s.wire, &mut s.plain)
+                .map_err(std::io::Error::other)?;
             s.wire.drain(..used);
         }
         let n = buf.len().min(s.plain.len() - s.read_at);
@@ -367,7 +481,9 @@ impl Write for SaslTransport {
         let mut guard = self.0.lock().unwrap();
         let s = &mut *guard;
         let mut frames = Vec::new();
-        s.layer.seal(&s.out, &mut frames).map_err(std::io::Error::other)?;
+        s.layer
+            .seal(&s.out, &mut frames)
+            .map_err(std::io::Error::other)?;
         s.out.clear();
         s.tcp.write_all(&frames)
     }
@@ -380,16 +496,27 @@ fn gateway_client(
     host: &str,
     qop: Qop,
 ) -> Result<impl TTHBaseServiceSyncClient, KerberosError> {
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     let (stream, layer) = runtime.block_on(async {
         let mut stream = tokio::net::TcpStream::connect(addr).await?;
-        let layer = testkit::connect(config, &mut stream, host, qop, Duration::from_secs(20)).await?;
+        let layer =
+            testkit::connect(config, &mut stream, host, qop, Duration::from_secs(20)).await?;
         Ok::<_, KerberosError>((stream, layer))
     })?;
     assert_eq!(layer.qop(), qop);
     let tcp = stream.into_std()?;
     tcp.set_nonblocking(false)?;
-    let state = SaslState { tcp, layer, wire: Vec::new(), plain: Vec::new(), read_at: 0, out: Vec::new() };
+    let state = SaslState {
+        tcp,
+        layer,
+        wire: Vec::new(),
+        plain: Vec::new(),
+        read_at: 0,
+        out: Vec::new(),
+    };
     let transport = SaslTransport(Arc::new(Mutex::new(state)));
     Ok(THBaseServiceSyncClient::new(
         TBinaryInputProtocol::new(transport.clone(), true),
@@ -410,24 +537,42 @@ fn gateways() -> Vec<(Qop, String)> {
 
 #[test]
 fn real_sasl_gateways_answer_calls_at_each_qop() {
-    let Some(env) = Env::get("real_sasl_gateways_answer_calls_at_each_qop") else { return };
+    let Some(env) = Env::get("real_sasl_gateways_answer_calls_at_each_qop") else {
+        return;
+    };
     let gateways = gateways();
     if gateways.is_empty() {
-        eprintln!("skipping real_sasl_gateways_answer_calls_at_each_qop: no HBASE_THRIFT_SASL_* gateway");
+        eprintln!(
+            "skipping real_sasl_gateways_answer_calls_at_each_qop: no HBASE_THRIFT_SASL_* gateway"
+        );
         return;
     }
     let host = Env::host_of(&env.service);
     for (qop, addr) in gateways {
-        let mut client = gateway_client(&env.client(), &addr, &host, qop).unwrap_or_else(|e| panic!("{qop}: {e}"));
-        let namespaces = client.list_namespace_descriptors().unwrap_or_else(|e| panic!("{qop}: {e}"));
-        assert!(namespaces.iter().any(|n| n.name == "hbase"), "{qop}: {namespaces:?}");
+        let mut client = gateway_client(&env.client(), &addr, &host, qop)
+            .unwrap_or_else(|e| panic!("{qop}: {e}"));
+        let namespaces = client
+            .list_namespace_descriptors()
+            .unwrap_or_else(|e| panic!("{qop}: {e}"));
+        assert!(
+            namespaces.iter().any(|n| n.name == "hbase"),
+            "{qop}: {namespaces:?}"
+        );
         // A request over the 64 KiB the gateway accepts per frame (sealed as several frames
         // when there is a layer), and a second call on the same layer.
         let pattern = format!("{}|hbase:meta", "x".repeat(150_000));
-        let tables = client.get_table_names_by_pattern(pattern, true).unwrap_or_else(|e| panic!("{qop}: {e}"));
-        assert!(tables.iter().any(|t| t.qualifier == b"meta"), "{qop}: {tables:?}");
+        let tables = client
+            .get_table_names_by_pattern(pattern, true)
+            .unwrap_or_else(|e| panic!("{qop}: {e}"));
+        assert!(
+            tables.iter().any(|t| t.qualifier == b"meta"),
+            "{qop}: {tables:?}"
+        );
         // The service principal given instead of the host name.
-        let config = Kerberos { service_principal: Some(env.service.clone()), ..env.client() };
+        let config = Kerberos {
+            service_principal: Some(env.service.clone()),
+            ..env.client()
+        };
         let mut client = gateway_client(&config, &addr, "ignored.example", qop).unwrap();
         client.list_namespace_descriptors().unwrap();
     }
@@ -435,13 +580,23 @@ fn real_sasl_gateways_answer_calls_at_each_qop() {
 
 #[test]
 fn a_real_gateway_without_the_requested_qop_is_a_typed_error() {
-    let Some(env) = Env::get("a_real_gateway_without_the_requested_qop_is_a_typed_error") else { return };
+    let Some(env) = Env::get("a_real_gateway_without_the_requested_qop_is_a_typed_error") else {
+        return;
+    };
     let Some(addr) = var("HBASE_THRIFT_SASL_AUTH") else {
         eprintln!("skipping a_real_gateway_without_the_requested_qop_is_a_typed_error: HBASE_THRIFT_SASL_AUTH not set");
         return;
     };
-    match gateway_client(&env.client(), &addr, &Env::host_of(&env.service), Qop::AuthConf) {
-        Err(KerberosError::QopNotOffered { requested: Qop::AuthConf, offered }) => {
+    match gateway_client(
+        &env.client(),
+        &addr,
+        &Env::host_of(&env.service),
+        Qop::AuthConf,
+    ) {
+        Err(KerberosError::QopNotOffered {
+            requested: Qop::AuthConf,
+            offered,
+        }) => {
             assert_eq!(offered, [Qop::Auth])
         }
         other => panic!("{:?}", other.err()),
@@ -450,16 +605,25 @@ fn a_real_gateway_without_the_requested_qop_is_a_typed_error() {
 
 #[test]
 fn a_real_gateway_refuses_a_ticket_for_another_service() {
-    let Some(env) = Env::get("a_real_gateway_refuses_a_ticket_for_another_service") else { return };
+    let Some(env) = Env::get("a_real_gateway_refuses_a_ticket_for_another_service") else {
+        return;
+    };
     let Some(addr) = var("HBASE_THRIFT_SASL_AUTH_CONF") else {
         eprintln!("skipping a_real_gateway_refuses_a_ticket_for_another_service: HBASE_THRIFT_SASL_AUTH_CONF not set");
         return;
     };
     // A ticket for the client itself, which the gateway cannot decrypt.
-    let config = Kerberos { service_principal: Some(env.client.clone()), ..env.client() };
+    let config = Kerberos {
+        service_principal: Some(env.client.clone()),
+        ..env.client()
+    };
     match gateway_client(&config, &addr, "x", Qop::AuthConf) {
-        Err(KerberosError::ServerRefused { message, .. }) => eprintln!("the gateway said: {message}"),
-        Err(KerberosError::UnknownService { .. }) => eprintln!("the KDC issues no ticket for a user principal"),
+        Err(KerberosError::ServerRefused { message, .. }) => {
+            eprintln!("the gateway said: {message}")
+        }
+        Err(KerberosError::UnknownService { .. }) => {
+            eprintln!("the KDC issues no ticket for a user principal")
+        }
         other => panic!("{:?}", other.err()),
     }
 }

@@ -44,7 +44,8 @@ impl<'a> Reader<'a> {
         self.take(2).map(|b| u16::from_be_bytes([b[0], b[1]]))
     }
     fn u32(&mut self) -> Option<u32> {
-        self.take(4).map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+        self.take(4)
+            .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
     }
     fn data(&mut self) -> Option<&'a [u8]> {
         let n = self.u32()?;
@@ -83,7 +84,10 @@ fn parse_tgt_end(bytes: &[u8]) -> Option<u32> {
         _ => return None,
     }
     let default = r.principal()?;
-    let realm = default.rsplit_once('@').map(|(_, realm)| realm.to_owned()).unwrap_or_default();
+    let realm = default
+        .rsplit_once('@')
+        .map(|(_, realm)| realm.to_owned())
+        .unwrap_or_default();
     let tgt = format!("krbtgt/{realm}@{realm}");
     let mut latest = None;
     while !r.bytes.is_empty() {
@@ -117,7 +121,10 @@ fn parse_tgt_end(bytes: &[u8]) -> Option<u32> {
 
 /// A time as "2026-11-26 20:18:44 UTC".
 pub(super) fn format_utc(t: SystemTime) -> String {
-    let secs = t.duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let secs = t
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
     let (days, rem) = (secs / 86_400, secs % 86_400);
     // Howard Hinnant's days-to-civil algorithm.
     let z = days as i64 + 719_468;

@@ -24,21 +24,36 @@ pub enum KerberosError {
     /// No ticket in the ticket cache: run `kinit`, or configure a keytab.
     #[error("no Kerberos ticket in the ticket cache {ccache}{for_principal}: {message} (run kinit, or configure a keytab)",
         for_principal = principal.as_deref().map(|p| format!(" for {p}")).unwrap_or_default())]
-    NoTicket { ccache: String, principal: Option<String>, message: String },
+    NoTicket {
+        ccache: String,
+        principal: Option<String>,
+        message: String,
+    },
 
     /// The keytab cannot be read (missing, or not readable by this process).
     #[error("cannot read the keytab {}: {source}", path.display())]
-    KeytabUnreadable { path: PathBuf, source: std::io::Error },
+    KeytabUnreadable {
+        path: PathBuf,
+        source: std::io::Error,
+    },
 
     /// The keytab has no key for the principal (or, with no principal configured, no entry).
     #[error("the keytab {} has no key for {}: {message}", keytab.display(), principal.as_deref().unwrap_or("any principal"))]
-    PrincipalNotInKeytab { keytab: PathBuf, principal: Option<String>, message: String },
+    PrincipalNotInKeytab {
+        keytab: PathBuf,
+        principal: Option<String>,
+        message: String,
+    },
 
     /// The ticket has expired: run `kinit` again, or use a keytab (its tickets are renewed).
     #[error("the Kerberos ticket{for_principal} in {ccache} expired{at} (run kinit again, or use a keytab)",
         for_principal = principal.as_deref().map(|p| format!(" for {p}")).unwrap_or_default(),
         at = expired_at.map(|t| format!(" at {}", super::ccache::format_utc(t))).unwrap_or_default())]
-    TicketExpired { principal: Option<String>, ccache: String, expired_at: Option<SystemTime> },
+    TicketExpired {
+        principal: Option<String>,
+        ccache: String,
+        expired_at: Option<SystemTime>,
+    },
 
     /// The KDC does not know the gateway's service principal: set `service_principal` (e.g. a
     /// gateway behind a load balancer) or check the host name the client connects to.
@@ -47,15 +62,26 @@ pub enum KerberosError {
 
     /// A GSSAPI call failed: its major and minor status codes and the library's message.
     #[error("{call} failed: {message} (major {major:#x}, minor {minor})")]
-    Gss { call: &'static str, major: u32, minor: u32, message: String },
+    Gss {
+        call: &'static str,
+        major: u32,
+        minor: u32,
+        message: String,
+    },
 
     /// The gateway refused the SASL negotiation (status BAD or ERROR), with its message.
     #[error("the gateway refused the SASL negotiation ({status}): {message}")]
-    ServerRefused { status: &'static str, message: String },
+    ServerRefused {
+        status: &'static str,
+        message: String,
+    },
 
     /// The gateway does not offer the requested quality of protection (its
     /// `hbase.thrift.security.qop` differs): what it offered.
-    #[error("the gateway does not offer qop {requested}; it offers {}", Qop::list(offered))]
+    #[error(
+        "the gateway does not offer qop {requested}; it offers {}",
+        Qop::list(offered)
+    )]
     QopNotOffered { requested: Qop, offered: Vec<Qop> },
 
     /// A SASL frame with a status byte that does not belong where it came.

@@ -164,8 +164,14 @@ type Unwrap = unsafe extern "C" fn(
     *mut c_int,
     *mut OmUint32,
 ) -> OmUint32;
-type WrapSizeLimit =
-    unsafe extern "C" fn(*mut OmUint32, GssCtx, c_int, OmUint32, OmUint32, *mut OmUint32) -> OmUint32;
+type WrapSizeLimit = unsafe extern "C" fn(
+    *mut OmUint32,
+    GssCtx,
+    c_int,
+    OmUint32,
+    OmUint32,
+    *mut OmUint32,
+) -> OmUint32;
 type DisplayStatus = unsafe extern "C" fn(
     *mut OmUint32,
     OmUint32,
@@ -177,7 +183,8 @@ type DisplayStatus = unsafe extern "C" fn(
 type ReleaseBuffer = unsafe extern "C" fn(*mut OmUint32, *mut BufferDesc) -> OmUint32;
 type ReleaseName = unsafe extern "C" fn(*mut OmUint32, *mut GssName) -> OmUint32;
 type ReleaseCred = unsafe extern "C" fn(*mut OmUint32, *mut GssCred) -> OmUint32;
-type DeleteSecContext = unsafe extern "C" fn(*mut OmUint32, *mut GssCtx, *mut BufferDesc) -> OmUint32;
+type DeleteSecContext =
+    unsafe extern "C" fn(*mut OmUint32, *mut GssCtx, *mut BufferDesc) -> OmUint32;
 
 /// The loaded library and the functions this module calls.
 pub(super) struct Lib {
@@ -235,14 +242,20 @@ impl Lib {
         // SAFETY: loading runs the library's initialisers; MIT Kerberos' only set up its
         // error tables and locks, and are safe to run on any thread.
         let lib = unsafe { libloading::Library::new(path) }.map_err(|e| {
-            KerberosError::LibraryNotFound { path: path.to_owned(), reason: e.to_string() }
+            KerberosError::LibraryNotFound {
+                path: path.to_owned(),
+                reason: e.to_string(),
+            }
         })?;
         macro_rules! sym {
             ($name:literal) => {{
                 // SAFETY: the type each symbol is read as is its prototype in MIT's
                 // <gssapi/gssapi.h> (or <gssapi/gssapi_ext.h>), written out above.
                 let s = unsafe { lib.get(concat!($name, "\0").as_bytes()) }.map_err(|_| {
-                    KerberosError::MissingSymbol { path: path.to_owned(), symbol: $name }
+                    KerberosError::MissingSymbol {
+                        path: path.to_owned(),
+                        symbol: $name,
+                    }
                 })?;
                 *s
             }};
@@ -288,7 +301,14 @@ impl Lib {
             // SAFETY: every pointer is to a live local; `out` is an empty descriptor the
             // library fills and `OutBuffer` releases.
             let major = unsafe {
-                (self.display_status)(&mut minor, code, kind, &mut mech, &mut context, &mut out.desc)
+                (self.display_status)(
+                    &mut minor,
+                    code,
+                    kind,
+                    &mut mech,
+                    &mut context,
+                    &mut out.desc,
+                )
             };
             if is_error(major) {
                 break;
@@ -304,7 +324,12 @@ impl Lib {
     }
 
     fn fail(&self, call: &'static str, major: u32, minor: u32) -> KerberosError {
-        KerberosError::Gss { call, major, minor, message: self.status_message(major, minor) }
+        KerberosError::Gss {
+            call,
+            major,
+            minor,
+            message: self.status_message(major, minor),
+        }
     }
 }
 
@@ -316,7 +341,13 @@ struct OutBuffer<'a> {
 
 impl<'a> OutBuffer<'a> {
     fn new(lib: &'a Lib) -> Self {
-        OutBuffer { lib, desc: BufferDesc { length: 0, value: ptr::null_mut() } }
+        OutBuffer {
+            lib,
+            desc: BufferDesc {
+                length: 0,
+                value: ptr::null_mut(),
+            },
+        }
     }
 
     fn as_slice(&self) -> &[u8] {
@@ -348,7 +379,10 @@ pub(super) fn current_uid() -> u32 {
 /// An input buffer over Rust memory. The library only reads input buffers, so the cast from
 /// a shared reference is sound.
 fn in_buffer(bytes: &[u8]) -> BufferDesc {
-    BufferDesc { length: bytes.len(), value: bytes.as_ptr() as *mut c_void }
+    BufferDesc {
+        length: bytes.len(),
+        value: bytes.as_ptr() as *mut c_void,
+    }
 }
 
 /// An imported name, released on drop.
@@ -366,7 +400,9 @@ unsafe impl Sync for Name {}
 impl Name {
     pub(super) fn import(lib: &'static Lib, text: &str, kind: Oid) -> Result<Name, KerberosError> {
         if text.contains('\0') {
-            return Err(KerberosError::InvalidConfig(format!("name {text:?} contains a NUL byte")));
+            return Err(KerberosError::InvalidConfig(format!(
+                "name {text:?} contains a NUL byte"
+            )));
         }
         let mut buffer = in_buffer(text.as_bytes());
         let mut oid = kind.desc();
@@ -447,9 +483,15 @@ impl Cred {
         }
         let mut elements: Vec<KeyValueElement> = owned
             .iter()
-            .map(|(k, v)| KeyValueElement { key: k.as_ptr(), value: v.as_ptr() })
+            .map(|(k, v)| KeyValueElement {
+                key: k.as_ptr(),
+                value: v.as_ptr(),
+            })
             .collect();
-        let set = KeyValueSet { count: elements.len() as OmUint32, elements: elements.as_mut_ptr() };
+        let set = KeyValueSet {
+            count: elements.len() as OmUint32,
+            elements: elements.as_mut_ptr(),
+        };
         let usage = if accept { C_ACCEPT } else { C_INITIATE };
         let mut handle: GssCred = ptr::null_mut();
         let mut minor = 0;
@@ -494,7 +536,10 @@ impl Cred {
                 ptr::null_mut(),
             )
         };
-        let name = (!name.is_null()).then(|| Name { lib: self.lib, handle: name });
+        let name = (!name.is_null()).then(|| Name {
+            lib: self.lib,
+            handle: name,
+        });
         if is_error(major) {
             return Err((major, minor, self.lib.status_message(major, minor)));
         }
@@ -531,7 +576,11 @@ pub(super) struct Step {
 
 impl Context {
     pub(super) fn new(lib: &'static Lib) -> Context {
-        Context { lib, handle: ptr::null_mut(), flags: 0 }
+        Context {
+            lib,
+            handle: ptr::null_mut(),
+            flags: 0,
+        }
     }
 
     /// gss_init_sec_context: the first call with no input token, later ones with the peer's.
@@ -544,7 +593,9 @@ impl Context {
         input: Option<&[u8]>,
     ) -> Result<Step, (u32, u32, String)> {
         let mut input = input.map(in_buffer);
-        let input_ptr = input.as_mut().map_or(ptr::null_mut(), |b| b as *mut BufferDesc);
+        let input_ptr = input
+            .as_mut()
+            .map_or(ptr::null_mut(), |b| b as *mut BufferDesc);
         let mut mech = mech.desc();
         let mut out = OutBuffer::new(self.lib);
         let mut ret_flags: OmUint32 = 0;
@@ -573,7 +624,10 @@ impl Context {
             return Err((major, minor, self.lib.status_message(major, minor)));
         }
         self.flags = ret_flags;
-        Ok(Step { token: out.as_slice().to_vec(), complete: major & S_CONTINUE_NEEDED == 0 })
+        Ok(Step {
+            token: out.as_slice().to_vec(),
+            complete: major & S_CONTINUE_NEEDED == 0,
+        })
     }
 
     /// gss_accept_sec_context with the acceptor's credentials (tests only): the token to send
@@ -606,17 +660,28 @@ impl Context {
                 ptr::null_mut(),
             )
         };
-        let source = (!source.is_null()).then(|| Name { lib: self.lib, handle: source });
+        let source = (!source.is_null()).then(|| Name {
+            lib: self.lib,
+            handle: source,
+        });
         if is_error(major) {
             return Err(self.lib.fail("gss_accept_sec_context", major, minor));
         }
         self.flags = ret_flags;
-        let step = Step { token: out.as_slice().to_vec(), complete: major & S_CONTINUE_NEEDED == 0 };
+        let step = Step {
+            token: out.as_slice().to_vec(),
+            complete: major & S_CONTINUE_NEEDED == 0,
+        };
         Ok((step, source.map(|n| n.display())))
     }
 
     /// gss_wrap: `plain` sealed (encrypted when `conf`, else signed), appended to `out`.
-    pub(super) fn wrap(&mut self, conf: bool, plain: &[u8], out: &mut Vec<u8>) -> Result<(), KerberosError> {
+    pub(super) fn wrap(
+        &mut self,
+        conf: bool,
+        plain: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Result<(), KerberosError> {
         let mut input = in_buffer(plain);
         let mut output = OutBuffer::new(self.lib);
         let mut conf_state: c_int = 0;
@@ -638,7 +703,9 @@ impl Context {
             return Err(self.lib.fail("gss_wrap", major, minor));
         }
         if conf && conf_state == 0 {
-            return Err(KerberosError::Protocol("gss_wrap did not encrypt a confidential message".into()));
+            return Err(KerberosError::Protocol(
+                "gss_wrap did not encrypt a confidential message".into(),
+            ));
         }
         out.extend_from_slice(output.as_slice());
         Ok(())
@@ -646,7 +713,11 @@ impl Context {
 
     /// gss_unwrap: the message in `token` appended to `out`; returns whether it was encrypted.
     /// A replayed, old or out-of-order token is an error.
-    pub(super) fn unwrap(&mut self, token: &[u8], out: &mut Vec<u8>) -> Result<bool, KerberosError> {
+    pub(super) fn unwrap(
+        &mut self,
+        token: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Result<bool, KerberosError> {
         let mut input = in_buffer(token);
         let mut output = OutBuffer::new(self.lib);
         let mut conf_state: c_int = 0;
@@ -677,7 +748,11 @@ impl Context {
     }
 
     /// gss_wrap_size_limit: the largest message whose sealed form fits in `max_token` bytes.
-    pub(super) fn wrap_size_limit(&mut self, conf: bool, max_token: u32) -> Result<u32, KerberosError> {
+    pub(super) fn wrap_size_limit(
+        &mut self,
+        conf: bool,
+        max_token: u32,
+    ) -> Result<u32, KerberosError> {
         let mut max_input: OmUint32 = 0;
         let mut minor = 0;
         // SAFETY: `handle` is an established context; the output is a live local.

@@ -72,14 +72,20 @@ impl Qop {
 
     /// The qops a mask offers, weakest first.
     pub(crate) fn from_mask(mask: u8) -> Vec<Qop> {
-        [Qop::Auth, Qop::AuthInt, Qop::AuthConf].into_iter().filter(|q| mask & q.bit() != 0).collect()
+        [Qop::Auth, Qop::AuthInt, Qop::AuthConf]
+            .into_iter()
+            .filter(|q| mask & q.bit() != 0)
+            .collect()
     }
 
     fn list(qops: &[Qop]) -> String {
         if qops.is_empty() {
             return "none".into();
         }
-        qops.iter().map(Qop::to_string).collect::<Vec<_>>().join(", ")
+        qops.iter()
+            .map(Qop::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 }
 
@@ -153,10 +159,15 @@ impl Gss {
     pub(crate) fn new(config: &Kerberos) -> Result<Arc<Gss>, KerberosError> {
         let lib = gss::load()?;
         if let Some(keytab) = &config.keytab {
-            std::fs::File::open(keytab)
-                .map_err(|source| KerberosError::KeytabUnreadable { path: keytab.clone(), source })?;
+            std::fs::File::open(keytab).map_err(|source| KerberosError::KeytabUnreadable {
+                path: keytab.clone(),
+                source,
+            })?;
         }
-        let keytab = config.keytab.as_ref().map(|k| k.to_string_lossy().into_owned());
+        let keytab = config
+            .keytab
+            .as_ref()
+            .map(|k| k.to_string_lossy().into_owned());
         let ccache = match (&config.ccache, &keytab) {
             (Some(cc), _) => Some(cc.clone()),
             // A keytab's tickets go to a cache of this client's own, not the user's default.
@@ -186,7 +197,9 @@ impl Gss {
         };
         let cred = gss::Cred::acquire(lib, name.as_ref(), &store, false)
             .map_err(|e| classify("gss_acquire_cred_from", e))?;
-        let (principal, lifetime) = cred.inquire().map_err(|e| classify("gss_inquire_cred", e))?;
+        let (principal, lifetime) = cred
+            .inquire()
+            .map_err(|e| classify("gss_inquire_cred", e))?;
         if lifetime == 0 {
             return Err(Self::expired(config, &ccache_label, Some(principal)));
         }
@@ -260,7 +273,12 @@ impl Gss {
                 message,
             };
         }
-        KerberosError::Gss { call, major, minor, message }
+        KerberosError::Gss {
+            call,
+            major,
+            minor,
+            message,
+        }
     }
 
     /// The target for `service` on `host`: the configured service principal, else
@@ -268,13 +286,19 @@ impl Gss {
     fn target(&self, service: &str, host: &str) -> Result<(String, gss::Oid), KerberosError> {
         match &self.config.service_principal {
             Some(p) => Ok((p.clone(), gss::NT_KRB5_PRINCIPAL)),
-            None if host.is_empty() => Err(KerberosError::InvalidConfig("an empty host name".into())),
+            None if host.is_empty() => {
+                Err(KerberosError::InvalidConfig("an empty host name".into()))
+            }
             None => Ok((format!("{service}@{host}"), gss::NT_HOSTBASED_SERVICE)),
         }
     }
 
     /// A failed gss_init_sec_context, as the error a user can act on.
-    fn init_error(&self, service: &str, (major, minor, message): (u32, u32, String)) -> KerberosError {
+    fn init_error(
+        &self,
+        service: &str,
+        (major, minor, message): (u32, u32, String),
+    ) -> KerberosError {
         let minor_code = minor as i32;
         // Through SPNEGO the minor code is SPNEGO's own, and only the krb5 mechanism's message
         // (MIT's text for KRB5KDC_ERR_S_PRINCIPAL_UNKNOWN) says what went wrong.
@@ -282,7 +306,10 @@ impl Gss {
             || gss::routine_error(major) == gss::E_BAD_NAME
             || message.contains("not found in Kerberos database")
         {
-            return KerberosError::UnknownService { service: service.to_owned(), message };
+            return KerberosError::UnknownService {
+                service: service.to_owned(),
+                message,
+            };
         }
         if gss::routine_error(major) == gss::E_CREDENTIALS_EXPIRED
             || minor_code == krb5_codes::KRB_AP_ERR_TKT_EXPIRED
@@ -290,7 +317,12 @@ impl Gss {
         {
             return Self::expired(&self.config, &self.ccache, Some(self.principal.clone()));
         }
-        KerberosError::Gss { call: "gss_init_sec_context", major, minor, message }
+        KerberosError::Gss {
+            call: "gss_init_sec_context",
+            major,
+            minor,
+            message,
+        }
     }
 
     /// An `Authorization` header value for one HTTP request to `host` ("Negotiate <base64>"),
@@ -340,13 +372,21 @@ impl Gss {
                 ctx,
                 step,
                 |ctx, token| {
-                    ctx.init_step(&cred, &target, gss::MECH_KRB5, sasl::SASL_FLAGS, Some(token))
-                        .map_err(|e| self.init_error(&service, e))
+                    ctx.init_step(
+                        &cred,
+                        &target,
+                        gss::MECH_KRB5,
+                        sasl::SASL_FLAGS,
+                        Some(token),
+                    )
+                    .map_err(|e| self.init_error(&service, e))
                 },
                 qop,
             )
             .await
         };
-        tokio::time::timeout(timeout, connect).await.map_err(|_| KerberosError::Timeout(timeout))?
+        tokio::time::timeout(timeout, connect)
+            .await
+            .map_err(|_| KerberosError::Timeout(timeout))?
     }
 }

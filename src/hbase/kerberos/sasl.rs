@@ -71,17 +71,27 @@ pub(super) fn encode_frame(status: u8, payload: &[u8], out: &mut Vec<u8>) {
 }
 
 /// Checks a negotiation frame header: its status and payload length.
-pub(super) fn parse_header(header: [u8; 5], during: &'static str) -> Result<(u8, usize), KerberosError> {
+pub(super) fn parse_header(
+    header: [u8; 5],
+    during: &'static str,
+) -> Result<(u8, usize), KerberosError> {
     let status = header[0];
     if !(START..=COMPLETE).contains(&status) {
         return Err(KerberosError::UnexpectedStatus { status, during });
     }
     let len = u32::from_be_bytes([header[1], header[2], header[3], header[4]]);
     if len as usize > MAX_NEGOTIATION_PAYLOAD {
-        return Err(KerberosError::FrameTooLarge { size: len.into(), max: MAX_NEGOTIATION_PAYLOAD as u64 });
+        return Err(KerberosError::FrameTooLarge {
+            size: len.into(),
+            max: MAX_NEGOTIATION_PAYLOAD as u64,
+        });
     }
     Ok((status, len as usize))
 }
+
+/// A parsed negotiation frame: its status, payload, and size on the wire.
+#[cfg(test)]
+pub(super) type Frame<'a> = (u8, &'a [u8], usize);
 
 /// One whole negotiation frame at the front of `buf`: its status, payload and size, or None
 /// if the buffer holds only part of one. BAD and ERROR become `ServerRefused`. (The client
@@ -90,10 +100,14 @@ pub(super) fn parse_header(header: [u8; 5], during: &'static str) -> Result<(u8,
 pub(super) fn parse_frame<'a>(
     buf: &'a [u8],
     during: &'static str,
-) -> Result<Option<(u8, &'a [u8], usize)>, KerberosError> {
-    let Some(header) = buf.first_chunk::<5>() else { return Ok(None) };
+) -> Result<Option<Frame<'a>>, KerberosError> {
+    let Some(header) = buf.first_chunk::<5>() else {
+        return Ok(None);
+    };
     let (status, len) = parse_header(*header, during)?;
-    let Some(payload) = buf.get(5..5 + len) else { return Ok(None) };
+    let Some(payload) = buf.get(5..5 + len) else {
+        return Ok(None);
+    };
     refused(status, payload)?;
     Ok(Some((status, payload, 5 + len)))
 }
@@ -122,7 +136,10 @@ pub(super) async fn read_frame<S: AsyncRead + Unpin>(
     Ok((status, payload))
 }
 
-async fn write_frames<S: AsyncWrite + Unpin>(stream: &mut S, frames: &[(u8, &[u8])]) -> Result<(), KerberosError> {
+async fn write_frames<S: AsyncWrite + Unpin>(
+    stream: &mut S,
+    frames: &[(u8, &[u8])],
+) -> Result<(), KerberosError> {
     let mut out = Vec::new();
     for (status, payload) in frames {
         encode_frame(*status, payload, &mut out);
@@ -142,7 +159,10 @@ pub(super) struct Offer {
 impl Offer {
     pub(super) fn decode(bytes: &[u8]) -> Result<Offer, KerberosError> {
         match bytes {
-            [mask, a, b, c] => Ok(Offer { mask: *mask, max_buffer: u32::from_be_bytes([0, *a, *b, *c]) }),
+            [mask, a, b, c] => Ok(Offer {
+                mask: *mask,
+                max_buffer: u32::from_be_bytes([0, *a, *b, *c]),
+            }),
             _ => Err(KerberosError::Protocol(format!(
                 "the server's security layer offer has {} bytes, not 4",
                 bytes.len()
@@ -160,7 +180,10 @@ impl Offer {
         if self.mask & requested.bit() != 0 {
             Ok(requested)
         } else {
-            Err(KerberosError::QopNotOffered { requested, offered: Qop::from_mask(self.mask) })
+            Err(KerberosError::QopNotOffered {
+                requested,
+                offered: Qop::from_mask(self.mask),
+            })
         }
     }
 }
@@ -168,7 +191,11 @@ impl Offer {
 /// The client's choice: the layer, the largest message it accepts (0 with no layer, as RFC
 /// 4752 requires), and an authorization id.
 pub(super) fn encode_choice(qop: Qop, max_recv: u32, authzid: &str) -> Vec<u8> {
-    let max = if qop == Qop::Auth { 0 } else { max_recv.min(ANNOUNCED_MAX) };
+    let max = if qop == Qop::Auth {
+        0
+    } else {
+        max_recv.min(ANNOUNCED_MAX)
+    };
     let [_, a, b, c] = max.to_be_bytes();
     let mut out = vec![qop.bit(), a, b, c];
     out.extend_from_slice(authzid.as_bytes());
@@ -178,9 +205,16 @@ pub(super) fn encode_choice(qop: Qop, max_recv: u32, authzid: &str) -> Vec<u8> {
 /// The client's choice decoded (by the test server): the layer bit, the size, the authzid.
 pub(super) fn decode_choice(bytes: &[u8]) -> Result<(u8, u32, String), KerberosError> {
     let Some(([bit, a, b, c], rest)) = bytes.split_first_chunk::<4>() else {
-        return Err(KerberosError::Protocol(format!("a security layer choice of {} bytes", bytes.len())));
+        return Err(KerberosError::Protocol(format!(
+            "a security layer choice of {} bytes",
+            bytes.len()
+        )));
     };
-    Ok((*bit, u32::from_be_bytes([0, *a, *b, *c]), clean_remote_text(rest)))
+    Ok((
+        *bit,
+        u32::from_be_bytes([0, *a, *b, *c]),
+        clean_remote_text(rest),
+    ))
 }
 
 /// The security layer after negotiation; see [`super::Gss::sasl_connect`].
@@ -206,7 +240,12 @@ impl std::fmt::Debug for SaslLayer {
 impl SaslLayer {
     /// A layer over an established context; `peer_max` is the largest message the peer said
     /// it accepts (0: no limit).
-    pub(super) fn new(mut ctx: Context, qop: Qop, peer_max: u32, recv_max: usize) -> Result<SaslLayer, KerberosError> {
+    pub(super) fn new(
+        mut ctx: Context,
+        qop: Qop,
+        peer_max: u32,
+        recv_max: usize,
+    ) -> Result<SaslLayer, KerberosError> {
         let send_chunk = match qop {
             Qop::Auth => u32::MAX as usize,
             _ if peer_max == 0 => u32::MAX as usize >> 1,
@@ -220,7 +259,12 @@ impl SaslLayer {
                 limit as usize
             }
         };
-        Ok(SaslLayer { ctx, qop, send_chunk, recv_max })
+        Ok(SaslLayer {
+            ctx,
+            qop,
+            send_chunk,
+            recv_max,
+        })
     }
 
     /// Appends `plain` to `out` as one frame (sealed as the qop says). A message longer than
@@ -248,14 +292,23 @@ impl SaslLayer {
     /// Takes every whole frame at the front of `wire`, appends its unwrapped payload to
     /// `plain`, and returns how many bytes of `wire` it consumed (0 if no whole frame yet).
     /// A frame over the receive limit, or one that fails to unwrap, is an error.
-    pub(crate) fn open(&mut self, wire: &[u8], plain: &mut Vec<u8>) -> Result<usize, KerberosError> {
+    pub(crate) fn open(
+        &mut self,
+        wire: &[u8],
+        plain: &mut Vec<u8>,
+    ) -> Result<usize, KerberosError> {
         let mut used = 0;
         while let Some(header) = wire[used..].first_chunk::<4>() {
             let len = u32::from_be_bytes(*header) as usize;
             if len > self.recv_max {
-                return Err(KerberosError::FrameTooLarge { size: len as u64, max: self.recv_max as u64 });
+                return Err(KerberosError::FrameTooLarge {
+                    size: len as u64,
+                    max: self.recv_max as u64,
+                });
             }
-            let Some(payload) = wire.get(used + 4..used + 4 + len) else { break };
+            let Some(payload) = wire.get(used + 4..used + 4 + len) else {
+                break;
+            };
             match self.qop {
                 Qop::Auth => plain.extend_from_slice(payload),
                 qop => {
@@ -293,9 +346,14 @@ pub(super) async fn negotiate<S: AsyncRead + AsyncWrite + Unpin>(
         let (status, payload) = read_frame(stream, "during the SASL negotiation").await?;
         if status != OK {
             return Err(if status == COMPLETE {
-                KerberosError::Protocol("the server completed before a security layer was chosen".into())
+                KerberosError::Protocol(
+                    "the server completed before a security layer was chosen".into(),
+                )
             } else {
-                KerberosError::UnexpectedStatus { status, during: "during the SASL negotiation" }
+                KerberosError::UnexpectedStatus {
+                    status,
+                    during: "during the SASL negotiation",
+                }
             });
         }
         if !established {
@@ -318,11 +376,18 @@ pub(super) async fn negotiate<S: AsyncRead + AsyncWrite + Unpin>(
             }
         };
         let mut choice = Vec::new();
-        ctx.wrap(false, &encode_choice(chosen, ANNOUNCED_MAX, ""), &mut choice)?;
+        ctx.wrap(
+            false,
+            &encode_choice(chosen, ANNOUNCED_MAX, ""),
+            &mut choice,
+        )?;
         write_frames(stream, &[(COMPLETE, &choice)]).await?;
         let (status, _) = read_frame(stream, "after the security layer was chosen").await?;
         if status != COMPLETE {
-            return Err(KerberosError::UnexpectedStatus { status, during: "after the security layer was chosen" });
+            return Err(KerberosError::UnexpectedStatus {
+                status,
+                during: "after the security layer was chosen",
+            });
         }
         return SaslLayer::new(ctx, chosen, offer.max_buffer, MAX_DATA_FRAME);
     }
@@ -343,14 +408,20 @@ pub(super) async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
         let (status, mechanism) = read_frame(stream, "instead of START").await?;
         if status != START || mechanism != MECHANISM {
             write_frames(stream, &[(BAD, b"Unsupported mechanism type")]).await?;
-            return Err(KerberosError::UnexpectedStatus { status, during: "instead of START" });
+            return Err(KerberosError::UnexpectedStatus {
+                status,
+                during: "instead of START",
+            });
         }
         let mut ctx = Context::new(lib);
         let peer;
         loop {
             let (status, token) = read_frame(stream, "during the SASL negotiation").await?;
             if status != OK {
-                return Err(KerberosError::UnexpectedStatus { status, during: "from the client" });
+                return Err(KerberosError::UnexpectedStatus {
+                    status,
+                    during: "from the client",
+                });
             }
             let (step, name) = match ctx.accept_step(acceptor, &token) {
                 Ok(accepted) => accepted,
@@ -367,7 +438,9 @@ pub(super) async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
                     write_frames(stream, &[(OK, &step.token)]).await?;
                     let (_, empty) = read_frame(stream, "after the mutual reply").await?;
                     if !empty.is_empty() {
-                        return Err(KerberosError::Protocol("data after the context was established".into()));
+                        return Err(KerberosError::Protocol(
+                            "data after the context was established".into(),
+                        ));
                     }
                 }
                 break;
@@ -379,7 +452,10 @@ pub(super) async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
         write_frames(stream, &[(OK, &wrapped)]).await?;
         let (status, choice) = read_frame(stream, "instead of the client's choice").await?;
         if status != COMPLETE {
-            return Err(KerberosError::UnexpectedStatus { status, during: "instead of the client's choice" });
+            return Err(KerberosError::UnexpectedStatus {
+                status,
+                during: "instead of the client's choice",
+            });
         }
         let mut plain = Vec::new();
         ctx.unwrap(&choice, &mut plain)?;
@@ -391,10 +467,14 @@ pub(super) async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
             return Err(KerberosError::Protocol(why));
         };
         if !authzid.is_empty() && authzid != peer {
-            return Err(KerberosError::Protocol(format!("authzid {authzid} is not {peer}")));
+            return Err(KerberosError::Protocol(format!(
+                "authzid {authzid} is not {peer}"
+            )));
         }
         write_frames(stream, &[(COMPLETE, b"")]).await?;
         Ok((SaslLayer::new(ctx, qop, client_max, MAX_DATA_FRAME)?, peer))
     };
-    tokio::time::timeout(timeout, serve).await.map_err(|_| KerberosError::Timeout(timeout))?
+    tokio::time::timeout(timeout, serve)
+        .await
+        .map_err(|_| KerberosError::Timeout(timeout))?
 }

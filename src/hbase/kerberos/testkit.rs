@@ -23,22 +23,40 @@ impl Acceptor {
     pub fn new(keytab: &Path) -> Result<Acceptor, KerberosError> {
         let lib = gss::load()?;
         let keytab = keytab.to_string_lossy();
-        let store = CredStore { ccache: None, client_keytab: None, keytab: Some(&keytab) };
+        let store = CredStore {
+            ccache: None,
+            client_keytab: None,
+            keytab: Some(&keytab),
+        };
         let cred = Cred::acquire(lib, None, &store, true).map_err(|(major, minor, message)| {
-            KerberosError::Gss { call: "gss_acquire_cred_from", major, minor, message }
+            KerberosError::Gss {
+                call: "gss_acquire_cred_from",
+                major,
+                minor,
+                message,
+            }
         })?;
-        Ok(Acceptor { lib, cred: Arc::new(cred) })
+        Ok(Acceptor {
+            lib,
+            cred: Arc::new(cred),
+        })
     }
 }
 
 /// `Gss::new`: the client's principal and expiry, or the typed error.
-pub fn credentials(config: &Kerberos) -> Result<(String, Option<std::time::SystemTime>), KerberosError> {
+pub fn credentials(
+    config: &Kerberos,
+) -> Result<(String, Option<std::time::SystemTime>), KerberosError> {
     let gss = Gss::new(config)?;
     Ok((gss.principal().to_owned(), gss.expires()))
 }
 
 /// `Gss::spnego_header`, checked by the acceptor: the header and the client name it saw.
-pub fn spnego(config: &Kerberos, host: &str, acceptor: &Acceptor) -> Result<(String, String), KerberosError> {
+pub fn spnego(
+    config: &Kerberos,
+    host: &str,
+    acceptor: &Acceptor,
+) -> Result<(String, String), KerberosError> {
     let gss = Gss::new(config)?;
     let header = gss.spnego_header(host)?;
     let token = header
@@ -48,7 +66,9 @@ pub fn spnego(config: &Kerberos, host: &str, acceptor: &Acceptor) -> Result<(Str
     let mut ctx = Context::new(acceptor.lib);
     let (step, client) = ctx.accept_step(&acceptor.cred, &token)?;
     if !step.complete {
-        return Err(KerberosError::Protocol("the acceptor wants another SPNEGO round".into()));
+        return Err(KerberosError::Protocol(
+            "the acceptor wants another SPNEGO round".into(),
+        ));
     }
     Ok((header, client.unwrap_or_default()))
 }
@@ -88,7 +108,9 @@ pub async fn connect(
     timeout: Duration,
 ) -> Result<Layer, KerberosError> {
     let gss = Gss::new(config)?;
-    gss.sasl_connect(stream, host, qop, timeout).await.map(Layer)
+    gss.sasl_connect(stream, host, qop, timeout)
+        .await
+        .map(Layer)
 }
 
 /// What [`sasl_echo`] saw.
@@ -117,11 +139,20 @@ pub async fn sasl_echo(
     let listener = TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
     let acceptor = acceptor.clone();
-    let offer = Offer { mask: offer_mask, max_buffer: 65_536 };
+    let offer = Offer {
+        mask: offer_mask,
+        max_buffer: 65_536,
+    };
     let server = tokio::spawn(async move {
         let (mut stream, _) = listener.accept().await?;
-        let (mut layer, client) =
-            sasl::serve(&mut stream, acceptor.lib, &acceptor.cred, offer, Duration::from_secs(10)).await?;
+        let (mut layer, client) = sasl::serve(
+            &mut stream,
+            acceptor.lib,
+            &acceptor.cred,
+            offer,
+            Duration::from_secs(10),
+        )
+        .await?;
         let qop = layer.qop();
         // Echo: every opened byte goes back sealed, until the client closes.
         let (mut wire, mut buf) = (Vec::new(), vec![0u8; 1 << 16]);
@@ -141,7 +172,9 @@ pub async fn sasl_echo(
     });
     let mut stream = TcpStream::connect(addr).await?;
     let result = async {
-        let mut layer = gss.sasl_connect(&mut stream, host, qop, Duration::from_secs(10)).await?;
+        let mut layer = gss
+            .sasl_connect(&mut stream, host, qop, Duration::from_secs(10))
+            .await?;
         let mut largest = 0;
         for message in messages {
             let mut out = Vec::new();
@@ -166,13 +199,21 @@ pub async fn sasl_echo(
     }
     .await;
     drop(stream);
-    let served = server.await.map_err(|e| KerberosError::Protocol(format!("server task: {e}")))?;
+    let served = server
+        .await
+        .map_err(|e| KerberosError::Protocol(format!("server task: {e}")))?;
     let (qop, largest) = result?;
     let (server_qop, client) = served?;
     if server_qop != qop {
-        return Err(KerberosError::Protocol(format!("client chose {qop}, server saw {server_qop}")));
+        return Err(KerberosError::Protocol(format!(
+            "client chose {qop}, server saw {server_qop}"
+        )));
     }
-    Ok(Echo { qop, client, client_frames: largest })
+    Ok(Echo {
+        qop,
+        client,
+        client_frames: largest,
+    })
 }
 
 fn largest_frame(mut wire: &[u8]) -> usize {

@@ -17,7 +17,10 @@ fn negotiation_frames_round_trip_and_partial_frames_wait() {
     let (status, payload, used) = sasl::parse_frame(&buf[11..], "t").unwrap().unwrap();
     assert_eq!((status, payload.len(), used), (sasl::OK, 300, 305));
     for n in 0..11 {
-        assert!(sasl::parse_frame(&buf[..n], "t").unwrap().is_none(), "prefix of {n}");
+        assert!(
+            sasl::parse_frame(&buf[..n], "t").unwrap().is_none(),
+            "prefix of {n}"
+        );
     }
 }
 
@@ -55,7 +58,10 @@ fn bad_and_error_frames_carry_the_servers_message_cleaned() {
     let mut buf = Vec::new();
     sasl::encode_frame(sasl::ERROR, &[0xff; 2000], &mut buf);
     match sasl::parse_frame(&buf, "t") {
-        Err(KerberosError::ServerRefused { status: "ERROR", message }) => {
+        Err(KerberosError::ServerRefused {
+            status: "ERROR",
+            message,
+        }) => {
             assert!(message.chars().count() <= 513)
         }
         other => panic!("{other:?}"),
@@ -79,7 +85,7 @@ fn frame_parser_never_panics_on_noise() {
         if let Some(first) = buf.first_mut() {
             *first %= 7;
         }
-        if buf.len() > 4 && noise(&mut seed) % 2 == 0 {
+        if buf.len() > 4 && noise(&mut seed).is_multiple_of(2) {
             buf[1] = 0;
             buf[2] = 0;
             buf[3] = 0;
@@ -93,35 +99,71 @@ fn frame_parser_never_panics_on_noise() {
 
 #[test]
 fn layer_tokens_encode_and_decode() {
-    let offer = Offer { mask: 4, max_buffer: 65_536 };
+    let offer = Offer {
+        mask: 4,
+        max_buffer: 65_536,
+    };
     assert_eq!(offer.encode(), [4, 1, 0, 0]);
     assert_eq!(Offer::decode(&[4, 1, 0, 0]).unwrap(), offer);
-    assert_eq!(Offer::decode(&[7, 0xff, 0xff, 0xff]).unwrap().max_buffer, 0xff_ffff);
+    assert_eq!(
+        Offer::decode(&[7, 0xff, 0xff, 0xff]).unwrap().max_buffer,
+        0xff_ffff
+    );
     for bad in [&[][..], &[4], &[4, 0, 0], &[4, 0, 0, 0, 0]] {
-        assert!(matches!(Offer::decode(bad), Err(KerberosError::Protocol(_))), "{bad:?}");
+        assert!(
+            matches!(Offer::decode(bad), Err(KerberosError::Protocol(_))),
+            "{bad:?}"
+        );
     }
     // No layer: the size must be 0 (RFC 4752 section 3.1).
     assert_eq!(sasl::encode_choice(Qop::Auth, 0xff_ffff, ""), [1, 0, 0, 0]);
     assert_eq!(sasl::encode_choice(Qop::AuthInt, 65_536, ""), [2, 1, 0, 0]);
-    assert_eq!(sasl::encode_choice(Qop::AuthConf, u32::MAX, "u"), [4, 0xff, 0xff, 0xff, b'u']);
-    assert_eq!(sasl::decode_choice(&[4, 0, 1, 0, b'a']).unwrap(), (4, 256, "a".to_owned()));
+    assert_eq!(
+        sasl::encode_choice(Qop::AuthConf, u32::MAX, "u"),
+        [4, 0xff, 0xff, 0xff, b'u']
+    );
+    assert_eq!(
+        sasl::decode_choice(&[4, 0, 1, 0, b'a']).unwrap(),
+        (4, 256, "a".to_owned())
+    );
 }
 
 #[test]
 fn qop_selection() {
-    let only_conf = Offer { mask: 4, max_buffer: 0 };
+    let only_conf = Offer {
+        mask: 4,
+        max_buffer: 0,
+    };
     assert_eq!(only_conf.select(Qop::AuthConf).unwrap(), Qop::AuthConf);
     match only_conf.select(Qop::Auth) {
-        Err(e @ KerberosError::QopNotOffered { requested: Qop::Auth, .. }) => {
-            assert_eq!(e.to_string(), "the gateway does not offer qop auth; it offers auth-conf");
+        Err(
+            e @ KerberosError::QopNotOffered {
+                requested: Qop::Auth,
+                ..
+            },
+        ) => {
+            assert_eq!(
+                e.to_string(),
+                "the gateway does not offer qop auth; it offers auth-conf"
+            );
         }
         other => panic!("{other:?}"),
     }
-    let all = Offer { mask: 7, max_buffer: 0 };
+    let all = Offer {
+        mask: 7,
+        max_buffer: 0,
+    };
     for q in [Qop::Auth, Qop::AuthInt, Qop::AuthConf] {
         assert_eq!(all.select(q).unwrap(), q);
     }
-    assert!(Offer { mask: 0, max_buffer: 0 }.select(Qop::Auth).unwrap_err().to_string().ends_with("offers none"));
+    assert!(Offer {
+        mask: 0,
+        max_buffer: 0
+    }
+    .select(Qop::Auth)
+    .unwrap_err()
+    .to_string()
+    .ends_with("offers none"));
     assert_eq!(Qop::from_mask(6), [Qop::AuthInt, Qop::AuthConf]);
     assert_eq!("privacy".parse::<Qop>().unwrap(), Qop::AuthConf);
     assert_eq!("auth-int".parse::<Qop>().unwrap(), Qop::AuthInt);
@@ -161,9 +203,19 @@ fn remote_text_is_cleaned_and_bounded() {
 
 #[test]
 fn errors_name_what_to_fix_and_carry_no_bytes() {
-    let e = KerberosError::QopNotOffered { requested: Qop::AuthConf, offered: vec![Qop::Auth, Qop::AuthInt] };
-    assert_eq!(e.to_string(), "the gateway does not offer qop auth-conf; it offers auth, auth-int");
-    let e = KerberosError::NoTicket { ccache: "FILE:/tmp/x".into(), principal: None, message: "m".into() };
+    let e = KerberosError::QopNotOffered {
+        requested: Qop::AuthConf,
+        offered: vec![Qop::Auth, Qop::AuthInt],
+    };
+    assert_eq!(
+        e.to_string(),
+        "the gateway does not offer qop auth-conf; it offers auth, auth-int"
+    );
+    let e = KerberosError::NoTicket {
+        ccache: "FILE:/tmp/x".into(),
+        principal: None,
+        message: "m".into(),
+    };
     assert!(e.to_string().contains("run kinit"), "{e}");
     let e = KerberosError::TicketExpired {
         principal: Some("u@R".into()),
@@ -174,7 +226,10 @@ fn errors_name_what_to_fix_and_carry_no_bytes() {
         e.to_string(),
         "the Kerberos ticket for u@R in FILE:/tmp/x expired at 1970-01-01 00:00:00 UTC (run kinit again, or use a keytab)"
     );
-    let e = KerberosError::FrameTooLarge { size: 1 << 30, max: 1 << 20 };
+    let e = KerberosError::FrameTooLarge {
+        size: 1 << 30,
+        max: 1 << 20,
+    };
     assert!(e.to_string().contains("1073741824"), "{e}");
 }
 
@@ -183,7 +238,10 @@ fn a_missing_library_names_the_path() {
     // Only the constructor is exercised: the process-wide library is not replaced.
     match super::gss::Lib::open_for_test("/nonexistent/libgssapi_krb5.so.2") {
         Err(e @ KerberosError::LibraryNotFound { .. }) => {
-            assert!(e.to_string().contains("/nonexistent/libgssapi_krb5.so.2"), "{e}")
+            assert!(
+                e.to_string().contains("/nonexistent/libgssapi_krb5.so.2"),
+                "{e}"
+            )
         }
         other => panic!("{:?}", other.map(|_| ())),
     }
