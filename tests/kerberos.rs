@@ -350,6 +350,17 @@ async fn sasl_at_each_qop_round_trips_messages_both_ways() {
     }
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_clients_credentials_serve_many_connections_and_threads_at_once() {
+    let Some((env, acceptor)) =
+        Env::with_acceptor("one_clients_credentials_serve_many_connections_and_threads_at_once")
+    else {
+        return;
+    };
+    let config = Kerberos { service_principal: Some(env.service.clone()), ..env.client() };
+    testkit::concurrently(&config, "ignored.example", &acceptor, 6).await.unwrap();
+}
+
 fn qop_bit(qop: Qop) -> u8 {
     match qop {
         Qop::Auth => 1,

@@ -6,7 +6,7 @@
 //! exchange, with no secrets) as usual.
 //!
 //! - `gss`: the FFI and the RAII types over GSSAPI handles (all of the unsafe code).
-//! - `sasl`: Thrift's SASL negotiation and the RFC 4752 security layer ([`SaslLayer`]).
+//! - `sasl`: Thrift's SASL negotiation and the RFC 4752 security layer (`SaslLayer`).
 //! - `spnego`: the `Authorization: Negotiate` header for the HTTP transport.
 //! - `ccache`: when an expired ticket expired, read from a `FILE:` cache.
 //! - `error`: [`KerberosError`].
@@ -141,7 +141,6 @@ impl std::fmt::Debug for Gss {
 
 /// MIT's krb5 error codes (com_err table base -1765328384) that say what to fix.
 mod krb5_codes {
-    pub const KDC_ERR_C_PRINCIPAL_UNKNOWN: i32 = -1_765_328_378;
     pub const KDC_ERR_S_PRINCIPAL_UNKNOWN: i32 = -1_765_328_377;
     pub const KRB_AP_ERR_TKT_EXPIRED: i32 = -1_765_328_352;
     pub const CC_NOTFOUND: i32 = -1_765_328_243;
@@ -254,10 +253,7 @@ impl Gss {
             return Self::expired(config, ccache, None);
         }
         if let Some(keytab) = &config.keytab {
-            if routine == gss::E_NO_CRED
-                || minor_code == KT_NOTFOUND
-                || minor_code == KDC_ERR_C_PRINCIPAL_UNKNOWN
-            {
+            if routine == gss::E_NO_CRED || minor_code == KT_NOTFOUND {
                 return KerberosError::PrincipalNotInKeytab {
                     keytab: keytab.clone(),
                     principal: config.principal.clone(),

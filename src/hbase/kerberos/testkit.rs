@@ -136,6 +136,57 @@ pub async fn sasl_echo(
     messages: &[Vec<u8>],
 ) -> Result<Echo, KerberosError> {
     let gss = Gss::new(config)?;
+    echo_with(&gss, host, acceptor, offer_mask, qop, messages).await
+}
+
+/// One client's credentials used from many tasks and threads at once: `connections` SASL
+/// handshakes with echoes on tokio tasks, while as many threads make SPNEGO headers that the
+/// acceptor checks.
+pub async fn concurrently(
+    config: &Kerberos,
+    host: &str,
+    acceptor: &Acceptor,
+    connections: usize,
+) -> Result<(), KerberosError> {
+    let gss = Gss::new(config)?;
+    let headers: Vec<_> = (0..connections)
+        .map(|_| {
+            let (gss, host) = (Arc::clone(&gss), host.to_owned());
+            std::thread::spawn(move || (0..20).map(|_| gss.spnego_header(&host)).collect::<Result<Vec<_>, _>>())
+        })
+        .collect();
+    let tasks: Vec<_> = (0..connections)
+        .map(|i| {
+            let (gss, host, acceptor) = (Arc::clone(&gss), host.to_owned(), acceptor.clone());
+            let qop = [Qop::Auth, Qop::AuthInt, Qop::AuthConf][i % 3];
+            tokio::spawn(async move {
+                let messages = vec![vec![i as u8; 1000 + i * 10_000]];
+                echo_with(&gss, &host, &acceptor, 7, qop, &messages).await
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.map_err(|e| KerberosError::Protocol(format!("task: {e}")))??;
+    }
+    for thread in headers {
+        let headers = thread.join().map_err(|_| KerberosError::Protocol("a thread panicked".into()))??;
+        for header in headers {
+            let token = header.strip_prefix("Negotiate ").and_then(spnego::unbase64).unwrap_or_default();
+            let mut ctx = Context::new(acceptor.lib);
+            ctx.accept_step(&acceptor.cred, &token)?;
+        }
+    }
+    Ok(())
+}
+
+async fn echo_with(
+    gss: &Gss,
+    host: &str,
+    acceptor: &Acceptor,
+    offer_mask: u8,
+    qop: Qop,
+    messages: &[Vec<u8>],
+) -> Result<Echo, KerberosError> {
     let listener = TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
     let acceptor = acceptor.clone();

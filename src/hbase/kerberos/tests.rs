@@ -261,3 +261,20 @@ fn an_unreadable_keytab_is_reported_before_the_library_is_asked() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn the_shared_types_are_send_and_sync_as_documented() {
+    fn send<T: Send>(_: &T) {}
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<super::Gss>();
+    send_sync::<std::sync::Arc<super::Gss>>();
+    fn layer_is_send(layer: super::SaslLayer) -> impl Send {
+        layer
+    }
+    let _ = layer_is_send;
+    // The connection layer spawns the handshake: its future must be Send.
+    fn connect_is_send(gss: &super::Gss, stream: &mut tokio::net::TcpStream) {
+        send(&gss.sasl_connect(stream, "h", Qop::AuthConf, std::time::Duration::from_secs(1)));
+    }
+    let _ = connect_is_send;
+}
