@@ -357,8 +357,13 @@ async fn one_clients_credentials_serve_many_connections_and_threads_at_once() {
     else {
         return;
     };
-    let config = Kerberos { service_principal: Some(env.service.clone()), ..env.client() };
-    testkit::concurrently(&config, "ignored.example", &acceptor, 6).await.unwrap();
+    let config = Kerberos {
+        service_principal: Some(env.service.clone()),
+        ..env.client()
+    };
+    testkit::concurrently(&config, "ignored.example", &acceptor, 6)
+        .await
+        .unwrap();
 }
 
 fn qop_bit(qop: Qop) -> u8 {
@@ -454,6 +459,8 @@ struct SaslState {
     plain: Vec<u8>,
     read_at: usize,
     out: Vec<u8>,
+    /// The largest frame received.
+    largest_in: usize,
 }
 
 impl Read for SaslTransport {
@@ -473,6 +480,12 @@ impl Read for SaslTransport {
                 .layer
                 .open(&s.wire, &mut s.plain)
                 .map_err(std::io::Error::other)?;
+            let mut at = 0;
+            while at < used {
+                let len = u32::from_be_bytes(s.wire[at..at + 4].try_into().unwrap()) as usize;
+                s.largest_in = s.largest_in.max(len);
+                at += 4 + len;
+            }
             s.wire.drain(..used);
         }
         let n = buf.len().min(s.plain.len() - s.read_at);
@@ -506,7 +519,7 @@ fn gateway_client(
     addr: &str,
     host: &str,
     qop: Qop,
-) -> Result<impl TTHBaseServiceSyncClient, KerberosError> {
+) -> Result<(impl TTHBaseServiceSyncClient, SaslTransport), KerberosError> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -527,12 +540,14 @@ fn gateway_client(
         plain: Vec::new(),
         read_at: 0,
         out: Vec::new(),
+        largest_in: 0,
     };
     let transport = SaslTransport(Arc::new(Mutex::new(state)));
-    Ok(THBaseServiceSyncClient::new(
+    let client = THBaseServiceSyncClient::new(
         TBinaryInputProtocol::new(transport.clone(), true),
-        TBinaryOutputProtocol::new(transport, true),
-    ))
+        TBinaryOutputProtocol::new(transport.clone(), true),
+    );
+    Ok((client, transport))
 }
 
 fn gateways() -> Vec<(Qop, String)> {
@@ -560,7 +575,7 @@ fn real_sasl_gateways_answer_calls_at_each_qop() {
     }
     let host = Env::host_of(&env.service);
     for (qop, addr) in gateways {
-        let mut client = gateway_client(&env.client(), &addr, &host, qop)
+        let (mut client, transport) = gateway_client(&env.client(), &addr, &host, qop)
             .unwrap_or_else(|e| panic!("{qop}: {e}"));
         let namespaces = client
             .list_namespace_descriptors()
@@ -579,12 +594,23 @@ fn real_sasl_gateways_answer_calls_at_each_qop() {
             tables.iter().any(|t| t.qualifier == b"meta"),
             "{qop}: {tables:?}"
         );
+        // A reply over 64 KiB (an error that repeats the 200 KB name): the gateway sends it as
+        // one frame, larger than its own max buffer, whatever size the client announced.
+        let missing = client.get_namespace_descriptor("n".repeat(200_000));
+        assert!(missing.is_err(), "{qop}");
+        let largest = transport.0.lock().unwrap().largest_in;
+        eprintln!("{qop}: the largest frame from the gateway: {largest} bytes");
+        assert!(largest > 200_000, "{qop}: {largest}");
+        // The connection still works after it.
+        client
+            .list_namespace_descriptors()
+            .unwrap_or_else(|e| panic!("{qop}: {e}"));
         // The service principal given instead of the host name.
         let config = Kerberos {
             service_principal: Some(env.service.clone()),
             ..env.client()
         };
-        let mut client = gateway_client(&config, &addr, "ignored.example", qop).unwrap();
+        let (mut client, _) = gateway_client(&config, &addr, "ignored.example", qop).unwrap();
         client.list_namespace_descriptors().unwrap();
     }
 }

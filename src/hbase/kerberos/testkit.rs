@@ -152,7 +152,11 @@ pub async fn concurrently(
     let headers: Vec<_> = (0..connections)
         .map(|_| {
             let (gss, host) = (Arc::clone(&gss), host.to_owned());
-            std::thread::spawn(move || (0..20).map(|_| gss.spnego_header(&host)).collect::<Result<Vec<_>, _>>())
+            std::thread::spawn(move || {
+                (0..20)
+                    .map(|_| gss.spnego_header(&host))
+                    .collect::<Result<Vec<_>, _>>()
+            })
         })
         .collect();
     let tasks: Vec<_> = (0..connections)
@@ -166,12 +170,18 @@ pub async fn concurrently(
         })
         .collect();
     for task in tasks {
-        task.await.map_err(|e| KerberosError::Protocol(format!("task: {e}")))??;
+        task.await
+            .map_err(|e| KerberosError::Protocol(format!("task: {e}")))??;
     }
     for thread in headers {
-        let headers = thread.join().map_err(|_| KerberosError::Protocol("a thread panicked".into()))??;
+        let headers = thread
+            .join()
+            .map_err(|_| KerberosError::Protocol("a thread panicked".into()))??;
         for header in headers {
-            let token = header.strip_prefix("Negotiate ").and_then(spnego::unbase64).unwrap_or_default();
+            let token = header
+                .strip_prefix("Negotiate ")
+                .and_then(spnego::unbase64)
+                .unwrap_or_default();
             let mut ctx = Context::new(acceptor.lib);
             ctx.accept_step(&acceptor.cred, &token)?;
         }

@@ -274,7 +274,12 @@ fn the_shared_types_are_send_and_sync_as_documented() {
     let _ = layer_is_send;
     // The connection layer spawns the handshake: its future must be Send.
     fn connect_is_send(gss: &super::Gss, stream: &mut tokio::net::TcpStream) {
-        send(&gss.sasl_connect(stream, "h", Qop::AuthConf, std::time::Duration::from_secs(1)));
+        send(&gss.sasl_connect(
+            stream,
+            "h",
+            Qop::AuthConf,
+            std::time::Duration::from_secs(1),
+        ));
     }
     let _ = connect_is_send;
 }
