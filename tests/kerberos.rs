@@ -366,6 +366,64 @@ async fn one_clients_credentials_serve_many_connections_and_threads_at_once() {
         .unwrap();
 }
 
+#[tokio::test]
+async fn tampered_replayed_and_cut_frames_are_refused() {
+    let Some((env, acceptor)) = Env::with_acceptor("tampered_replayed_and_cut_frames_are_refused")
+    else {
+        return;
+    };
+    let host = Env::host_of(&env.service);
+    for qop in [Qop::AuthInt, Qop::AuthConf] {
+        let (mut client, mut server) = testkit::layer_pair(&env.client(), &host, &acceptor, 7, qop)
+            .await
+            .unwrap();
+        let secret = b"a row key that must not be seen in clear";
+        let mut frame = Vec::new();
+        client.seal(secret, &mut frame).unwrap();
+        let visible = frame.windows(secret.len()).any(|w| w == secret);
+        assert_eq!(
+            visible,
+            qop == Qop::AuthInt,
+            "{qop}: plaintext visible on the wire"
+        );
+        // A cut frame waits; the whole one opens.
+        let mut plain = Vec::new();
+        assert_eq!(
+            server.open(&frame[..frame.len() - 1], &mut plain).unwrap(),
+            0
+        );
+        assert_eq!(server.open(&frame, &mut plain).unwrap(), frame.len());
+        assert_eq!(plain, secret);
+        // The same frame again: a replay.
+        assert!(
+            server.open(&frame, &mut plain).is_err(),
+            "{qop}: replay accepted"
+        );
+        // A flipped bit.
+        let mut frame = Vec::new();
+        client.seal(b"second", &mut frame).unwrap();
+        let last = frame.len() - 1;
+        frame[last] ^= 1;
+        match server.open(&frame, &mut Vec::new()) {
+            Err(KerberosError::Gss {
+                call: "gss_unwrap", ..
+            }) => {}
+            other => panic!("{qop}: {other:?}"),
+        }
+        // The other direction.
+        let mut frame = Vec::new();
+        server.seal(b"reply", &mut frame).unwrap();
+        let mut plain = Vec::new();
+        assert_eq!(client.open(&frame, &mut plain).unwrap(), frame.len());
+        assert_eq!(plain, b"reply");
+        // A frame longer than any reply may be is refused from its header alone.
+        match client.open(&[0x7f, 0xff, 0xff, 0xff, 0], &mut plain) {
+            Err(KerberosError::FrameTooLarge { size, .. }) => assert_eq!(size, 0x7fff_ffff),
+            other => panic!("{qop}: {other:?}"),
+        }
+    }
+}
+
 fn qop_bit(qop: Qop) -> u8 {
     match qop {
         Qop::Auth => 1,

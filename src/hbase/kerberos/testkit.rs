@@ -286,3 +286,44 @@ fn largest_frame(mut wire: &[u8]) -> usize {
     }
     largest
 }
+
+/// Both ends of a negotiated layer: `sasl_connect` against the in-process server, over a
+/// loopback connection that is closed again (the layers need no stream).
+pub async fn layer_pair(
+    config: &Kerberos,
+    host: &str,
+    acceptor: &Acceptor,
+    offer_mask: u8,
+    qop: Qop,
+) -> Result<(Layer, Layer), KerberosError> {
+    let gss = Gss::new(config)?;
+    let listener = TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    let acceptor = acceptor.clone();
+    let offer = Offer {
+        mask: offer_mask,
+        max_buffer: 65_536,
+    };
+    let server = tokio::spawn(async move {
+        let (mut stream, _) = listener.accept().await?;
+        sasl::serve(
+            &mut stream,
+            acceptor.lib,
+            &acceptor.cred,
+            offer,
+            Duration::from_secs(10),
+        )
+        .await
+    });
+    let mut stream = TcpStream::connect(addr).await?;
+    let client = gss
+        .sasl_connect(&mut stream, host, qop, Duration::from_secs(10))
+        .await;
+    drop(stream);
+    let served = server
+        .await
+        .map_err(|e| KerberosError::Protocol(format!("server task: {e}")))?;
+    let client = client?;
+    let (server, _) = served?;
+    Ok((Layer(client), Layer(server)))
+}

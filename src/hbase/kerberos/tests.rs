@@ -283,3 +283,56 @@ fn the_shared_types_are_send_and_sync_as_documented() {
     }
     let _ = connect_is_send;
 }
+
+#[test]
+fn the_layer_reader_never_panics_on_noise() {
+    // Needs the library only to make a context handle: with none established, every unwrap
+    // fails (MIT checks for GSS_C_NO_CONTEXT), which is the path garbage takes anyway.
+    let Ok(lib) = super::gss::load() else {
+        eprintln!("skipping: no GSSAPI library");
+        return;
+    };
+    let mut seed = 0x2545_f491_4f6c_dd1d;
+    for qop in [Qop::Auth, Qop::AuthInt, Qop::AuthConf] {
+        let mut layer =
+            super::SaslLayer::new(super::gss::Context::new(lib), qop, 0, 1 << 10).unwrap();
+        for _ in 0..5_000 {
+            let len = usize::from(noise(&mut seed) % 40);
+            let mut wire: Vec<u8> = (0..len).map(|_| noise(&mut seed)).collect();
+            if wire.len() >= 4 && !noise(&mut seed).is_multiple_of(3) {
+                // A plausible length more often than not.
+                let claim = u32::from(noise(&mut seed) % 48);
+                wire[..4].copy_from_slice(&claim.to_be_bytes());
+            }
+            let mut plain = Vec::new();
+            match layer.open(&wire, &mut plain) {
+                Ok(used) => assert!(used <= wire.len()),
+                Err(
+                    KerberosError::FrameTooLarge { .. }
+                    | KerberosError::Gss { .. }
+                    | KerberosError::Protocol(_),
+                ) => {}
+                Err(other) => panic!("{other:?}"),
+            }
+        }
+        // With no layer, frames are raw: whole ones are taken, a partial one waits.
+        if qop == Qop::Auth {
+            let mut plain = Vec::new();
+            let wire = [0, 0, 0, 2, b'h', b'i', 0, 0, 0, 5, b'x'];
+            assert_eq!(layer.open(&wire, &mut plain).unwrap(), 6);
+            assert_eq!(plain, b"hi");
+            assert!(matches!(
+                layer.open(&[0, 0, 4, 1], &mut plain),
+                Err(KerberosError::FrameTooLarge {
+                    size: 1025,
+                    max: 1024
+                })
+            ));
+            let mut out = Vec::new();
+            layer.seal(b"abc", &mut out).unwrap();
+            assert_eq!(out, [0, 0, 0, 3, b'a', b'b', b'c']);
+            layer.seal(b"", &mut out).unwrap();
+            assert_eq!(out.len(), 7, "an empty message adds no frame");
+        }
+    }
+}
