@@ -216,6 +216,7 @@ fn an_expired_ticket_is_a_typed_error_with_its_time() {
                 text.contains(" expired at ") && text.contains(&ccache),
                 "{text}"
             );
+            eprintln!("{text}");
         }
         other => panic!("{other:?}"),
     }
@@ -275,7 +276,16 @@ fn a_spnego_header_is_accepted() {
         assert_eq!(client, env.client);
     }
     let cost = testkit::spnego_cost(&config, "ignored.example", 200).unwrap();
-    eprintln!("one SPNEGO header (service ticket cached): {cost:?}");
+    eprintln!("one SPNEGO header (keytab, service ticket cached in memory): {cost:?}");
+    if let Some(path) = var("HBASE_KRB_CCACHE") {
+        let config = Kerberos {
+            ccache: Some(format!("FILE:{path}")),
+            service_principal: Some(env.service.clone()),
+            ..Default::default()
+        };
+        let cost = testkit::spnego_cost(&config, "ignored.example", 200).unwrap();
+        eprintln!("one SPNEGO header (FILE ticket cache): {cost:?}");
+    }
 }
 
 #[test]

@@ -20,11 +20,12 @@ pub(super) fn file_of(ccache: Option<&str>) -> Option<std::path::PathBuf> {
     }
 }
 
-/// The end time of the cache's ticket-granting ticket for its default principal (or, with
+/// The cache's default principal and the end time of its ticket-granting ticket (or, with
 /// none, the latest end time of any ticket). None if the file is unreadable or malformed.
-pub(super) fn tgt_end_time(path: &std::path::Path) -> Option<SystemTime> {
+pub(super) fn tgt_end_time(path: &std::path::Path) -> Option<(String, SystemTime)> {
     let bytes = std::fs::read(path).ok()?;
-    parse_tgt_end(&bytes).map(|secs| UNIX_EPOCH + Duration::from_secs(u64::from(secs)))
+    let (principal, secs) = parse_tgt_end(&bytes)?;
+    Some((principal, UNIX_EPOCH + Duration::from_secs(u64::from(secs))))
 }
 
 struct Reader<'a> {
@@ -72,7 +73,7 @@ impl<'a> Reader<'a> {
     }
 }
 
-fn parse_tgt_end(bytes: &[u8]) -> Option<u32> {
+fn parse_tgt_end(bytes: &[u8]) -> Option<(String, u32)> {
     let mut r = Reader { bytes };
     let version = r.u16()?;
     match version {
@@ -112,11 +113,11 @@ fn parse_tgt_end(bytes: &[u8]) -> Option<u32> {
             continue;
         }
         if client == default && server == tgt {
-            return Some(endtime);
+            return Some((default, endtime));
         }
         latest = latest.max(Some(endtime));
     }
-    latest
+    latest.map(|end| (default, end))
 }
 
 /// A time as "2026-11-26 20:18:44 UTC".
@@ -181,7 +182,7 @@ mod tests {
         principal(&mut file, "R", &["me"]);
         cred(&mut file, &["hbase", "gw"], 50);
         cred(&mut file, &["krbtgt", "R"], 1_000);
-        assert_eq!(parse_tgt_end(&file), Some(1_000));
+        assert_eq!(parse_tgt_end(&file), Some(("me@R".to_owned(), 1_000)));
         // Every truncation is None or a value, never a panic.
         for n in 0..file.len() {
             let _ = parse_tgt_end(&file[..n]);

@@ -226,13 +226,14 @@ impl Gss {
     }
 
     fn expired(config: &Kerberos, ccache: &str, principal: Option<String>) -> KerberosError {
-        let expired_at = if config.keytab.is_none() {
+        let from_file = if config.keytab.is_none() {
             ccache::file_of(config.ccache.as_deref()).and_then(|f| ccache::tgt_end_time(&f))
         } else {
             None
         };
+        let (owner, expired_at) = from_file.unzip();
         KerberosError::TicketExpired {
-            principal: principal.or_else(|| config.principal.clone()),
+            principal: principal.or_else(|| config.principal.clone()).or(owner),
             ccache: ccache.to_owned(),
             expired_at,
         }
@@ -247,6 +248,10 @@ impl Gss {
         message: String,
     ) -> KerberosError {
         use krb5_codes::*;
+        if major == 0 {
+            // Refused before the library was called (a NUL byte in a setting).
+            return KerberosError::InvalidConfig(message);
+        }
         let routine = gss::routine_error(major);
         let minor_code = minor as i32;
         if routine == gss::E_CREDENTIALS_EXPIRED || minor_code == KRB_AP_ERR_TKT_EXPIRED {

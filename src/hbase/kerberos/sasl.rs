@@ -339,8 +339,7 @@ pub(super) async fn negotiate<S: AsyncRead + AsyncWrite + Unpin>(
     mut next_step: impl FnMut(&mut Context, &[u8]) -> Result<gss::Step, KerberosError>,
     qop: Qop,
 ) -> Result<SaslLayer, KerberosError> {
-    let first_status = OK;
-    write_frames(stream, &[(START, MECHANISM), (first_status, &first.token)]).await?;
+    write_frames(stream, &[(START, MECHANISM), (OK, &first.token)]).await?;
     let mut established = first.complete;
     loop {
         let (status, payload) = read_frame(stream, "during the SASL negotiation").await?;
