@@ -25,8 +25,8 @@ pub mod testkit;
 #[cfg(test)]
 mod tests;
 
+use std::hash::{Hash, Hasher};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -149,8 +149,6 @@ mod krb5_codes {
     pub const CC_NOSUPP: i32 = -1_765_328_137;
 }
 
-static MEMORY_CACHES: AtomicU64 = AtomicU64::new(0);
-
 impl Gss {
     /// Loads the library and acquires the credentials (fails at once if there is no ticket /
     /// the keytab has no such principal / the ticket expired). With a keytab this obtains the
@@ -169,12 +167,15 @@ impl Gss {
             .map(|k| k.to_string_lossy().into_owned());
         let ccache = match (&config.ccache, &keytab) {
             (Some(cc), _) => Some(cc.clone()),
-            // A keytab's tickets go to a cache of this client's own, not the user's default.
-            (None, Some(_)) => Some(format!(
-                "MEMORY:percolator-{}-{}",
-                std::process::id(),
-                MEMORY_CACHES.fetch_add(1, Ordering::Relaxed)
-            )),
+            // A keytab's tickets go to an in-memory cache of the process's own, not the user's
+            // default. MIT keeps a MEMORY cache until the process ends, so clients with the
+            // same keytab and principal share one (and its tickets) rather than each leaving
+            // one behind.
+            (None, Some(keytab)) => {
+                let mut hasher = std::collections::hash_map::DefaultHasher::new();
+                (keytab, &config.principal).hash(&mut hasher);
+                Some(format!("MEMORY:percolator-{:016x}", hasher.finish()))
+            }
             (None, None) => None,
         };
         let ccache_label = ccache
