@@ -732,3 +732,67 @@ fn a_real_gateway_refuses_a_ticket_for_another_service() {
         other => panic!("{:?}", other.err()),
     }
 }
+
+#[test]
+fn a_real_spnego_gateway_accepts_the_header() {
+    let Some(env) = Env::get("a_real_spnego_gateway_accepts_the_header") else {
+        return;
+    };
+    let (Some(url), Some(ca)) = (var("HBASE_THRIFT"), var("HBASE_CA_FILE")) else {
+        eprintln!("skipping a_real_spnego_gateway_accepts_the_header: not the spnego-https gateway (no HBASE_CA_FILE)");
+        return;
+    };
+    if !url.starts_with("https://") || !env.service.starts_with("HTTP/") {
+        eprintln!(
+            "skipping a_real_spnego_gateway_accepts_the_header: not the spnego-https gateway"
+        );
+        return;
+    }
+    let host = url
+        .trim_start_matches("https://")
+        .split([':', '/'])
+        .next()
+        .unwrap()
+        .to_owned();
+    let dir = temp_dir();
+    // listNamespaceDescriptors, binary protocol: the version and CALL, the name, seqid 1, no
+    // arguments.
+    let name = b"listNamespaceDescriptors";
+    let mut body = vec![0x80, 0x01, 0x00, 0x01];
+    body.extend_from_slice(&(name.len() as u32).to_be_bytes());
+    body.extend_from_slice(name);
+    body.extend_from_slice(&[0, 0, 0, 1, 0]);
+    std::fs::write(dir.path().join("body"), &body).unwrap();
+    let post = |header: Option<String>| {
+        let mut curl = std::process::Command::new("curl");
+        curl.args(["-sS", "-o"])
+            .arg(dir.path().join("reply"))
+            .args(["-w", "%{http_code}", "--cacert", &ca])
+            .args(["-H", "Content-Type: application/x-thrift", "--data-binary"])
+            .arg(format!("@{}", dir.path().join("body").display()));
+        if let Some(header) = header {
+            // From a file, so the token is on no command line.
+            std::fs::write(
+                dir.path().join("auth"),
+                format!("Authorization: {header}\n"),
+            )
+            .unwrap();
+            curl.arg("-H")
+                .arg(format!("@{}", dir.path().join("auth").display()));
+        }
+        let out = curl.arg(&url).output().ok()?;
+        Some(String::from_utf8_lossy(&out.stdout).into_owned())
+    };
+    let Some(refused) = post(None) else {
+        eprintln!("skipping a_real_spnego_gateway_accepts_the_header: no curl");
+        return;
+    };
+    assert_eq!(refused, "401", "without a header");
+    for _ in 0..3 {
+        // A fresh token per request (a replayed one would be refused).
+        let header = testkit::spnego_header(&env.client(), &host).unwrap();
+        assert_eq!(post(Some(header)).unwrap(), "200");
+        let reply = std::fs::read(dir.path().join("reply")).unwrap();
+        assert!(reply.windows(5).any(|w| w == b"hbase"), "{reply:?}");
+    }
+}

@@ -73,6 +73,11 @@ pub fn spnego(
     Ok((header, client.unwrap_or_default()))
 }
 
+/// `Gss::new` then `Gss::spnego_header`.
+pub fn spnego_header(config: &Kerberos, host: &str) -> Result<String, KerberosError> {
+    Gss::new(config)?.spnego_header(host)
+}
+
 /// The mean time of one `spnego_header` call after the first (the service ticket cached).
 pub fn spnego_cost(config: &Kerberos, host: &str, calls: u32) -> Result<Duration, KerberosError> {
     let gss = Gss::new(config)?;
