@@ -599,6 +599,8 @@ fn gateway_client(
         Ok::<_, KerberosError>((stream, layer))
     })?;
     assert_eq!(layer.qop(), qop);
+    // Java's SASL server announces javax.security.sasl.maxbuffer's default.
+    assert_eq!(layer.peer_max(), 65_536, "{qop}");
     let tcp = stream.into_std()?;
     tcp.set_nonblocking(false)?;
     let state = SaslState {

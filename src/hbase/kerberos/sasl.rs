@@ -221,6 +221,8 @@ pub(super) fn decode_choice(bytes: &[u8]) -> Result<(u8, u32, String), KerberosE
 pub(crate) struct SaslLayer {
     ctx: Context,
     qop: Qop,
+    /// The largest message the peer said it accepts (0: no limit).
+    peer_max: u32,
     /// The largest plaintext one sealed frame carries (from the peer's max buffer).
     send_chunk: usize,
     /// The largest frame accepted.
@@ -231,6 +233,7 @@ impl std::fmt::Debug for SaslLayer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SaslLayer")
             .field("qop", &self.qop)
+            .field("peer_max", &self.peer_max)
             .field("send_chunk", &self.send_chunk)
             .field("recv_max", &self.recv_max)
             .finish_non_exhaustive()
@@ -259,12 +262,21 @@ impl SaslLayer {
                 limit as usize
             }
         };
+        tracing::debug!(%qop, peer_max, send_chunk, "SASL security layer negotiated");
         Ok(SaslLayer {
             ctx,
             qop,
+            peer_max,
             send_chunk,
             recv_max,
         })
+    }
+
+    /// The largest message the peer said it accepts (0: no limit; with `auth`, what the
+    /// server offered, unused).
+    #[cfg(any(test, feature = "testing"))]
+    pub(crate) fn peer_max(&self) -> u32 {
+        self.peer_max
     }
 
     /// Appends `plain` to `out` as one frame (sealed as the qop says). A message longer than

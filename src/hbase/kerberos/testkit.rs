@@ -102,6 +102,10 @@ impl Layer {
     pub fn qop(&self) -> Qop {
         self.0.qop()
     }
+    /// The largest message the peer said it accepts.
+    pub fn peer_max(&self) -> u32 {
+        self.0.peer_max()
+    }
 }
 
 /// `Gss::new` then `Gss::sasl_connect`.
