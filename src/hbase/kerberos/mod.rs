@@ -10,6 +10,19 @@
 //! - `spnego`: the `Authorization: Negotiate` header for the HTTP transport.
 //! - `ccache`: when an expired ticket expired, read from a `FILE:` cache.
 //! - `error`: [`KerberosError`].
+//!
+//! Use from the connection layer:
+//! - One `Gss::new` per client (it blocks: with a keytab it fetches the first ticket from the
+//!   KDC), shared by its connections (`Gss` is Send + Sync).
+//! - Binary transports: SASL runs on the unframed (buffered) transport only (HBase refuses to
+//!   start a framed gateway with a qop). After connecting, `sasl_connect`; then every request's
+//!   bytes go through `SaslLayer::seal` and every read through `SaslLayer::open`. Both take
+//!   `&mut` on one GSS context: a connection with a reader and a writer task shares the layer
+//!   behind a mutex (an MIT context must not be used from two threads at once).
+//! - `host` is the name in the gateway's principal (`hbase/<host>@REALM`), not an address,
+//!   unless `service_principal` is set.
+//! - HTTP: `spnego_header` for every request (tens of microseconds once the service ticket is
+//!   cached; the first call per host asks the KDC).
 
 // Until the connection layer calls `Gss` (in progress in parallel), only the tests do.
 #![cfg_attr(not(any(test, feature = "testing")), allow(dead_code))]
