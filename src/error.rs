@@ -270,6 +270,19 @@ pub enum Error {
         failure: crate::hbase::TlsFailure,
     },
 
+    /// Kerberos with a gateway failed: no ticket, an expired one, a keytab without the
+    /// principal, the gateway refusing the SASL exchange or a qop it does not offer. See
+    /// [`KerberosError`](crate::hbase::KerberosError) for what to do about each.
+    #[cfg(feature = "kerberos")]
+    #[error("Kerberos with the HBase gateway at {addr} failed: {source}")]
+    Kerberos {
+        /// The gateway's address.
+        addr: String,
+        /// Why.
+        #[source]
+        source: std::sync::Arc<crate::hbase::KerberosError>,
+    },
+
     /// A non-idempotent call (checkAndMutate, increment, append) lost its reply: it may or may
     /// not have been applied.
     #[error(
@@ -556,6 +569,13 @@ impl Error {
             Error::HttpStatus { status, .. } if matches!(status, 429 | 502 | 503 | 504) => {
                 RetryClass::Retry
             }
+            #[cfg(feature = "kerberos")]
+            Error::Kerberos { source, .. } => match **source {
+                crate::hbase::KerberosError::Io(_) | crate::hbase::KerberosError::Timeout(_) => {
+                    RetryClass::Retry
+                }
+                _ => RetryClass::Fatal,
+            },
             Error::OutcomeUnknown { .. } | Error::CommitUndetermined { .. } => {
                 RetryClass::Undetermined
             }

@@ -213,6 +213,7 @@ impl AsyncHBaseClient {
             }
             _ => None,
         };
+        let kerberos = kerberos(&config, &handle).await?;
         let limits = Limits {
             size: config.pool_size as usize,
             pipeline: config.pipeline_per_connection.max(1),
@@ -230,14 +231,15 @@ impl AsyncHBaseClient {
                 } else {
                     endpoint.authority()
                 };
+                let plan = Plan {
+                    tls: tls.clone(),
+                    do_as: config.do_as.clone(),
+                    ..Plan::plain(endpoint.clone())
+                };
                 let settings = Settings {
                     addr: endpoint.authority(),
                     codec,
-                    plan: Plan {
-                        tls: tls.clone(),
-                        do_as: config.do_as.clone(),
-                        ..Plan::plain(endpoint)
-                    },
+                    plan: with_kerberos(plan, kerberos.as_ref(), config.qop),
                     connect_timeout: config.connect_timeout,
                     read_timeout: config.read_timeout,
                 };
@@ -500,12 +502,81 @@ impl AsyncHBaseClient {
                 failure: failure.clone(),
             };
         }
+        #[cfg(feature = "kerberos")]
+        if let Some(failure) = source.get_ref().and_then(|inner| {
+            inner.downcast_ref::<Arc<super::kerberos::KerberosError>>()
+        }) {
+            return Error::Kerberos {
+                addr,
+                source: Arc::clone(failure),
+            };
+        }
         Error::Transport {
             peer: Peer::HBase,
             addr,
             source,
         }
     }
+}
+
+/// The client's Kerberos credentials, acquired once (it may ask the KDC, so off the async
+/// threads), when the configuration asks for Kerberos.
+#[cfg(feature = "kerberos")]
+async fn kerberos(
+    config: &HBaseConfig,
+    handle: &tokio::runtime::Handle,
+) -> Result<Option<Arc<super::kerberos::Gss>>> {
+    let Some(kerberos) = config.kerberos.clone() else {
+        return Ok(None);
+    };
+    let acquired = handle
+        .spawn_blocking(move || super::kerberos::Gss::new(&kerberos))
+        .await
+        .map_err(|e| Error::Protocol {
+            peer: Peer::HBase,
+            message: format!("acquiring Kerberos credentials: {e}"),
+        })?;
+    acquired.map(Some).map_err(|source| Error::Kerberos {
+        addr: config.addr.clone(),
+        source: Arc::new(source),
+    })
+}
+
+#[cfg(not(feature = "kerberos"))]
+async fn kerberos(config: &HBaseConfig, _handle: &tokio::runtime::Handle) -> Result<Option<()>> {
+    match config.kerberos {
+        Some(_) => Err(Error::IllegalArgument {
+            message: "Kerberos needs the percolator crate's `kerberos` feature".into(),
+        }),
+        None => Ok(None),
+    }
+}
+
+/// `plan` with what Kerberos adds to it: SASL on a raw socket, SPNEGO over HTTP.
+#[cfg(feature = "kerberos")]
+fn with_kerberos(
+    mut plan: Plan,
+    gss: Option<&Arc<super::kerberos::Gss>>,
+    qop: super::Qop,
+) -> Plan {
+    let Some(gss) = gss else {
+        return plan;
+    };
+    if plan.endpoint.is_http() {
+        let (gss, host) = (Arc::clone(gss), plan.endpoint.host.clone());
+        plan.authorize = Some(Arc::new(move || {
+            gss.spnego_header(&host)
+                .map_err(|e| Cause::Kerberos(Arc::new(e)))
+        }));
+    } else {
+        plan.sasl = Some((Arc::clone(gss), qop));
+    }
+    plan
+}
+
+#[cfg(not(feature = "kerberos"))]
+fn with_kerberos(plan: Plan, _gss: Option<&()>, _qop: super::Qop) -> Plan {
+    plan
 }
 
 /// A timeout's error after `tries` tries of one call, with the time they took in all: each

@@ -57,6 +57,10 @@ pub(crate) enum Cause {
     },
     /// TLS failed after the handshake.
     Tls(TlsFailure),
+    /// Kerberos failed: a SPNEGO token could not be made, or a SASL frame not sealed or
+    /// opened.
+    #[cfg(feature = "kerberos")]
+    Kerberos(std::sync::Arc<super::kerberos::KerberosError>),
 }
 
 /// How many of a non-Thrift answer's first bytes are kept for the error.
@@ -116,6 +120,11 @@ impl Cause {
                 addr: addr.to_owned(),
                 failure: failure.clone(),
             },
+            #[cfg(feature = "kerberos")]
+            Cause::Kerberos(source) => Error::Kerberos {
+                addr: addr.to_owned(),
+                source: source.clone(),
+            },
         }
     }
 
@@ -130,6 +139,10 @@ impl Cause {
                 (400..500).contains(status) || detail.contains("AuthorizationException")
             }
             Cause::Io(..) | Cause::Protocol(_) | Cause::Tls(_) => false,
+            // A token that could not be made was never sent; a frame that did not open is a
+            // broken stream.
+            #[cfg(feature = "kerberos")]
+            Cause::Kerberos(_) => false,
         }
     }
 }

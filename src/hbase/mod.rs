@@ -25,6 +25,8 @@ mod endpoint;
 pub(crate) mod errors;
 mod gateways;
 mod input;
+#[cfg(feature = "kerberos")]
+pub mod kerberos;
 mod link;
 mod pool;
 mod scanner;
@@ -42,6 +44,8 @@ pub use blocking::HBaseClient;
 pub use client::AsyncHBaseClient;
 pub use config::{HBaseConfig, Protocol, Transport};
 pub use endpoint::{Endpoint, Scheme};
+#[cfg(feature = "kerberos")]
+pub use kerberos::KerberosError;
 pub use link::tls::TlsFailure;
 pub use scanner::Scanner;
 pub use security::{Kerberos, Qop, TlsOptions};

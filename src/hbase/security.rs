@@ -77,7 +77,8 @@ impl Kerberos {
 /// use percolator::hbase::Qop;
 /// assert_eq!("auth-int".parse::<Qop>(), Ok(Qop::AuthInt));
 /// assert_eq!(Qop::default().to_string(), "auth-conf");
-/// assert!("privacy".parse::<Qop>().is_err());
+/// assert_eq!("privacy".parse::<Qop>(), Ok(Qop::AuthConf), "HBase's own name for it");
+/// assert!("secret".parse::<Qop>().is_err());
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Qop {
@@ -102,13 +103,16 @@ impl fmt::Display for Qop {
 
 impl std::str::FromStr for Qop {
     type Err = String;
+
+    /// `auth`, `auth-int`, `auth-conf`, or HBase's names for them (`authentication`,
+    /// `integrity`, `privacy`), in any case.
     fn from_str(s: &str) -> Result<Qop, String> {
-        match s {
-            "auth" => Ok(Qop::Auth),
-            "auth-int" => Ok(Qop::AuthInt),
-            "auth-conf" => Ok(Qop::AuthConf),
-            other => Err(format!(
-                "unknown SASL qop `{other}` (auth, auth-int or auth-conf)"
+        match s.to_ascii_lowercase().as_str() {
+            "auth" | "authentication" => Ok(Qop::Auth),
+            "auth-int" | "integrity" => Ok(Qop::AuthInt),
+            "auth-conf" | "privacy" => Ok(Qop::AuthConf),
+            _ => Err(format!(
+                "unknown SASL qop `{s}` (auth, auth-int or auth-conf)"
             )),
         }
     }

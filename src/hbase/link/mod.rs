@@ -8,10 +8,13 @@
 //! here only ever carries data. A plain socket has no link at all, and pays nothing for one.
 
 pub(crate) mod http;
+#[cfg(feature = "kerberos")]
+mod sasl;
 pub(crate) mod tls;
 
 use std::io;
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::net::TcpStream;
 
@@ -28,6 +31,9 @@ pub(crate) struct Plan {
     pub do_as: Option<String>,
     /// The `Authorization` header of each HTTP request (SPNEGO).
     pub authorize: Option<http::Authorize>,
+    /// Kerberos credentials and the protection to ask for, for SASL on a raw socket.
+    #[cfg(feature = "kerberos")]
+    pub sasl: Option<(Arc<crate::hbase::kerberos::Gss>, crate::hbase::Qop)>,
 }
 
 impl std::fmt::Debug for Plan {
@@ -38,6 +44,7 @@ impl std::fmt::Debug for Plan {
             .field("tls", &self.tls.is_some())
             .field("do_as", &self.do_as)
             .field("authorize", &self.authorize.is_some())
+            .field("sasl", &self.has_sasl())
             .finish()
     }
 }
@@ -50,16 +57,34 @@ impl Plan {
             tls: None,
             do_as: None,
             authorize: None,
+            #[cfg(feature = "kerberos")]
+            sasl: None,
         }
     }
 
     /// Whether connections need no link at all.
     pub(crate) fn is_plain(&self) -> bool {
-        !self.endpoint.is_http() && self.tls.is_none()
+        !self.endpoint.is_http() && self.tls.is_none() && !self.has_sasl()
     }
 
-    /// Runs the handshakes on a freshly connected `stream` and returns its link.
-    pub(crate) async fn establish(&self, stream: &mut TcpStream) -> io::Result<Link> {
+    #[cfg(feature = "kerberos")]
+    fn has_sasl(&self) -> bool {
+        self.sasl.is_some()
+    }
+
+    #[cfg(not(feature = "kerberos"))]
+    fn has_sasl(&self) -> bool {
+        false
+    }
+
+    /// Runs the handshakes on a freshly connected `stream`, each within `timeout`, and
+    /// returns its link.
+    #[cfg_attr(not(feature = "kerberos"), allow(unused_variables))]
+    pub(crate) async fn establish(
+        &self,
+        stream: &mut TcpStream,
+        timeout: Duration,
+    ) -> io::Result<Link> {
         let mut layers: Vec<Box<dyn Layer>> = Vec::new();
         if self.endpoint.is_http() {
             layers.push(Box::new(http::Http::new(
@@ -73,6 +98,14 @@ impl Plan {
             layers.push(Box::new(
                 tls::connect(config, &self.endpoint.host, stream).await?,
             ));
+        }
+        #[cfg(feature = "kerberos")]
+        if let Some((gss, qop)) = &self.sasl {
+            let layer = gss
+                .sasl_connect(stream, &self.endpoint.host, *qop, timeout)
+                .await
+                .map_err(|e| io::Error::new(io::ErrorKind::PermissionDenied, Arc::new(e)))?;
+            layers.push(Box::new(layer));
         }
         Ok(Link::new(layers))
     }
