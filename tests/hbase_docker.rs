@@ -1,5 +1,7 @@
-//! The conformance suite against a real HBase 2.6 in Docker (testcontainers): the image from
-//! `docker/`, built here if missing. Without a reachable Docker engine it prints
+//! The conformance suite against a real HBase in Docker (testcontainers): the image from
+//! `docker/Dockerfile`, which runs the same Maven project and script as `scripts/real-hbase`
+//! (the HBase version is the one in `tests/real-hbase/pom.xml`), built here every time (the
+//! layer cache makes an unchanged tree quick). Without a reachable Docker engine it prints
 //! "skipped: no Docker engine" and passes, so the default test run needs no Docker.
 
 mod common;
@@ -17,7 +19,6 @@ use testcontainers::runners::SyncRunner;
 use testcontainers::GenericImage;
 
 const IMAGE: &str = "percolator-hbase";
-const TAG: &str = "2.6.1";
 /// Master start-up plus region assignment of the system tables.
 const READY_WITHIN: Duration = Duration::from_secs(300);
 
@@ -58,18 +59,30 @@ fn docker_unavailable() -> Option<String> {
     Some(tried.join("; "))
 }
 
-/// Builds the image from `docker/` every time: the engine's layer cache makes an unchanged
-/// directory cost seconds, and an edited one is never run stale.
-fn ensure_image() {
-    let image = format!("{IMAGE}:{TAG}");
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("docker");
+/// The HBase version `scripts/real-hbase` runs by default, which the image builds too: the
+/// `hbase.version` property of `tests/real-hbase/pom.xml`. It names the image's tag.
+fn hbase_version() -> String {
+    let pom = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/real-hbase/pom.xml");
+    let text = std::fs::read_to_string(&pom).expect("read tests/real-hbase/pom.xml");
+    let start = text.find("<hbase.version>").expect("hbase.version in the pom") + 15;
+    let end = start + text[start..].find('<').expect("closing tag");
+    text[start..end].trim().to_string()
+}
+
+/// Builds the image (context: the repository root) every time: the engine's layer cache makes
+/// an unchanged tree cost seconds, and an edited one is never run stale.
+fn ensure_image(tag: &str) {
+    let image = format!("{IMAGE}:{tag}");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     eprintln!(
-        "building {image} from {} (the first build downloads HBase)",
-        dir.display()
+        "building {image} from {} (the first build downloads HBase from Maven Central)",
+        root.join("docker/Dockerfile").display()
     );
     let status = Command::new("docker")
-        .args(["build", "-t", &image])
-        .arg(&dir)
+        .args(["build", "-f"])
+        .arg(root.join("docker/Dockerfile"))
+        .args(["--build-arg", &format!("HBASE_VERSION={tag}"), "-t", &image])
+        .arg(root)
         .status()
         .expect("run `docker build` (the docker CLI is needed to build the image)");
     assert!(status.success(), "docker build of {image} failed");
@@ -105,8 +118,9 @@ fn conformance_suite_against_real_hbase_in_docker() {
         eprintln!("skipped: no Docker engine ({reason})");
         return;
     }
-    ensure_image();
-    let container = GenericImage::new(IMAGE, TAG)
+    let tag = hbase_version();
+    ensure_image(&tag);
+    let container = GenericImage::new(IMAGE, &tag)
         .with_exposed_port(9090.tcp())
         .start()
         .expect("start the HBase container");

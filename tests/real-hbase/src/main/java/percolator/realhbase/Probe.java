@@ -5,6 +5,7 @@ import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.security.PrivilegedExceptionAction;
+import java.util.Base64;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -15,16 +16,7 @@ import javax.security.sasl.Sasl;
 import org.apache.hadoop.hbase.thrift2.generated.TGet;
 import org.apache.hadoop.hbase.thrift2.generated.THBaseService;
 import org.apache.hadoop.security.UserGroupInformation;
-import org.apache.http.auth.AuthSchemeProvider;
-import org.apache.http.auth.AuthScope;
-import org.apache.http.auth.KerberosCredentials;
-import org.apache.http.client.config.AuthSchemes;
-import org.apache.http.config.Lookup;
-import org.apache.http.config.RegistryBuilder;
-import org.apache.http.impl.auth.SPNegoSchemeFactory;
-import org.apache.http.impl.client.BasicCredentialsProvider;
 import org.apache.http.impl.client.CloseableHttpClient;
-import org.apache.http.impl.client.HttpClientBuilder;
 import org.apache.http.impl.client.HttpClients;
 import org.apache.thrift.TConfiguration;
 import org.apache.thrift.protocol.TBinaryProtocol;
@@ -34,8 +26,9 @@ import org.apache.thrift.transport.THttpClient;
 import org.apache.thrift.transport.TSaslClientTransport;
 import org.apache.thrift.transport.TSocket;
 import org.apache.thrift.transport.TTransport;
+import org.apache.thrift.transport.TTransportException;
 import org.apache.thrift.transport.layered.TFramedTransport;
-import org.ietf.jgss.GSSCredential;
+import org.ietf.jgss.GSSContext;
 import org.ietf.jgss.GSSManager;
 import org.ietf.jgss.GSSName;
 import org.ietf.jgss.Oid;
@@ -128,7 +121,9 @@ final class Probe {
         throw new IllegalStateException(
             kerberos.otherPrincipal + " was allowed to act as another user");
       } catch (Exception e) {
-        refused = e.toString();
+        Throwable cause = e instanceof java.lang.reflect.UndeclaredThrowableException
+            ? e.getCause() : e;
+        refused = String.valueOf(cause);
       }
       System.out.println("real-hbase: spnego-https: no credentials -> HTTP 401; "
           + kerberos.clientPrincipal + " with doAs: alice -> served; "
@@ -206,12 +201,11 @@ final class Probe {
       }
       case HTTPS:
       case SPNEGO_HTTPS: {
-        HttpClientBuilder builder = HttpClients.custom().setSSLContext(tls.clientContext());
-        if (mode == Mode.SPNEGO_HTTPS) {
-          spnego(builder);
-        }
-        CloseableHttpClient httpClient = builder.build();
-        THttpClient http = new THttpClient(address(port), httpClient);
+        CloseableHttpClient httpClient =
+            HttpClients.custom().setSSLContext(tls.clientContext()).build();
+        THttpClient http = mode == Mode.SPNEGO_HTTPS
+            ? new SpnegoHttpClient(address(port), httpClient)
+            : new THttpClient(address(port), httpClient);
         headers.forEach(http::setCustomHeader);
         return new Connection(http, new TBinaryProtocol(http), httpClient);
       }
@@ -220,18 +214,42 @@ final class Probe {
     }
   }
 
-  /** SPNEGO with the Kerberos credentials of the Subject this runs under. */
-  private static void spnego(HttpClientBuilder builder) throws Exception {
-    String principal = UserGroupInformation.getCurrentUser().getUserName();
+  /**
+   * A Negotiate token for HTTP/localhost from the Kerberos credentials of the Subject this runs
+   * under. The gateway accepts each token once (the JDK's replay cache), so every request needs
+   * a new one: this builds it by hand rather than through Apache HttpClient's SPNEGO support,
+   * whose older releases (HBase 2.4's) ask for HTTPS/localhost on https URLs.
+   */
+  static String negotiateToken() throws Exception {
     GSSManager manager = GSSManager.getInstance();
-    GSSName name = manager.createName(principal, GSSName.NT_USER_NAME);
-    GSSCredential credential = manager.createCredential(name, GSSCredential.DEFAULT_LIFETIME,
-        new Oid("1.2.840.113554.1.2.2"), GSSCredential.INITIATE_ONLY);
-    Lookup<AuthSchemeProvider> schemes = RegistryBuilder.<AuthSchemeProvider>create()
-        .register(AuthSchemes.SPNEGO, new SPNegoSchemeFactory(true, false)).build();
-    BasicCredentialsProvider credentials = new BasicCredentialsProvider();
-    credentials.setCredentials(AuthScope.ANY, new KerberosCredentials(credential));
-    builder.setDefaultAuthSchemeRegistry(schemes).setDefaultCredentialsProvider(credentials);
+    GSSName server = manager.createName("HTTP@localhost", GSSName.NT_HOSTBASED_SERVICE);
+    GSSContext context = manager.createContext(
+        server, new Oid("1.3.6.1.5.5.2"), null, GSSContext.DEFAULT_LIFETIME);
+    try {
+      context.requestMutualAuth(false);
+      context.requestCredDeleg(false);
+      byte[] token = context.initSecContext(new byte[0], 0, 0);
+      return "Negotiate " + Base64.getEncoder().encodeToString(token);
+    } finally {
+      context.dispose();
+    }
+  }
+
+  /** THttpClient that sends a fresh SPNEGO token with every request. */
+  private static final class SpnegoHttpClient extends THttpClient {
+    SpnegoHttpClient(String url, CloseableHttpClient client) throws Exception {
+      super(url, client);
+    }
+
+    @Override
+    public void flush() throws TTransportException {
+      try {
+        setCustomHeader("Authorization", negotiateToken());
+      } catch (Exception e) {
+        throw new TTransportException(e);
+      }
+      super.flush();
+    }
   }
 
   /** The HTTP status of a Thrift POST that carries no Authorization header. */

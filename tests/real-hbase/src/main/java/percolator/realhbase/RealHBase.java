@@ -29,7 +29,8 @@ import org.apache.hadoop.security.UserGroupInformation;
  * distributed (ZooKeeper, one master and one region server in this JVM, data on the local
  * filesystem), plus the Thrift2 gateway in one of several modes (see {@link Mode}).
  *
- * <p>Arguments: {@code --mode MODE --data DIR --work DIR --ready FILE [--port N]}. Once a real
+ * <p>Arguments: {@code --mode MODE --data DIR --work DIR --ready FILE [--port N] [--bind ADDR]}
+ * (the gateways' port and address; 127.0.0.1 by default, which every client here uses). Once a real
  * request through every gateway succeeded, the NAME=VALUE lines a client needs are written to
  * READY_FILE (atomically), which is how {@code scripts/real-hbase} knows it may return.
  * Everything runs until the JVM is told to stop (SIGTERM); a shutdown hook stops the gateways,
@@ -56,6 +57,7 @@ public final class RealHBase {
     Path work = Paths.get(required(opts, "work")).toAbsolutePath();
     Path ready = Paths.get(required(opts, "ready")).toAbsolutePath();
     int fixedPort = Integer.parseInt(opts.getOrDefault("port", "0"));
+    String bind = opts.getOrDefault("bind", "127.0.0.1");
     Files.createDirectories(data);
     Files.deleteIfExists(ready);
     System.out.println("real-hbase: HBase " + VersionInfo.getVersion() + ", mode " + mode.name);
@@ -109,7 +111,7 @@ public final class RealHBase {
       Map<String, String> byQop = new LinkedHashMap<>();
       for (String qop : List.of("auth", "auth-int", "auth-conf")) {
         Configuration gatewayConf = new Configuration(conf);
-        configureGateway(gatewayConf, mode, tls, kerberos);
+        configureGateway(gatewayConf, mode, bind, tls, kerberos);
         gatewayConf.set("hbase.thrift.security.qop", qop);
         Gateway g = startGateway(gatewayConf, fixedPort > 0 && qop.equals("auth-conf")
             ? fixedPort : 0, probe.withQop(qop));
@@ -122,7 +124,7 @@ public final class RealHBase {
       env.put("HBASE_THRIFT_SASL_AUTH_CONF", byQop.get("auth-conf"));
     } else {
       Configuration gatewayConf = new Configuration(conf);
-      configureGateway(gatewayConf, mode, tls, kerberos);
+      configureGateway(gatewayConf, mode, bind, tls, kerberos);
       Gateway g = startGateway(gatewayConf, fixedPort, probe);
       gateways.add(g);
       env.put("HBASE_THRIFT", probe.address(g.port));
@@ -193,8 +195,9 @@ public final class RealHBase {
   }
 
   /** The gateway's own settings for MODE (what hbase-site.xml would hold for it). */
-  private static void configureGateway(Configuration conf, Mode mode, Tls tls, Kerberos k) {
-    conf.set("hbase.regionserver.thrift.ipaddress", "127.0.0.1");
+  private static void configureGateway(
+      Configuration conf, Mode mode, String bind, Tls tls, Kerberos k) {
+    conf.set("hbase.regionserver.thrift.ipaddress", bind);
     switch (mode) {
       case PLAIN:
         break;
@@ -277,7 +280,7 @@ public final class RealHBase {
 
   private static void usage(String why) {
     System.err.println("RealHBase: " + why);
-    System.err.println("usage: RealHBase --mode MODE --data DIR --work DIR --ready FILE [--port N]");
+    System.err.println("usage: RealHBase --mode MODE --data DIR --work DIR --ready FILE [--port N] [--bind ADDR]");
     System.exit(2);
   }
 
