@@ -503,9 +503,10 @@ impl AsyncHBaseClient {
             };
         }
         #[cfg(feature = "kerberos")]
-        if let Some(failure) = source.get_ref().and_then(|inner| {
-            inner.downcast_ref::<Arc<super::kerberos::KerberosError>>()
-        }) {
+        if let Some(failure) = source
+            .get_ref()
+            .and_then(|inner| inner.downcast_ref::<Arc<super::kerberos::KerberosError>>())
+        {
             return Error::Kerberos {
                 addr,
                 source: Arc::clone(failure),
@@ -554,11 +555,7 @@ async fn kerberos(config: &HBaseConfig, _handle: &tokio::runtime::Handle) -> Res
 
 /// `plan` with what Kerberos adds to it: SASL on a raw socket, SPNEGO over HTTP.
 #[cfg(feature = "kerberos")]
-fn with_kerberos(
-    mut plan: Plan,
-    gss: Option<&Arc<super::kerberos::Gss>>,
-    qop: super::Qop,
-) -> Plan {
+fn with_kerberos(mut plan: Plan, gss: Option<&Arc<super::kerberos::Gss>>, qop: super::Qop) -> Plan {
     let Some(gss) = gss else {
         return plan;
     };

@@ -236,7 +236,8 @@ impl Connection {
             None
         } else {
             let timeout = settings.connect_timeout;
-            let established = tokio::time::timeout(timeout, settings.plan.establish(&mut stream, timeout));
+            let established =
+                tokio::time::timeout(timeout, settings.plan.establish(&mut stream, timeout));
             Some(established.await.map_err(|_| {
                 io::Error::new(
                     io::ErrorKind::TimedOut,

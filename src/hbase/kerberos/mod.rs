@@ -24,7 +24,6 @@
 //! - HTTP: `spnego_header` for every request (tens of microseconds once the service ticket is
 //!   cached; the first call per host asks the KDC).
 
-
 mod ccache;
 mod error;
 mod gss;
