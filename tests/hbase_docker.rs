@@ -64,10 +64,8 @@ fn docker_unavailable() -> Option<String> {
 fn hbase_version() -> String {
     let pom = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/real-hbase/pom.xml");
     let text = std::fs::read_to_string(&pom).expect("read tests/real-hbase/pom.xml");
-    let start = text
-        .find("<hbase.version>")
-        .expect("hbase.version in the pom")
-        + 15;
+    let tag = "<hbase.version>";
+    let start = text.find(tag).expect("hbase.version in the pom") + tag.len();
     let end = start + text[start..].find('<').expect("closing tag");
     text[start..end].trim().to_string()
 }
