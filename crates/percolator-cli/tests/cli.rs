@@ -517,3 +517,54 @@ fn the_bench_prints_each_ratio_with_its_floor_and_no_targets() {
     assert!(out.contains("(floor_get / raw_get = "), "{out}");
     assert!(!out.to_lowercase().contains("target"), "{out}");
 }
+
+#[test]
+fn create_makes_a_transactional_table_through_an_http_gateway() {
+    let emulator = hbase_emulator::start(
+        TcpListener::bind("127.0.0.1:0").unwrap(),
+        hbase_emulator::EmulatorConfig {
+            http: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let oracle =
+        percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new()).unwrap();
+    let url = format!("http://{}/", emulator.local_addr());
+    let oracle = oracle.local_addr().to_string();
+
+    let (code, out, err) = percolator(&["create", "--hbase", &url, "accounts", "f", "g:3"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.trim(), "created accounts (transactional)");
+    let client = HBaseClient::connect(percolator::HBaseConfig::new(url.clone())).unwrap();
+    let desc = client.admin().table_descriptor("accounts").unwrap();
+    let schema = percolator::txn::Schema::default();
+    schema.check(&desc).unwrap();
+    let versions = |name: &[u8]| {
+        desc.families
+            .iter()
+            .find(|f| f.name == name)
+            .and_then(|f| f.max_versions)
+    };
+    assert_eq!(versions(b"f"), Some(percolator::txn::ALL_VERSIONS));
+    assert_eq!(versions(b"g"), Some(3));
+
+    let (code, out, err) = percolator(&["create", "--hbase", &url, "--json", "accounts", "f"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("\"created\": false"), "{out}");
+
+    // The data commands go through the same gateway.
+    let put = ["put", "--hbase", &url, "--oracle", &oracle, "accounts", "r", "f:q", "7"];
+    assert_eq!(percolator(&put).0, 0);
+    let (code, out, _) =
+        percolator(&["get", "--hbase", &url, "--oracle", &oracle, "accounts", "r", "f:q"]);
+    assert_eq!((code, out.trim()), (0, "7"));
+
+    for bad in [&["accounts2", "_pl"][..], &["accounts2", "f:0"], &["accounts2"]] {
+        let mut args = vec!["create", "--hbase", &url];
+        args.extend_from_slice(bad);
+        let (code, _, err) = percolator(&args);
+        assert_eq!(code, 2, "{bad:?}: {err}");
+    }
+    assert!(!client.admin().table_exists("accounts2").unwrap());
+}

@@ -219,6 +219,21 @@ const LIBRARY_VAR: &str = "PERCOLATOR_GSSAPI_LIBRARY";
 
 static LIB: OnceLock<Lib> = OnceLock::new();
 
+/// Held, shared, around every call into the library, and taken for good when the process
+/// exits: the library's destructors then tear its mutexes down, and MIT aborts the process
+/// when a thread (a connection still sealing a frame) locks one of them afterwards. The exit
+/// handler waits for calls in flight, and later ones wait until the process is gone.
+static ALIVE: parking_lot::RwLock<()> = parking_lot::const_rwlock(());
+
+/// The permission to call into the library now (see [`ALIVE`]).
+fn alive() -> parking_lot::RwLockReadGuard<'static, ()> {
+    ALIVE.read_recursive()
+}
+
+extern "C" fn close_at_exit() {
+    std::mem::forget(ALIVE.write());
+}
+
 /// The process's GSSAPI library, loaded at the first call. A failed load is not remembered:
 /// a later call tries again.
 pub(super) fn load() -> Result<&'static Lib, KerberosError> {
@@ -229,7 +244,13 @@ pub(super) fn load() -> Result<&'static Lib, KerberosError> {
     let lib = Lib::open(&path)?;
     // Another thread may have won the race; its copy is kept and this one dropped (which only
     // decrements the loader's reference count: the library stays mapped for the winner's).
-    Ok(LIB.get_or_init(|| lib))
+    Ok(LIB.get_or_init(|| {
+        // Registered after the library was loaded, so it runs before the loader's own exit
+        // handler calls the library's destructors.
+        // SAFETY: `close_at_exit` is a plain function that only takes a lock.
+        unsafe { libc::atexit(close_at_exit) };
+        lib
+    }))
 }
 
 impl Lib {
@@ -298,6 +319,7 @@ impl Lib {
         for _ in 0..8 {
             let mut minor = 0;
             let mut out = OutBuffer::new(self);
+            let _alive = alive();
             // SAFETY: every pointer is to a live local; `out` is an empty descriptor the
             // library fills and `OutBuffer` releases.
             let major = unsafe {
@@ -364,6 +386,7 @@ impl Drop for OutBuffer<'_> {
     fn drop(&mut self) {
         if !self.desc.value.is_null() {
             let mut minor = 0;
+            let _alive = alive();
             // SAFETY: the descriptor was filled by the library and is released once.
             unsafe { (self.lib.release_buffer)(&mut minor, &mut self.desc) };
         }
@@ -408,6 +431,7 @@ impl Name {
         let mut oid = kind.desc();
         let mut handle: GssName = ptr::null_mut();
         let mut minor = 0;
+        let _alive = alive();
         // SAFETY: the buffer and OID point to live memory the call only reads; `handle`
         // receives a new name owned by the returned `Name`.
         let major = unsafe { (lib.import_name)(&mut minor, &mut buffer, &mut oid, &mut handle) };
@@ -421,6 +445,7 @@ impl Name {
     pub(super) fn display(&self) -> String {
         let mut out = OutBuffer::new(self.lib);
         let mut minor = 0;
+        let _alive = alive();
         // SAFETY: `handle` is a live name; the output type is not wanted (null is allowed).
         let major = unsafe {
             (self.lib.display_name)(&mut minor, self.handle, &mut out.desc, ptr::null_mut())
@@ -435,6 +460,7 @@ impl Name {
 impl Drop for Name {
     fn drop(&mut self) {
         let mut minor = 0;
+        let _alive = alive();
         // SAFETY: the handle came from the library and is released once.
         unsafe { (self.lib.release_name)(&mut minor, &mut self.handle) };
     }
@@ -495,6 +521,7 @@ impl Cred {
         let usage = if accept { C_ACCEPT } else { C_INITIATE };
         let mut handle: GssCred = ptr::null_mut();
         let mut minor = 0;
+        let _alive = alive();
         // SAFETY: the key/value strings live in `owned` and the elements in `elements` for the
         // whole call, which only reads them; `handle` receives new credentials owned by the
         // returned `Cred`; the unwanted outputs are null, as the API allows.
@@ -524,6 +551,7 @@ impl Cred {
         let mut lifetime: OmUint32 = 0;
         let mut usage: c_int = 0;
         let mut minor = 0;
+        let _alive = alive();
         // SAFETY: `handle` is live; `name` receives a new name wrapped (and so released)
         // below; the mechanism set is not wanted.
         let major = unsafe {
@@ -550,6 +578,7 @@ impl Cred {
 impl Drop for Cred {
     fn drop(&mut self) {
         let mut minor = 0;
+        let _alive = alive();
         // SAFETY: the handle came from the library and is released once.
         unsafe { (self.lib.release_cred)(&mut minor, &mut self.handle) };
     }
@@ -600,6 +629,7 @@ impl Context {
         let mut out = OutBuffer::new(self.lib);
         let mut ret_flags: OmUint32 = 0;
         let mut minor = 0;
+        let _alive = alive();
         // SAFETY: `handle` is null or a context this library made and only this value owns;
         // the credential, name, OID and input are live and only read; `out` is filled by the
         // library and released by `OutBuffer`; unwanted outputs are null.
@@ -643,6 +673,7 @@ impl Context {
         let mut source: GssName = ptr::null_mut();
         let mut ret_flags: OmUint32 = 0;
         let mut minor = 0;
+        let _alive = alive();
         // SAFETY: as in `init_step`; `source` receives a new name wrapped (and so released)
         // below; the delegated credential is not wanted.
         let major = unsafe {
@@ -686,6 +717,7 @@ impl Context {
         let mut output = OutBuffer::new(self.lib);
         let mut conf_state: c_int = 0;
         let mut minor = 0;
+        let _alive = alive();
         // SAFETY: `handle` is an established context only this value uses; the input is only
         // read; `output` is filled by the library and released by `OutBuffer`.
         let major = unsafe {
@@ -723,6 +755,7 @@ impl Context {
         let mut conf_state: c_int = 0;
         let mut qop_state: OmUint32 = 0;
         let mut minor = 0;
+        let _alive = alive();
         // SAFETY: as in `wrap`; the input token (network bytes) is only read and the library
         // checks its structure and checksum before using it.
         let major = unsafe {
@@ -755,6 +788,7 @@ impl Context {
     ) -> Result<u32, KerberosError> {
         let mut max_input: OmUint32 = 0;
         let mut minor = 0;
+        let _alive = alive();
         // SAFETY: `handle` is an established context; the output is a live local.
         let major = unsafe {
             (self.lib.wrap_size_limit)(
@@ -777,6 +811,7 @@ impl Drop for Context {
     fn drop(&mut self) {
         if !self.handle.is_null() {
             let mut minor = 0;
+            let _alive = alive();
             // SAFETY: the handle came from the library and is deleted once; no output token.
             unsafe { (self.lib.delete_sec_context)(&mut minor, &mut self.handle, ptr::null_mut()) };
         }
