@@ -583,6 +583,19 @@ impl Layered {
         Ok(())
     }
 
+    /// Opens what a read brought; at the end of the stream, a layer may say what it meant (an
+    /// HTTP error page that ran to it) before the connection breaks.
+    fn took(&mut self, shared: &Shared, got: io::Result<usize>, buf: &mut Vec<u8>) {
+        self.open(shared, buf);
+        if matches!(got, Ok(0)) {
+            if let Some(cause) = self.link.closed() {
+                shared.fail(cause);
+                return;
+            }
+        }
+        took(shared, got);
+    }
+
     /// Opens what was read; a failure breaks the connection.
     fn open(&mut self, shared: &Shared, buf: &mut Vec<u8>) {
         let opened = self.link.open(&self.raw, buf).and_then(|used| {
@@ -619,10 +632,7 @@ async fn wait_for_reply(
     if let Some(layered) = layered {
         reserve_for_read(&mut layered.raw);
         tokio::select! {
-            got = stream.read_buf(&mut layered.raw) => {
-                took(shared, got);
-                layered.open(shared, buf);
-            }
+            got = stream.read_buf(&mut layered.raw) => layered.took(shared, got, buf),
             () = shared.wake.notified() => {}
         }
         return;
@@ -652,8 +662,8 @@ async fn wait_for_room(
             None => took(shared, ready.and_then(|()| stream.try_read_buf(buf))),
             Some(layered) => {
                 reserve_for_read(&mut layered.raw);
-                took(shared, ready.and_then(|()| stream.try_read_buf(&mut layered.raw)));
-                layered.open(shared, buf);
+                let got = ready.and_then(|()| stream.try_read_buf(&mut layered.raw));
+                layered.took(shared, got, buf);
             }
         },
         ready = stream.writable() => {

@@ -554,13 +554,20 @@ fn create_makes_a_transactional_table_through_an_http_gateway() {
     assert!(out.contains("\"created\": false"), "{out}");
 
     // The data commands go through the same gateway.
-    let put = ["put", "--hbase", &url, "--oracle", &oracle, "accounts", "r", "f:q", "7"];
+    let put = [
+        "put", "--hbase", &url, "--oracle", &oracle, "accounts", "r", "f:q", "7",
+    ];
     assert_eq!(percolator(&put).0, 0);
-    let (code, out, _) =
-        percolator(&["get", "--hbase", &url, "--oracle", &oracle, "accounts", "r", "f:q"]);
+    let (code, out, _) = percolator(&[
+        "get", "--hbase", &url, "--oracle", &oracle, "accounts", "r", "f:q",
+    ]);
     assert_eq!((code, out.trim()), (0, "7"));
 
-    for bad in [&["accounts2", "_pl"][..], &["accounts2", "f:0"], &["accounts2"]] {
+    for bad in [
+        &["accounts2", "_pl"][..],
+        &["accounts2", "f:0"],
+        &["accounts2"],
+    ] {
         let mut args = vec!["create", "--hbase", &url];
         args.extend_from_slice(bad);
         let (code, _, err) = percolator(&args);

@@ -31,11 +31,27 @@ pub(crate) struct Http {
 /// Where the response being read is.
 enum Reply {
     Head,
-    Body { left: usize, status: Status },
-    ChunkSize { status: Status },
-    ChunkData { left: usize, status: Status },
-    ChunkEnd { status: Status },
-    Trailers { status: Status },
+    Body {
+        left: usize,
+        status: Status,
+    },
+    ChunkSize {
+        status: Status,
+    },
+    ChunkData {
+        left: usize,
+        status: Status,
+    },
+    ChunkEnd {
+        status: Status,
+    },
+    Trailers {
+        status: Status,
+    },
+    /// An error page without length or chunks: its body runs to the end of the stream.
+    UntilClose {
+        status: Status,
+    },
 }
 
 /// A response's status, and its body so far when it is an error.
@@ -140,9 +156,11 @@ impl Http {
             Reply::ChunkSize { status }
         } else if let Some(left) = length {
             Reply::Body { left, status }
+        } else if !status.ok() {
+            // Jetty's error pages (a refused impersonation) end with the connection.
+            Reply::UntilClose { status }
         } else {
-            // Neither length nor chunks: the body would run to the end of the stream, which
-            // a kept-alive connection cannot carry.
+            // A reply whose body ran to the end of the stream could not be told from a cut one.
             return Err(Cause::Protocol(
                 "an HTTP response with neither Content-Length nor chunked encoding".into(),
             ));
@@ -231,6 +249,10 @@ impl Layer for Http {
                         return Err(Cause::Protocol("an HTTP chunk not ended by CRLF".into()));
                     }
                 }
+                Reply::UntilClose { mut status } => {
+                    body(&mut status, rest, plain);
+                    (rest.len(), Reply::UntilClose { status }, None)
+                }
                 Reply::Trailers { status } => match line(rest)? {
                     None => (0, Reply::Trailers { status }, None),
                     Some((used, "")) => (used, Reply::Head, Some(status)),
@@ -258,6 +280,17 @@ impl Layer for Http {
 
     fn closing(&self) -> bool {
         self.closing && matches!(self.reply, Reply::Head)
+    }
+
+    fn closed(&mut self) -> Option<Cause> {
+        match std::mem::replace(&mut self.reply, Reply::Head) {
+            Reply::UntilClose { status } => Some(Cause::Http {
+                status: status.code,
+                reason: status.reason,
+                detail: page_text(&status.error_body),
+            }),
+            _ => None,
+        }
     }
 }
 
@@ -427,6 +460,29 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn an_error_page_that_runs_to_the_end_of_the_stream_is_reported_when_it_ends() {
+        let mut http = http();
+        let mut plain = Vec::new();
+        let response = b"HTTP/1.1 500 Server Error\r\nConnection: close\r\n\r\n<h2>AuthorizationException: no</h2>";
+        assert_eq!(http.open(response, &mut plain).unwrap(), response.len());
+        assert!(plain.is_empty());
+        match http.closed() {
+            Some(Cause::Http {
+                status: 500,
+                detail,
+                ..
+            }) => {
+                assert_eq!(detail, "AuthorizationException: no")
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(
+            self::http().closed().is_none(),
+            "a plain close is just a close"
+        );
     }
 
     #[test]

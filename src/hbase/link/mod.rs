@@ -130,6 +130,12 @@ pub(crate) trait Layer: Send {
     fn closing(&self) -> bool {
         false
     }
+
+    /// What the end of the stream means to the layer, if more than a closed connection: an
+    /// HTTP error page whose body ran to the end of the stream.
+    fn closed(&mut self) -> Option<Cause> {
+        None
+    }
 }
 
 /// The layers of one connection, the one nearest Thrift first.
@@ -192,6 +198,11 @@ impl Link {
             Some(layer) => layer.pending(out),
             None => Ok(()),
         }
+    }
+
+    /// What the end of the stream means, if a layer knows better than "closed".
+    pub(crate) fn closed(&mut self) -> Option<Cause> {
+        self.layers.iter_mut().find_map(|layer| layer.closed())
     }
 
     /// Whether the server closes the connection after the reply just opened.

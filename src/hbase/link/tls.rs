@@ -295,12 +295,9 @@ impl Layer for Tls {
                 .map_err(|e| self.failed(&e))?;
             loop {
                 match self.conn.reader().read(&mut chunk) {
-                    Ok(0) => {
-                        return Err(Cause::Io(
-                            io::ErrorKind::UnexpectedEof,
-                            "the gateway closed the TLS session".into(),
-                        ))
-                    }
+                    // The gateway ended the session (close_notify): what came before it is
+                    // passed on, and the end of the stream says the rest.
+                    Ok(0) => return Ok(wire.len() - rest.len()),
                     Ok(n) => plain.extend_from_slice(&chunk[..n]),
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                     Err(e) => return Err(Cause::io(&e)),

@@ -79,6 +79,16 @@ pub fn family_changes(gw: &Gateway) {
     assert_eq!(g.max_versions, Some(4));
     assert_eq!(g.ttl_secs, Some(3600));
 
+    let framed = std::env::var("HBASE_THRIFT_TRANSPORT").is_ok_and(|t| t == "framed");
+    if !gw.is_emulator() && framed {
+        // HBase's handler takes the family name as the whole backing array of the frame it
+        // read (`ByteBuffer.array()`), which only the framed transport hands it: the call is
+        // refused as a family that does not exist (docs/real-hbase.md).
+        let err = admin.delete_family(t.name(), b"g").unwrap_err();
+        assert!(err.to_string().contains("deleteColumnFamily"), "{err}");
+        eprintln!("skipped over framed transport: HBase's deleteColumnFamily reads the frame");
+        return;
+    }
     admin.delete_family(t.name(), b"g").unwrap();
     let families = admin.table_descriptor(t.name()).unwrap().families;
     assert_eq!(
