@@ -76,9 +76,12 @@ impl Http {
         do_as: Option<&str>,
         authorize: Option<Authorize>,
     ) -> Http {
+        // Text is accepted after Thrift so that Jetty, whose error pages follow `Accept`, says
+        // why it refused a request (a refused impersonation) instead of sending an empty page.
         let mut head = format!(
             "POST {path} HTTP/1.1\r\nHost: {host_header}\r\n\
-             Content-Type: application/x-thrift\r\nAccept: application/x-thrift\r\n\
+             Content-Type: application/x-thrift\r\n\
+             Accept: application/x-thrift, text/plain;q=0.5\r\n\
              User-Agent: percolator/{}\r\n",
             env!("CARGO_PKG_VERSION")
         );
