@@ -174,11 +174,13 @@ impl Gss {
         }))
     }
 
+    #[cfg(any(test, feature = "testing"))]
     /// The client's principal ("client@REALM").
     pub(crate) fn principal(&self) -> &str {
         &self.principal
     }
 
+    #[cfg(any(test, feature = "testing"))]
     /// When a ticket-cache credential expires (None with a keytab: its tickets are renewed).
     pub(crate) fn expires(&self) -> Option<SystemTime> {
         self.expires

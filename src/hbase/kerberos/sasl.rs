@@ -170,6 +170,7 @@ impl Offer {
         }
     }
 
+    #[cfg(any(test, feature = "testing"))]
     pub(super) fn encode(self) -> [u8; 4] {
         let [_, a, b, c] = self.max_buffer.min(ANNOUNCED_MAX).to_be_bytes();
         [self.mask, a, b, c]
@@ -202,6 +203,7 @@ pub(super) fn encode_choice(qop: Qop, max_recv: u32, authzid: &str) -> Vec<u8> {
     out
 }
 
+#[cfg(any(test, feature = "testing"))]
 /// The client's choice decoded (by the test server): the layer bit, the size, the authzid.
 pub(super) fn decode_choice(bytes: &[u8]) -> Result<(u8, u32, String), KerberosError> {
     let Some(([bit, a, b, c], rest)) = bytes.split_first_chunk::<4>() else {
@@ -337,6 +339,7 @@ impl SaslLayer {
         Ok(used)
     }
 
+    #[cfg(any(test, feature = "testing"))]
     pub(crate) fn qop(&self) -> Qop {
         self.qop
     }
