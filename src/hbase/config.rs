@@ -435,7 +435,7 @@ mod tests {
         assert_eq!(config.do_as.as_deref(), Some("alice"));
         for bad in [
             &[("HBASE_THRIFT_TRANSPORT", "http")][..],
-            &[("HBASE_SASL_QOP", "privacy")],
+            &[("HBASE_SASL_QOP", "secret")],
             &[("HBASE_CLIENT_CERT", "/c.pem")],
         ] {
             let err = HBaseConfig::new("gw:1").with_vars(vars(bad)).unwrap_err();
