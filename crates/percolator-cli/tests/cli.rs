@@ -575,3 +575,29 @@ fn create_makes_a_transactional_table_through_an_http_gateway() {
     }
     assert!(!client.admin().table_exists("accounts2").unwrap());
 }
+
+#[test]
+fn oracle_fetch_and_stats_give_up_on_a_silent_oracle_within_their_timeout() {
+    let oracle = silent_server();
+    for command in ["fetch", "stats"] {
+        let started = Instant::now();
+        let out = Command::new(env!("CARGO_BIN_EXE_percolator-oracle"))
+            .args([command, "--addr", &oracle, "--timeout", "1"])
+            .output()
+            .unwrap();
+        let took = started.elapsed();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{command}: {err}");
+        assert!(
+            took < Duration::from_secs(8),
+            "{command} took {took:?}: {err}"
+        );
+        assert!(err.contains(&oracle), "{command}: {err}");
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_percolator-oracle"))
+        .args(["fetch", "--addr", &oracle, "--timeout", "0"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--timeout 0"));
+}

@@ -27,8 +27,14 @@ fn main() -> ExitCode {
     percolator_cli::logging::init("info");
     let outcome = match cli.command {
         None => serve(cli.serve),
-        Some(Command::Fetch { addr, count }) => fetch(&addr, count),
-        Some(Command::Stats { addr }) => stats(&addr),
+        Some(Command::Fetch {
+            addr,
+            count,
+            timeout,
+        }) => bounded(timeout).and_then(|config| fetch(&addr, count, config)),
+        Some(Command::Stats { addr, timeout }) => {
+            bounded(timeout).and_then(|config| stats(&addr, config))
+        }
         Some(Command::Bench {
             addr,
             concurrency,
@@ -126,8 +132,23 @@ async fn shutdown_signal() {
     }
 }
 
-fn fetch(addr: &str, count: u64) -> Result<()> {
-    let client = OracleClient::connect(&split_addrs(addr), ClientConfig::default())?;
+/// A client configuration whose connects and requests wait at most `seconds` each.
+fn bounded(seconds: f64) -> Result<ClientConfig> {
+    let limit = Duration::try_from_secs_f64(seconds)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| Error::IllegalArgument {
+            message: format!("--timeout {seconds} is not a positive number of seconds"),
+        })?;
+    Ok(ClientConfig {
+        connect_timeout: limit,
+        request_timeout: limit,
+        ..ClientConfig::default()
+    })
+}
+
+fn fetch(addr: &str, count: u64, config: ClientConfig) -> Result<()> {
+    let client = OracleClient::connect(&split_addrs(addr), config)?;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let mut left = count;
@@ -141,8 +162,8 @@ fn fetch(addr: &str, count: u64) -> Result<()> {
     out.flush().map_err(|e| Error::io("writing stdout", e))
 }
 
-fn stats(addr: &str) -> Result<()> {
-    let client = OracleClient::connect(&split_addrs(addr), ClientConfig::default())?;
+fn stats(addr: &str, config: ClientConfig) -> Result<()> {
+    let client = OracleClient::connect(&split_addrs(addr), config)?;
     let snapshot = client.server_stats()?;
     println!(
         "{}",

@@ -64,12 +64,19 @@ pub enum Command {
         /// How many timestamps to fetch.
         #[arg(long, default_value_t = 1)]
         count: u64,
+        /// The most each connect and each request may wait, in seconds: against an oracle
+        /// that accepts connections and never answers, the command fails after it, naming it.
+        #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
+        timeout: f64,
     },
     /// Print a server's counters as JSON.
     Stats {
         /// Oracle address, HOST:PORT.
         #[arg(long)]
         addr: String,
+        /// The most each connect and each request may wait, in seconds.
+        #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
+        timeout: f64,
     },
     /// Measure timestamps/s and latency with N concurrent one-at-a-time requesters.
     Bench {
