@@ -66,11 +66,7 @@ fn a_raw_client_is_told_that_an_http_gateway_speaks_http() {
     let Some(addr) = gateway_of("http") else {
         return;
     };
-    let authority = addr
-        .split_once("://")
-        .map(|(_, rest)| rest.trim_end_matches('/'))
-        .unwrap_or(&addr)
-        .to_owned();
+    let authority = percolator::hbase::Endpoint::parse_list(&addr).unwrap()[0].authority();
     if addr.starts_with("https://") {
         eprintln!("skipped: a raw client meets TLS records, not HTTP, on an https gateway");
         return;

@@ -226,11 +226,8 @@ impl AsyncHBaseClient {
         let gateways = endpoints
             .into_iter()
             .map(|endpoint| {
-                let name = if endpoint.is_http() {
-                    endpoint.to_string()
-                } else {
-                    endpoint.authority()
-                };
+                // `host:port` for a raw socket, the URL for HTTP: as the user wrote it.
+                let name = endpoint.to_string();
                 let plan = Plan {
                     tls: tls.clone(),
                     do_as: config.do_as.clone(),

@@ -31,7 +31,7 @@ use tokio::net::TcpStream;
 use tokio::runtime::Handle;
 use tokio::sync::{oneshot, Notify};
 
-use super::errors::{self, Cause, NOT_THRIFT_HEAD};
+use super::errors::{self, Cause};
 use super::link::{Link, Plan};
 use super::wire::{self, Codec, Decoded, Request, Start, Success};
 use crate::Binary;
@@ -117,11 +117,7 @@ impl<T: Success> Waiter for Slot<T> {
         match wire::start(codec, buf) {
             Start::Reply => {}
             Start::More => return Took::Incomplete,
-            Start::NotThrift => {
-                return Took::Broken(Cause::NotThrift(
-                    buf[..buf.len().min(NOT_THRIFT_HEAD)].to_vec(),
-                ))
-            }
+            Start::NotThrift => return Took::Broken(Cause::NotThrift(errors::head_of(buf))),
         }
         match wire::decode::<T>(codec, buf, self.method, self.seq) {
             Decoded::Incomplete => Took::Incomplete,

@@ -66,6 +66,11 @@ pub(crate) enum Cause {
 /// How many of a non-Thrift answer's first bytes are kept for the error.
 pub(crate) const NOT_THRIFT_HEAD: usize = 64;
 
+/// The first bytes of an answer that is not what was expected, as its error keeps them.
+pub(crate) fn head_of(answer: &[u8]) -> Vec<u8> {
+    answer[..answer.len().min(NOT_THRIFT_HEAD)].to_vec()
+}
+
 impl Cause {
     pub(crate) fn io(error: &io::Error) -> Cause {
         Cause::Io(error.kind(), error.to_string())

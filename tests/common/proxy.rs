@@ -33,10 +33,9 @@ impl Proxy {
     /// A proxy in front of the gateway at `upstream`: `host:port`, or a URL (`https://h:p/`),
     /// whose host and port it forwards to (TLS and HTTP pass through it untouched).
     pub fn start(upstream: &str) -> Proxy {
-        let upstream = match upstream.split_once("://") {
-            Some((_, rest)) => rest.split('/').next().unwrap_or(rest),
-            None => upstream,
-        };
+        let upstream = &percolator::hbase::Endpoint::parse_list(upstream)
+            .unwrap_or_else(|e| panic!("upstream {upstream}: {e}"))[0]
+            .authority();
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind proxy");
         let addr = listener.local_addr().expect("proxy addr");
         let shared = Arc::new(Shared {

@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 
 use super::Layer;
-use crate::hbase::errors::Cause;
+use crate::hbase::errors::{head_of, Cause};
 
 /// Longest response head taken; a longer one is not a gateway's.
 const MAX_HEAD: usize = 64 << 10;
@@ -324,10 +324,6 @@ fn line(bytes: &[u8]) -> Result<Option<(usize, &str)>, Cause> {
 
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     haystack.windows(needle.len()).position(|w| w == needle)
-}
-
-fn head_of(wire: &[u8]) -> Vec<u8> {
-    wire[..wire.len().min(crate::hbase::errors::NOT_THRIFT_HEAD)].to_vec()
 }
 
 /// The text of an error page, tags and runs of white space dropped, for a one-line message.
