@@ -10,6 +10,8 @@
 
 mod collect;
 mod locks;
+#[cfg(test)]
+mod locks_tests;
 mod plan;
 mod safe_point;
 mod worker;

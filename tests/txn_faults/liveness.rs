@@ -4,6 +4,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use percolator::hbase::{Get, Put};
+use percolator::txn::codec::LockState;
 use percolator::txn::{Clock, Seam, SystemClock};
 use percolator::{Client, Error};
 
@@ -468,4 +469,44 @@ fn a_lock_is_stale_only_once_its_ttl_has_passed() {
     at_expiry.shutdown();
     past.shutdown();
     owner.shutdown();
+}
+
+/// Invariant 4, as `transaction_status` settles it: an owner that commits while another client
+/// asks about its transaction is reported committed. The asker reads the primary locked, and
+/// its owner commits before the asker's resolver reads it again; that read finds the commit,
+/// and the answer must come from it, never from the lock seen first.
+#[test]
+fn a_transaction_committed_while_its_status_is_settled_is_reported_committed() {
+    let env = Env::start();
+    let t = seeded(&env);
+    let (holder, commit_point) =
+        paused_committer(&env, Duration::from_secs(60), CasKind::Commit, "p");
+    let store = FaultyStore::new(env.hbase.clone(), env.schema.clone());
+    let first_read = Gate::new();
+    store.hold_reads_of("p", first_read.clone(), 1);
+    let asker = env.client_on(store, env.tso.clone(), env.options());
+    let mut txn = holder.begin().unwrap();
+    let start_ts = txn.start_ts().unwrap();
+    txn.set(&t, "p", FAMILY, "q", "1").unwrap();
+    txn.set(&t, "s", FAMILY, "q", "1").unwrap();
+    let primary = env.key(&t, "p");
+    std::thread::scope(|s| {
+        let _release_commit = commit_point.opens_on_drop();
+        let _release_read = first_read.opens_on_drop();
+        let committing = s.spawn(move || txn.commit());
+        assert!(commit_point.wait_reached(GATE_LIMIT), "the commit point");
+        let asking = s.spawn(|| asker.transaction_status(&primary, start_ts));
+        assert!(
+            first_read.wait_reached(GATE_LIMIT),
+            "the asker's first read"
+        );
+        assert!(matches!(env.lock_state(&primary), LockState::Locked(_)));
+        commit_point.open();
+        let commit_ts = committing.join().unwrap().expect("the owner commits");
+        first_read.open();
+        assert_eq!(asking.join().unwrap().unwrap(), Some(commit_ts));
+    });
+    assert_eq!(read_p_and_s(&env, &t), (value("1"), value("1")));
+    asker.shutdown();
+    holder.shutdown();
 }

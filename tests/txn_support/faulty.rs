@@ -144,6 +144,8 @@ pub struct FaultyStore {
     rules: Mutex<Vec<Rule>>,
     fired: Mutex<Vec<Call>>,
     bursts: Mutex<Vec<Vec<Call>>>,
+    /// Rows whose next reads are answered only once a gate opens, and how many more.
+    read_holds: Mutex<Vec<(Vec<u8>, Arc<Gate>, usize)>>,
 }
 
 impl FaultyStore {
@@ -154,7 +156,25 @@ impl FaultyStore {
             rules: Mutex::new(Vec::new()),
             fired: Mutex::new(Vec::new()),
             bursts: Mutex::new(Vec::new()),
+            read_holds: Mutex::new(Vec::new()),
         })
+    }
+
+    /// The next `times` reads that touch `row` are served, and their answers held at `gate`
+    /// until it opens: the reader acts on what it read while the test changes the row.
+    pub fn hold_reads_of(&self, row: &str, gate: Arc<Gate>, times: usize) {
+        self.read_holds
+            .lock()
+            .push((row.as_bytes().to_vec(), gate, times));
+    }
+
+    fn take_read_hold(&self, gets: &[Get]) -> Option<Arc<Gate>> {
+        let mut holds = self.read_holds.lock();
+        let (_, gate, remaining) = holds
+            .iter_mut()
+            .find(|(row, _, left)| *left > 0 && gets.iter().any(|g| g.row == *row))?;
+        *remaining -= 1;
+        Some(gate.clone())
     }
 
     /// Applies `fault` to the next `times` calls of step `kind` on `row`.
@@ -205,7 +225,11 @@ fn lost(table: &str, row: &[u8]) -> Error {
 #[async_trait::async_trait]
 impl HBaseAccess for FaultyStore {
     async fn get_many(&self, table: &str, gets: &[Get]) -> Result<Vec<RowResult>> {
-        HBaseAccess::get_many(&self.inner, table, gets).await
+        let rows = HBaseAccess::get_many(&self.inner, table, gets).await;
+        if let Some(gate) = self.take_read_hold(gets) {
+            let _ = tokio::task::spawn_blocking(move || gate.pass()).await;
+        }
+        rows
     }
 
     async fn check_and_mutate(&self, table: &str, cam: &CheckAndMutate) -> Result<bool> {
