@@ -135,6 +135,9 @@ struct Rule {
     remaining: usize,
 }
 
+/// A row whose next reads are answered only once a gate opens, and how many more are.
+type ReadHold = (Vec<u8>, Arc<Gate>, usize);
+
 /// A checkAndMutate seen by the store: its step and row.
 pub type Call = (CasKind, Vec<u8>);
 
@@ -144,8 +147,7 @@ pub struct FaultyStore {
     rules: Mutex<Vec<Rule>>,
     fired: Mutex<Vec<Call>>,
     bursts: Mutex<Vec<Vec<Call>>>,
-    /// Rows whose next reads are answered only once a gate opens, and how many more.
-    read_holds: Mutex<Vec<(Vec<u8>, Arc<Gate>, usize)>>,
+    read_holds: Mutex<Vec<ReadHold>>,
 }
 
 impl FaultyStore {
