@@ -6,11 +6,14 @@
 //!   table. Which writes leave a notification (`_pn`) is the committer's business
 //!   (`txn::notify`: strong, a write to an observed column; weak,
 //!   [`AsyncTransaction::notify`](crate::AsyncTransaction::notify)).
+//! - `applied`: [`LastApplied`], the old value derived data needs, kept beside the observed
+//!   column.
 //! - `run`: the [`Observer`] trait and one observer run (the ack rule, clearing).
 //! - `lease`: partitions of the notify space leased through meta table rows.
 //! - `registry`: [`register`] an observed column, list them, count pending notifications.
 //! - `worker`: [`ObserverWorker`], the tasks that scan, run and clear.
 
+mod applied;
 mod lease;
 #[cfg(test)]
 mod lease_tests;
@@ -23,6 +26,7 @@ mod worker;
 
 /// The attribute an [`Observer`] implementation takes (`#[percolator::observer::async_trait]`),
 /// so that implementing the trait needs no dependency of the service's own.
+pub use applied::{Change, LastApplied};
 pub use async_trait::async_trait;
 pub use model::ObservedColumn;
 pub use registry::{observed_columns, pending_notifications, register};
