@@ -518,6 +518,33 @@ fn the_bench_prints_each_ratio_with_its_floor_and_no_targets() {
     assert!(!out.to_lowercase().contains("target"), "{out}");
 }
 
+/// `notify_kill` kills an observer worker (as a crash) and starts another every 5 s while each
+/// writer waits for its change's run: a change that no run processed within 10 s would be an
+/// error, so a run over a kill that reports none lost nothing across the handover.
+#[test]
+fn the_notify_bench_with_a_worker_killed_loses_no_change() {
+    let (code, out, err) = percolator(&[
+        "bench",
+        "--api",
+        "async",
+        "--seconds",
+        "7",
+        "--rounds",
+        "1",
+        "--threads",
+        "4",
+        "--workloads",
+        "notify_kill",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let report: serde_json::Value = serde_json::from_str(&out).expect(&out);
+    let result = &report["workloads"]["notify_kill"];
+    assert!(result["ops"].as_u64().unwrap() > 0, "{out}");
+    assert_eq!(result["errors"].as_u64(), Some(0), "{out}");
+    assert!(result["max_us"].as_f64().unwrap() >= result["p99_us"].as_f64().unwrap());
+}
+
 #[test]
 fn create_makes_a_transactional_table_through_an_http_gateway() {
     let emulator = hbase_emulator::start(

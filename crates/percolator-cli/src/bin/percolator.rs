@@ -127,11 +127,12 @@ fn run_bench(
     }
     if !json {
         println!(
-            "{:<14} {:>10} {:>9} {:>9} {:>9} {:>10} {:>10} {:>9} {:>10} {:>9}",
+            "{:<14} {:>10} {:>9} {:>9} {:>9} {:>9} {:>10} {:>10} {:>9} {:>10} {:>9}",
             "workload",
             "ops/s",
             "p50 us",
             "p99 us",
+            "max ms",
             "rpcs/op",
             "oracle/op",
             "cpu us/op",
@@ -143,10 +144,11 @@ fn run_bench(
     let report = bench::run(&stack, config, |name, r| {
         if !json {
             println!(
-                "{name:<14} {:>10.0} {:>9.0} {:>9.0} {:>9.2} {:>10} {:>10.1} {:>9} {:>10.2} {:>8.0}%",
+                "{name:<14} {:>10.0} {:>9.0} {:>9.0} {:>9.1} {:>9.2} {:>10} {:>10.1} {:>9} {:>10.2} {:>8.0}%",
                 r.ops_per_s,
                 r.p50_us,
                 r.p99_us,
+                r.max_us / 1000.0,
                 r.rpcs_per_op,
                 r.oracle_requests_per_op
                     .map_or_else(|| "-".to_string(), |n| format!("{n:.2}")),

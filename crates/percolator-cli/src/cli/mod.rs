@@ -85,8 +85,10 @@ pub enum Command {
         #[arg(long, default_value_t = 5)]
         rounds: usize,
         /// Comma-separated subset of raw_get,raw_put,raw_cas,raw_rmw2,txn_get,txn_put1,
-        /// txn_transfer2,floor_get,floor_put1,floor_transfer2,notify. Default: all but
-        /// notify (and, with --api sync, the floor workloads, which run on tasks only).
+        /// txn_transfer2,floor_get,floor_put1,floor_transfer2,notify,notify_kill. Default:
+        /// all but the notify ones (and, with --api sync, the floor workloads, which run on
+        /// tasks only). notify_kill runs two observer workers and kills and replaces one
+        /// every 5 s.
         #[arg(long)]
         workloads: Option<String>,
         /// Print one JSON report instead of the table and the ratios.

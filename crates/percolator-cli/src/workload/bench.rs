@@ -14,7 +14,7 @@ use serde::Serialize;
 use crate::oracle_bench::Histogram;
 pub use crate::workload::floor::FLOOR_WORKLOADS;
 use crate::workload::floor::{Floor, FloorTask, FLOOR_GET, FLOOR_PUT1, FLOOR_TRANSFER2};
-use crate::workload::notify_bench::NotifyBench;
+use crate::workload::notify_bench::{NotifyBench, KILL_EVERY};
 use crate::workload::rows::{add_one, row, two_rows};
 use crate::workload::stack::Stack;
 use crate::workload::usage::Usage;
@@ -46,13 +46,20 @@ pub const WORKLOADS: [&str; 7] = [
 /// Observer notifications processed (see `notify_bench`); run only when named.
 pub const NOTIFY: &str = "notify";
 
+/// `notify` with two workers, one of them killed and replaced every
+/// [`KILL_EVERY`](crate::workload::notify_bench::KILL_EVERY); run only when named.
+pub const NOTIFY_KILL: &str = "notify_kill";
+
 /// One checkAndMutate that always passes: what the gateway charges for the call every
 /// transactional write makes at least twice.
 pub const RAW_CAS: &str = "raw_cas";
 
 /// Every workload `--workloads` may name.
 fn known_workloads() -> impl Iterator<Item = &'static str> {
-    WORKLOADS.into_iter().chain(FLOOR_WORKLOADS).chain([NOTIFY])
+    WORKLOADS
+        .into_iter()
+        .chain(FLOOR_WORKLOADS)
+        .chain([NOTIFY, NOTIFY_KILL])
 }
 
 fn unknown_workload(name: &str) -> percolator::Error {
@@ -84,6 +91,9 @@ pub struct WorkloadResult {
     pub ops_per_s: f64,
     pub p50_us: f64,
     pub p99_us: f64,
+    /// The slowest op: where a rare stall (a killed observer worker's handover) shows, which
+    /// p99 of a closed loop hides.
+    pub max_us: f64,
     pub rpcs_per_op: f64,
     /// Requests the oracle answered per op (one request carries many callers' timestamps);
     /// absent with local timestamps.
@@ -119,6 +129,7 @@ struct Tables {
     raw: String,
     txn: String,
     notify: String,
+    notify_kill: String,
     floor: String,
 }
 
@@ -134,12 +145,13 @@ pub fn run(
     {
         return Err(unknown_workload(unknown));
     }
-    let wants_notify = config.workloads.iter().any(|w| w == NOTIFY);
+    let wants = |name: &str| config.workloads.iter().any(|w| w == name);
+    let (wants_notify, wants_notify_kill) = (wants(NOTIFY), wants(NOTIFY_KILL));
     let wants_floor = config
         .workloads
         .iter()
         .any(|w| FLOOR_WORKLOADS.contains(&w.as_str()));
-    if (wants_notify || wants_floor) && config.api == Api::Sync {
+    if (wants_notify || wants_notify_kill || wants_floor) && config.api == Api::Sync {
         return Err(percolator::Error::IllegalArgument {
             message: "the notify and floor workloads run on the async API only (--api async)"
                 .into(),
@@ -158,6 +170,7 @@ pub fn run(
         raw: format!("bench_raw_{suffix}"),
         txn: format!("bench_txn_{suffix}"),
         notify: format!("bench_notify_{suffix}"),
+        notify_kill: format!("bench_notify_kill_{suffix}"),
         floor: format!("bench_floor_{suffix}"),
     };
     let liveness = LivenessConfig {
@@ -172,6 +185,9 @@ pub fn run(
     txn::setup::create_table(&stack.hbase, options.schema(), &tables.txn, &[F])?;
     if wants_notify {
         txn::setup::create_table(&stack.hbase, options.schema(), &tables.notify, &[F])?;
+    }
+    if wants_notify_kill {
+        txn::setup::create_table(&stack.hbase, options.schema(), &tables.notify_kill, &[F])?;
     }
     if wants_floor {
         txn::setup::create_table(&stack.hbase, options.schema(), &tables.floor, &[F])?;
@@ -191,12 +207,17 @@ pub fn run(
     if wants_floor {
         populate_txn(&client, &tables.floor, config.rows)?;
     }
+    let runtime = percolator::internals::client_runtime(&client.asynchronous()).clone();
     let notify = if wants_notify {
         let bench = NotifyBench::start(client.asynchronous(), &tables.notify);
-        Some(Arc::new(percolator::internals::wait(
-            percolator::internals::client_runtime(&client.asynchronous()),
-            bench,
-        )?))
+        Some(percolator::internals::wait(&runtime, bench)?)
+    } else {
+        None
+    };
+    let notify_kill = if wants_notify_kill {
+        let bench =
+            NotifyBench::start_killing(client.asynchronous(), &tables.notify_kill, KILL_EVERY);
+        Some(percolator::internals::wait(&runtime, bench)?)
     } else {
         None
     };
@@ -207,6 +228,7 @@ pub fn run(
         tables: Arc::clone(&tables),
         rows: config.rows,
         notify: notify.clone(),
+        notify_kill: notify_kill.clone(),
         floor,
     };
     let rounds = config.rounds.max(1);
@@ -239,11 +261,8 @@ pub fn run(
         each(name, &result);
         report.workloads.insert(name.clone(), result);
     }
-    if let Some(notify) = notify {
-        percolator::internals::wait(
-            percolator::internals::client_runtime(&client.asynchronous()),
-            notify.shutdown(),
-        );
+    for bench in notify.into_iter().chain(notify_kill) {
+        percolator::internals::wait(&runtime, bench.shutdown());
     }
     client.shutdown();
     Ok(report)
@@ -400,6 +419,7 @@ impl Sample {
             ops_per_s: per_s(ops as f64),
             p50_us: self.histogram.quantile(0.5) as f64 / 1000.0,
             p99_us: self.histogram.quantile(0.99) as f64 / 1000.0,
+            max_us: self.histogram.max() as f64 / 1000.0,
             rpcs_per_op: per_op(self.rpcs as f64),
             oracle_requests_per_op: self.oracle_requests.map(|n| per_op(n as f64)),
             ops,
@@ -416,6 +436,7 @@ struct Clients {
     tables: Arc<Tables>,
     rows: usize,
     notify: Option<Arc<NotifyBench>>,
+    notify_kill: Option<Arc<NotifyBench>>,
     floor: Option<Arc<Floor>>,
 }
 
@@ -560,10 +581,15 @@ fn on_tasks(
                 let mut rng = StdRng::from_entropy();
                 let mut h = Histogram::default();
                 while !done.load(Ordering::Relaxed) {
-                    let (t0, outcome) = match (&clients.notify, name == NOTIFY) {
+                    let bench = match name.as_str() {
+                        NOTIFY => clients.notify.as_ref(),
+                        NOTIFY_KILL => clients.notify_kill.as_ref(),
+                        _ => None,
+                    };
+                    let (t0, outcome) = match bench {
                         // Timed from the change's commit to its observer's commit.
-                        (Some(notify), true) => notify.op(&clients.txn, &mut rng).await,
-                        _ => {
+                        Some(bench) => bench.op(&clients.txn, &mut rng).await,
+                        None => {
                             let t0 = Instant::now();
                             (
                                 t0,

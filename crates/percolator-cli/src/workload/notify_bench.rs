@@ -1,7 +1,9 @@
 //! The `notify` bench workload: each task commits a change to an observed column and waits
 //! for the observer's transaction on it to commit; latency is from the writer's commit to the
 //! observer's commit, throughput is processed notifications per second. One `ObserverWorker`
-//! with the default configuration runs in the bench process.
+//! with the default configuration runs in the bench process; `notify_kill` runs two, and
+//! kills one (as a crash: its leases and worker row stay behind) and starts a replacement
+//! every `KILL_EVERY`, so its lag includes the handovers.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -24,6 +26,8 @@ const Q: &str = "q";
 const OUT: &str = "out";
 /// A writer gives up waiting for its observer after this long (counted as an error).
 const WAIT: Duration = Duration::from_secs(10);
+/// How often `notify_kill` kills a worker and starts another.
+pub const KILL_EVERY: Duration = Duration::from_secs(5);
 
 type Waiters = Arc<Mutex<HashMap<Vec<u8>, oneshot::Sender<()>>>>;
 
@@ -53,29 +57,72 @@ impl Observer for Echo {
 
 pub struct NotifyBench {
     table: String,
+    client: AsyncClient,
     waiters: Waiters,
     next: AtomicU64,
-    worker: Mutex<Option<ObserverWorker>>,
+    workers: tokio::sync::Mutex<Vec<ObserverWorker>>,
+    /// The task that kills and replaces workers (`notify_kill`), and its stop signal.
+    replacer: Mutex<Option<(oneshot::Sender<()>, tokio::task::JoinHandle<()>)>>,
 }
 
 impl NotifyBench {
-    /// Starts the worker on `table` (transactional, family `f`) through `client`.
-    pub async fn start(client: AsyncClient, table: &str) -> Result<NotifyBench> {
-        let waiters = Waiters::default();
+    /// Starts one worker on `table` (transactional, family `f`) through `client`.
+    pub async fn start(client: AsyncClient, table: &str) -> Result<Arc<NotifyBench>> {
+        let bench = Arc::new(NotifyBench {
+            table: table.to_string(),
+            client,
+            waiters: Waiters::default(),
+            next: AtomicU64::new(0),
+            workers: tokio::sync::Mutex::new(Vec::new()),
+            replacer: Mutex::new(None),
+        });
+        let first = bench.start_worker().await?;
+        bench.workers.lock().await.push(first);
+        Ok(bench)
+    }
+
+    /// Starts two workers, and a task that every `every` kills the older one and starts a
+    /// replacement (stopped by [`shutdown`](Self::shutdown)).
+    pub async fn start_killing(
+        client: AsyncClient,
+        table: &str,
+        every: Duration,
+    ) -> Result<Arc<NotifyBench>> {
+        let bench = NotifyBench::start(client, table).await?;
+        let second = bench.start_worker().await?;
+        bench.workers.lock().await.push(second);
+        let (stop, mut stopped) = oneshot::channel();
+        let replacing = Arc::clone(&bench);
+        let task = tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = &mut stopped => return,
+                    _ = tokio::time::sleep(every) => {}
+                }
+                let mut workers = replacing.workers.lock().await;
+                let victim = workers.remove(0);
+                victim.kill();
+                victim.shutdown().await;
+                match replacing.start_worker().await {
+                    Ok(worker) => workers.push(worker),
+                    // The bench's writers then time out, and report it as errors.
+                    Err(e) => tracing::warn!(error = %e, "could not start a replacement worker"),
+                }
+            }
+        });
+        *bench.replacer.lock() = Some((stop, task));
+        Ok(bench)
+    }
+
+    async fn start_worker(&self) -> Result<ObserverWorker> {
         let set = ObserverSet::new().observe(
-            ObservedColumn::new(table, F, Q),
+            ObservedColumn::new(&self.table, F, Q),
             "bench_echo",
             Echo {
-                waiters: Arc::clone(&waiters),
+                waiters: Arc::clone(&self.waiters),
             },
         )?;
-        let worker = ObserverWorker::start(client, set, WorkerConfig::default()).await?;
-        Ok(NotifyBench {
-            table: table.to_string(),
-            waiters,
-            next: AtomicU64::new(0),
-            worker: Mutex::new(Some(worker)),
-        })
+        ObserverWorker::start(self.client.clone(), set, WorkerConfig::default()).await
     }
 
     /// One change and its observer run: when the change committed, and the outcome.
@@ -110,9 +157,15 @@ impl NotifyBench {
         (t0, outcome)
     }
 
+    /// Stops the replacing task, then drains every worker.
     pub async fn shutdown(&self) {
-        let worker = self.worker.lock().take();
-        if let Some(worker) = worker {
+        let replacer = self.replacer.lock().take();
+        if let Some((stop, task)) = replacer {
+            let _ = stop.send(());
+            let _ = task.await;
+        }
+        let workers = std::mem::take(&mut *self.workers.lock().await);
+        for worker in workers {
             worker.shutdown().await;
         }
     }
