@@ -529,7 +529,7 @@ fn two_workers_share_the_partitions_through_leases() {
 
 /// Rows of `t`'s workers in the meta table (alive or not).
 fn worker_rows(env: &Env, t: &str) -> usize {
-    let scan = percolator::hbase::Scan::prefix(format!("obs-worker/{t}/"));
+    let scan = percolator::hbase::Scan::prefix(format!("obs-hash-worker/{t}/"));
     env.hbase
         .scan(&env.schema.meta_table, &scan)
         .unwrap()
@@ -693,8 +693,8 @@ fn a_killed_workers_partitions_move_within_the_worker_ttl() {
 }
 
 /// Correctness never rests on the leases: two workers whose partitions overlap (one splits the
-/// table in one partition, the other in two, so both scan the upper half) run the same
-/// notifications at once, and still exactly one run per change commits.
+/// table in one partition, the other in two, so both run the rows of one of the halves) run the
+/// same notifications at once, and still exactly one run per change commits.
 #[test]
 fn overlapping_workers_commit_one_run_per_change() {
     let env = Env::start();
@@ -715,7 +715,7 @@ fn overlapping_workers_commit_one_run_per_change() {
         assert!(Instant::now() < deadline, "leases never settled");
         std::thread::sleep(Duration::from_millis(20));
     }
-    let rows: Vec<String> = (0..30).map(|i| format!("\u{e0}row{i}")).collect();
+    let rows: Vec<String> = (0..30).map(|i| format!("row{i}")).collect();
     for row in &rows {
         set(&client, &t, row, "v");
     }

@@ -1,14 +1,20 @@
 //! Partitions of the notify space and their leases, kept in meta table rows: no coordinator
-//! besides HBase. A table's rows are split into `partitions` ranges by their first byte; a
-//! worker holds a partition while its lease cell (owner and expiry, wall clock) is its own and
-//! unexpired, renews it by checkAndMutate on the exact bytes it wrote, and takes over a lease
-//! that expired. Live workers announce themselves in rows holding an expiry a short `worker
-//! ttl` ahead, refreshed at every lease round: a worker whose row has expired is dead, and its
+//! besides HBase. A table's rows are split into `partitions` buckets by a hash of the row key
+//! ([`bucket`]), so keys that share a prefix spread over all of them; a worker holds a
+//! partition while its lease cell (owner and expiry, wall clock) is its own and unexpired,
+//! renews it by checkAndMutate on the exact bytes it wrote, and takes over a lease that
+//! expired. Live workers announce themselves in rows holding an expiry a short `worker ttl`
+//! ahead, refreshed at every lease round: a worker whose row has expired is dead, and its
 //! leases are taken over at once, without waiting for them to expire (any worker deletes the
 //! row once it has been expired for another lease ttl, when its leases have expired too). Each
 //! worker holds at most ceil(partitions / live workers), so a worker that joins gets a share
 //! as the others give theirs up. Leases only spread the work: correctness never depends on
 //! them (see `run`).
+//!
+//! The lease and worker rows are named for the hash layout (`obs-hash-...`). Workers of the
+//! earlier first-byte layout use other rows (`obs-lease/`, `obs-worker/`), so while both kinds
+//! run, each kind covers every row by itself: their runs overlap, which is safe, and none
+//! waits on a partition that only the other kind could take.
 
 use std::collections::HashSet;
 
@@ -20,46 +26,54 @@ use crate::txn::store::prefix_end;
 
 pub(super) const LEASE_Q: &[u8] = b"obs:lease";
 const ALIVE_Q: &[u8] = b"obs:alive";
-const WORKER_ROWS: &[u8] = b"obs-worker/";
+const LEASE_ROWS: &str = "obs-hash-lease/";
+const WORKER_ROWS: &[u8] = b"obs-hash-worker/";
 
-/// A partition: one table's rows whose first byte is in `[start, stop)`.
+/// The partition of `row` among `count`: FNV-1a (64 bits) of the row key, mixed by
+/// MurmurHash3's 64-bit finalizer, modulo `count`. Every worker must compute the same, so this
+/// is part of the stored layout. The finalizer matters: FNV-1a's low bits depend only on the
+/// low bits of each byte, so without it keys differing in a byte's high bits would collide.
+pub(crate) fn bucket(row: &[u8], count: usize) -> usize {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in row {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    h ^= h >> 33;
+    (h % count.max(1) as u64) as usize
+}
+
+/// A partition: the rows of one table whose [`bucket`] among `count` is `index`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub(crate) struct Partition {
     pub table: String,
     pub index: usize,
-    pub start: Vec<u8>,
-    /// Empty: to the end of the table.
-    pub stop: Vec<u8>,
+    pub count: usize,
 }
 
 impl Partition {
     /// The `count` partitions of `table`.
     pub fn all(table: &str, count: usize) -> Vec<Partition> {
         let count = count.clamp(1, 256);
-        let bound = |i: usize| -> Vec<u8> {
-            if i == 0 || i == count {
-                Vec::new()
-            } else {
-                vec![(i * 256 / count) as u8]
-            }
-        };
         (0..count)
-            .map(|i| Partition {
+            .map(|index| Partition {
                 table: table.to_string(),
-                index: i,
-                start: bound(i),
-                stop: bound(i + 1),
+                index,
+                count,
             })
             .collect()
     }
 
     pub(super) fn lease_row(&self) -> Vec<u8> {
-        format!("obs-lease/{}/{:03}", self.table, self.index).into_bytes()
+        format!("{LEASE_ROWS}{}/{:03}", self.table, self.index).into_bytes()
     }
 
-    #[cfg(test)]
     pub fn contains(&self, row: &[u8]) -> bool {
-        row >= self.start.as_slice() && (self.stop.is_empty() || row < self.stop.as_slice())
+        bucket(row, self.count) == self.index
     }
 }
 
@@ -255,14 +269,55 @@ mod tests {
     #[test]
     fn partitions_cover_every_row_once() {
         let parts = Partition::all("t", 16);
-        for row in [&b""[..], b"\x00", b"a", b"\x7fzz", b"\xff\xff"] {
+        for row in [
+            &b""[..],
+            b"\x00",
+            b"a",
+            b"\x7fzz",
+            b"\xff\xff",
+            b"user000042",
+        ] {
             assert_eq!(
                 parts.iter().filter(|p| p.contains(row)).count(),
                 1,
                 "{row:?}"
             );
         }
-        assert_eq!(Partition::all("t", 1)[0].stop, Vec::<u8>::new());
+        assert!(Partition::all("t", 1)[0].contains(b"anything"));
+    }
+
+    /// Keys sharing a long prefix, and keys that differ only in a byte's high bits, spread
+    /// over every partition about evenly.
+    #[test]
+    fn keys_with_a_shared_prefix_spread_over_every_partition() {
+        let mut counts = [0usize; 16];
+        for i in 0..100_000 {
+            counts[bucket(format!("user{i:06}").as_bytes(), 16)] += 1;
+        }
+        for (i, n) in counts.iter().enumerate() {
+            assert!(
+                (5_600..=6_900).contains(n),
+                "partition {i}: {n} of 100000: {counts:?}"
+            );
+        }
+        // 256 keys whose bytes differ only in their high four bits: FNV-1a alone puts them
+        // all in one partition of 16.
+        let high_bits: HashSet<usize> = (0u8..16)
+            .flat_map(|x| (0u8..16).map(move |y| bucket(&[x << 4, y << 4], 16)))
+            .collect();
+        assert_eq!(high_bits.len(), 16, "{high_bits:?}");
+    }
+
+    /// The layout is stored: a change to the hash would move rows between partitions across
+    /// a rolling upgrade. These values are the function's own, pinned.
+    #[test]
+    fn the_bucket_function_is_pinned() {
+        let pinned: Vec<usize> = ["", "a", "user000000", "user099999"]
+            .iter()
+            .map(|k| bucket(k.as_bytes(), 256))
+            .collect();
+        // Computed apart from this code (a few lines of Python of the same definition).
+        assert_eq!(pinned, [38, 91, 141, 121]);
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! The observer worker: tasks on the client's runtime that hold partition leases, scan their
-//! partitions' notifications, run the observers and clear what they covered. A failed run is
+//! The observer worker: tasks on the client's runtime that hold partition leases, scan the
+//! notifications of the tables they observe, run the observers on the rows of the partitions
+//! they hold and clear what they covered. A failed run is
 //! retried with exponential backoff, never dropped; `shutdown` drains every task, and a drop
 //! stops them without waiting.
 
@@ -105,12 +106,13 @@ pub struct WorkerConfig {
     /// Scanning tasks; each runs up to `concurrency` observer transactions at once.
     pub scanners: usize,
     pub concurrency: usize,
-    /// Partitions per table (ranges of the rows' first byte).
+    /// Partitions per table: buckets of a hash of the row key, so keys that share a prefix
+    /// spread over every worker. Workers of one table should agree on it.
     pub partitions: usize,
     /// A lease not renewed for this long is taken over by another worker. Leases are renewed
     /// every third of it.
     pub lease_ttl: Duration,
-    /// A worker whose row (`obs-worker/<table>/<id>`) has not been refreshed for this long is
+    /// A worker whose row (`obs-hash-worker/<table>/<id>`) has not been refreshed for this long is
     /// dead: it no longer counts as live, and its leases are taken over at once, before they
     /// expire. Workers refresh their rows, count the live ones and rebalance every quarter of
     /// it (the lease round), so a killed worker's partitions move within `worker_ttl` plus one
@@ -282,9 +284,14 @@ struct Inner {
     partitions: Vec<Partition>,
     /// Partitions this worker holds, with the lease value it last stored for each.
     owned: Mutex<BTreeMap<Partition, Vec<u8>>>,
-    /// Partitions a scanner of this worker is scanning now.
-    busy: Mutex<HashSet<Partition>>,
-    cursors: Mutex<HashMap<Partition, Vec<u8>>>,
+    /// Tables whose next page a scanner of this worker is fetching now: scanners of one table
+    /// take its pages in turn, never the same page twice.
+    fetching: Mutex<HashSet<String>>,
+    /// Per table, where the next page starts.
+    cursors: Mutex<HashMap<String, Vec<u8>>>,
+    /// The notified cells whose run is in flight here, so a later page that meets one again
+    /// (the scan wrapped around meanwhile) does not start it twice.
+    running: Mutex<HashSet<(ObservedColumn, Vec<u8>)>>,
     backoffs: Mutex<Backoffs>,
     next: AtomicUsize,
     counters: Counters,
@@ -369,8 +376,9 @@ impl ObserverWorker {
             config,
             partitions,
             owned: Mutex::default(),
-            busy: Mutex::default(),
+            fetching: Mutex::default(),
             cursors: Mutex::default(),
+            running: Mutex::default(),
             backoffs: Mutex::default(),
             next: AtomicUsize::new(0),
             counters: Counters::default(),

@@ -1,5 +1,6 @@
 //! The worker's tasks: the lease loop, the scanners, and one observer run per notified cell.
 
+use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
@@ -161,12 +162,13 @@ impl Inner {
                 return;
             }
             let mut found = 0;
-            if let Some(p) = self.take_partition() {
-                match self.scan_partition(&p).await {
-                    Ok(n) => found = n,
+            if let Some(table) = self.take_table() {
+                let page = self.next_page(&table).await;
+                self.fetching.lock().remove(&table);
+                match page {
+                    Ok(page) => found = self.run_page(&table, &page).await,
                     Err(e) => tracing::debug!(error = %e, "notification scan failed"),
                 }
-                self.busy.lock().remove(&p);
             }
             if found > 0 {
                 idle = self.config.min_idle;
@@ -180,57 +182,80 @@ impl Inner {
         }
     }
 
-    /// The next owned partition, in turn, that no other scanner of this worker is scanning:
-    /// two scanners of one partition would read the same page and run its notifications twice.
-    fn take_partition(&self) -> Option<Partition> {
-        let held = self.owned.lock();
-        let mut busy = self.busy.lock();
-        let owned: Vec<&Partition> = held.keys().collect();
+    /// The next table, in turn, in which this worker holds a partition and whose next page no
+    /// other scanner of it is fetching.
+    fn take_table(&self) -> Option<String> {
+        let tables: BTreeSet<String> = self.owned.lock().keys().map(|p| p.table.clone()).collect();
+        let tables: Vec<String> = tables.into_iter().collect();
+        let mut fetching = self.fetching.lock();
         let start = self.next.fetch_add(1, Ordering::Relaxed);
-        let free = (0..owned.len())
-            .map(|k| owned[(start + k) % owned.len()])
-            .find(|p| !busy.contains(*p))?
+        let free = (0..tables.len())
+            .map(|k| &tables[(start + k) % tables.len()])
+            .find(|t| !fetching.contains(*t))?
             .clone();
-        busy.insert(free.clone());
+        fetching.insert(free.clone());
         Some(free)
     }
 
-    /// One page of `p` from its cursor (random at first, then wrapping around); runs what it
-    /// found. Returns the number of notified cells found.
-    async fn scan_partition(&self, p: &Partition) -> Result<usize> {
+    /// One page of `table`'s notifications from its cursor (a random row at first, then
+    /// wrapping around: workers that start apart stay apart, so they do not clump on the same
+    /// rows as the paper's "bus clumping" describes).
+    async fn next_page(&self, table: &str) -> Result<Vec<RowResult>> {
         let from = self
             .cursors
             .lock()
-            .entry(p.clone())
-            .or_insert_with(|| random_start(p))
+            .entry(table.to_string())
+            .or_insert_with(random_start)
             .clone();
-        let scan = notification_scan(self.client.ctx().schema(), from, p.stop.clone());
+        let scan = notification_scan(self.client.ctx().schema(), from, Vec::new());
         let page = self
             .client
             .ctx()
             .store()
-            .scan_page(&p.table, &scan, self.config.scan_rows)
+            .scan_page(table, &scan, self.config.scan_rows)
             .await?;
         self.counters.scans.fetch_add(1, Ordering::Relaxed);
-        let next = next_page_start(&page, self.config.scan_rows).unwrap_or_else(|| p.start.clone());
-        self.cursors.lock().insert(p.clone(), next);
-        let jobs = self.jobs(&p.table, &page);
-        let found = jobs.len();
-        futures::stream::iter(jobs)
-            .for_each_concurrent(self.config.concurrency, |job| self.run_job(job))
-            .await;
-        if found > 0 && self.crash_at(WorkerSeam::MidScan) {
-            return Ok(0);
-        }
-        Ok(found)
+        let next = next_page_start(&page, self.config.scan_rows).unwrap_or_default();
+        self.cursors.lock().insert(table.to_string(), next);
+        Ok(page)
     }
 
-    /// The notified cells of a page that this worker observes and that are not backing off.
+    /// Runs what `page` holds for the partitions this worker owns. Returns the number of
+    /// notified cells it started.
+    async fn run_page(&self, table: &str, page: &[RowResult]) -> usize {
+        let jobs = self.jobs(table, page);
+        let found = jobs.len();
+        futures::stream::iter(jobs)
+            .for_each_concurrent(self.config.concurrency, |job| async move {
+                let key = (job.column.clone(), job.row.clone());
+                self.run_job(job).await;
+                self.running.lock().remove(&key);
+            })
+            .await;
+        if found > 0 && self.crash_at(WorkerSeam::MidScan) {
+            return 0;
+        }
+        found
+    }
+
+    /// The notified cells of a page in partitions this worker owns, for columns it observes,
+    /// not backing off and not running here already; they are marked running.
     fn jobs(&self, table: &str, page: &[RowResult]) -> Vec<Job> {
+        let owned: Vec<Partition> = self
+            .owned
+            .lock()
+            .keys()
+            .filter(|p| p.table == table)
+            .cloned()
+            .collect();
         let now = Instant::now();
         let backoffs = self.backoffs.lock();
+        let mut running = self.running.lock();
         let mut jobs: Vec<Job> = Vec::new();
         for row in page {
+            if !owned.iter().any(|p| p.contains(&row.row)) {
+                continue;
+            }
             for cell in &row.cells {
                 let Some((family, qualifier)) = parse_notification(&cell.qualifier) else {
                     continue;
@@ -239,21 +264,18 @@ impl Inner {
                 if !self.observers.observers.contains_key(&column) {
                     continue;
                 }
-                let due = backoffs
-                    .get(&(column.clone(), row.row.clone()))
-                    .is_none_or(|(_, at)| *at <= now);
-                if !due {
-                    continue;
-                }
+                let key = (column, row.row.clone());
+                let due = backoffs.get(&key).is_none_or(|(_, at)| *at <= now);
                 match jobs.last_mut() {
-                    Some(j) if j.row == row.row && j.column == column => {
+                    Some(j) if j.row == row.row && j.column == key.0 => {
                         j.versions.push(cell.timestamp as u64)
                     }
-                    _ => jobs.push(Job {
-                        column,
-                        row: row.row.clone(),
+                    _ if due && running.insert(key.clone()) => jobs.push(Job {
+                        column: key.0,
+                        row: key.1,
                         versions: vec![cell.timestamp as u64],
                     }),
+                    _ => {}
                 }
             }
         }
@@ -308,11 +330,9 @@ impl Inner {
     }
 }
 
-/// A random row of `p` to start its first scan at, so that workers do not all start at the
-/// same place and move together (the paper's "bus clumping").
-fn random_start(p: &Partition) -> Vec<u8> {
-    let lo = p.start.first().copied().unwrap_or(0) as u16;
-    let hi = p.stop.first().map_or(256, |&b| b as u16);
+/// A random row to start a table's first scan at, so that workers do not all start at the
+/// same place and move together.
+fn random_start() -> Vec<u8> {
     let mut rng = rand::thread_rng();
-    vec![rng.gen_range(lo..hi) as u8, rng.gen()]
+    vec![rng.gen(), rng.gen()]
 }

@@ -588,7 +588,7 @@ fn on_tasks(
                     };
                     let (t0, outcome) = match bench {
                         // Timed from the change's commit to its observer's commit.
-                        Some(bench) => bench.op(&clients.txn, &mut rng).await,
+                        Some(bench) => bench.op(&clients.txn).await,
                         None => {
                             let t0 = Instant::now();
                             (

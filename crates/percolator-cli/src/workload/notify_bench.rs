@@ -11,8 +11,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
-use rand::rngs::StdRng;
-use rand::Rng;
 use tokio::sync::oneshot;
 
 use percolator::observer::{
@@ -126,11 +124,10 @@ impl NotifyBench {
     }
 
     /// One change and its observer run: when the change committed, and the outcome.
-    pub async fn op(&self, client: &AsyncClient, rng: &mut StdRng) -> (Instant, Result<()>) {
-        // A fresh row each time, its first byte random so rows spread over the partitions.
+    pub async fn op(&self, client: &AsyncClient) -> (Instant, Result<()>) {
+        // A fresh row each time: keys in sequence, which the partitions' hash spreads.
         let n = self.next.fetch_add(1, Ordering::Relaxed);
-        let mut row = vec![rng.gen::<u8>()];
-        row.extend_from_slice(&n.to_be_bytes());
+        let row = n.to_be_bytes().to_vec();
         let (tx, rx) = oneshot::channel();
         self.waiters.lock().insert(row.clone(), tx);
         let committed = async {

@@ -105,16 +105,6 @@ fn decode(bytes: Option<&[u8]>) -> Counts {
         .collect()
 }
 
-/// A row key whose first byte spreads rows over the worker partitions (salting).
-fn salted(name: &str) -> Vec<u8> {
-    let salt = name
-        .bytes()
-        .fold(0u8, |h, b| h.wrapping_mul(31).wrapping_add(b));
-    let mut row = vec![salt];
-    row.extend_from_slice(name.as_bytes());
-    row
-}
-
 /// First observer: a document's text -> its word counts (`f:counts` of the same row).
 struct WordCounter;
 
@@ -153,7 +143,7 @@ impl Observer for GlobalCounter {
             *delta.entry(w.clone()).or_default() -= n;
         }
         for (w, d) in delta.into_iter().filter(|(_, d)| *d != 0) {
-            let key = salted(&w);
+            let key = w.as_bytes().to_vec();
             let total = txn.get(&self.words, &key, F, COUNT).await?;
             let total: i64 = total
                 .map(|v| String::from_utf8_lossy(&v).parse().unwrap_or(0))
@@ -247,7 +237,7 @@ pub fn run(config: &ObserveDemoConfig) -> Result<ObserveDemoReport> {
                             .map(|_| *VOCABULARY.choose(&mut rng).unwrap_or(&"alpha"))
                             .collect();
                         (
-                            salted(&format!("doc{}", rng.gen_range(0..n))),
+                            format!("doc{}", rng.gen_range(0..n)).into_bytes(),
                             words.join(" "),
                             rng.gen_bool(0.05),
                         )
@@ -394,7 +384,7 @@ async fn verify(
         };
         let text = cell(TEXT).map(String::from_utf8_lossy).unwrap_or_default();
         let expected = count_words(&text);
-        let name = String::from_utf8_lossy(&row.row[1..]).into_owned();
+        let name = String::from_utf8_lossy(&row.row).into_owned();
         if decode(cell(COUNTS)) != expected {
             report.mismatches.push(format!(
                 "{name}: counts {:?} for text {text:?}",
@@ -418,7 +408,7 @@ async fn verify(
         .take(usize::MAX)
         .await?
     {
-        let name = String::from_utf8_lossy(&row.row[1..]).into_owned();
+        let name = String::from_utf8_lossy(&row.row).into_owned();
         let count = row
             .columns
             .iter()
