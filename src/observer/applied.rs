@@ -19,9 +19,18 @@ pub struct Change {
 
 impl Change {
     /// True when the value is what the last run processed: a rewrite of the same bytes, or a
-    /// change followed by its undoing before any run saw it.
+    /// change followed by its undoing before any run saw it. Derived data that only this row
+    /// writes (a per-row contribution to a total) then needs nothing. Derived data other rows
+    /// write too, such as an index entry another row may take over, needs its entry checked
+    /// anyway: between the change and its undoing, another row's run may have removed it.
     pub fn is_unchanged(&self) -> bool {
         self.old == self.new
+    }
+
+    /// The old value, when the new one differs from it: what derived data must stop
+    /// reflecting.
+    pub fn replaced(&self) -> Option<&[u8]> {
+        self.old.as_deref().filter(|_| !self.is_unchanged())
     }
 }
 
@@ -42,17 +51,18 @@ impl Change {
 /// impl Observer for EmailIndex {
 ///     async fn process(&self, txn: &mut AsyncTransaction, row: &[u8], col: &ObservedColumn) -> percolator::Result<()> {
 ///         let change = self.applied.take(txn, row, col).await?;
-///         if change.is_unchanged() {
-///             return Ok(());
-///         }
-///         if let Some(old) = &change.old {
+///         if let Some(old) = change.replaced() {
 ///             // Another user may have taken this email since: remove only our own entry.
 ///             if txn.get("by_email", old, "f", "user").await?.as_deref() == Some(row) {
 ///                 txn.delete("by_email", old, "f", "user")?;
 ///             }
 ///         }
 ///         if let Some(new) = &change.new {
-///             txn.set("by_email", new, "f", "user", row)?;
+///             // Checked on every run, even an unchanged one: a swap and its undoing collapse
+///             // into one run here, while the other user's run may have removed the entry.
+///             if txn.get("by_email", new, "f", "user").await?.as_deref() != Some(row) {
+///                 txn.set("by_email", new, "f", "user", row)?;
+///             }
 ///         }
 ///         Ok(())
 ///     }
