@@ -14,14 +14,14 @@ use serde::Serialize;
 use crate::oracle_bench::Histogram;
 pub use crate::workload::floor::FLOOR_WORKLOADS;
 use crate::workload::floor::{Floor, FloorTask, FLOOR_GET, FLOOR_PUT1, FLOOR_TRANSFER2};
-use crate::workload::notify_bench::{NotifyBench, KILL_EVERY};
+use crate::workload::notify_bench::{ClientFactory, NotifyBench, KILL_EVERY};
 use crate::workload::rows::{add_one, row, two_rows};
 use crate::workload::stack::Stack;
 use crate::workload::usage::Usage;
 use percolator::hbase::{
     AsyncHBaseClient, CheckAndMutate, CompareOp, FamilyDescriptor, Get, Put, TableDescriptor,
 };
-use percolator::txn::{self, AsyncClient, CellKey, Client, LivenessConfig};
+use percolator::txn::{self, AsyncClient, CellKey, Client, HBaseAccess, LivenessConfig};
 use percolator::Result;
 
 /// Which API the workloads run through.
@@ -202,7 +202,7 @@ pub fn run(
             qualifier: Q,
         })
     });
-    let client = stack.client(options)?;
+    let client = stack.client(options.clone())?;
     populate(stack, &client, &tables.raw, &tables.txn, config.rows)?;
     if wants_floor {
         populate_txn(&client, &tables.floor, config.rows)?;
@@ -215,8 +215,18 @@ pub fn run(
         None
     };
     let notify_kill = if wants_notify_kill {
-        let bench =
-            NotifyBench::start_killing(client.asynchronous(), &tables.notify_kill, KILL_EVERY);
+        let store: Arc<dyn HBaseAccess> = Arc::new(stack.hbase.asynchronous());
+        let (tso, opts) = (stack.tso.clone(), options.clone());
+        let new_client: ClientFactory = Arc::new(move || {
+            let (store, tso, opts) = (Arc::clone(&store), Arc::clone(&tso), opts.clone());
+            Box::pin(async move { AsyncClient::new(store, tso, opts).await })
+        });
+        let bench = NotifyBench::start_killing(
+            client.asynchronous(),
+            new_client,
+            &tables.notify_kill,
+            KILL_EVERY,
+        );
         Some(percolator::internals::wait(&runtime, bench)?)
     } else {
         None

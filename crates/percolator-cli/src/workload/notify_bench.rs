@@ -53,12 +53,19 @@ impl Observer for Echo {
     }
 }
 
+/// Makes a client of its own for each worker of `notify_kill`, so that killing the worker
+/// can kill its client as a crash would (its liveness row then expires and its locks go stale).
+pub type ClientFactory =
+    Arc<dyn Fn() -> futures::future::BoxFuture<'static, Result<AsyncClient>> + Send + Sync>;
+
 pub struct NotifyBench {
     table: String,
     client: AsyncClient,
+    new_client: Option<ClientFactory>,
     waiters: Waiters,
     next: AtomicU64,
-    workers: tokio::sync::Mutex<Vec<ObserverWorker>>,
+    /// The workers, each with the client of its own it runs on (`notify_kill`).
+    workers: tokio::sync::Mutex<Vec<(ObserverWorker, Option<AsyncClient>)>>,
     /// The task that kills and replaces workers (`notify_kill`), and its stop signal.
     replacer: Mutex<Option<(oneshot::Sender<()>, tokio::task::JoinHandle<()>)>>,
 }
@@ -66,29 +73,41 @@ pub struct NotifyBench {
 impl NotifyBench {
     /// Starts one worker on `table` (transactional, family `f`) through `client`.
     pub async fn start(client: AsyncClient, table: &str) -> Result<Arc<NotifyBench>> {
+        Self::with_workers(client, None, table, 1).await
+    }
+
+    async fn with_workers(
+        client: AsyncClient,
+        new_client: Option<ClientFactory>,
+        table: &str,
+        workers: usize,
+    ) -> Result<Arc<NotifyBench>> {
         let bench = Arc::new(NotifyBench {
             table: table.to_string(),
             client,
+            new_client,
             waiters: Waiters::default(),
             next: AtomicU64::new(0),
             workers: tokio::sync::Mutex::new(Vec::new()),
             replacer: Mutex::new(None),
         });
-        let first = bench.start_worker().await?;
-        bench.workers.lock().await.push(first);
+        for _ in 0..workers {
+            let worker = bench.start_worker().await?;
+            bench.workers.lock().await.push(worker);
+        }
         Ok(bench)
     }
 
-    /// Starts two workers, and a task that every `every` kills the older one and starts a
-    /// replacement (stopped by [`shutdown`](Self::shutdown)).
+    /// Starts two workers, each on a client of its own from `new_client`, and a task that
+    /// every `every` kills the older one with its client (a crash) and starts a replacement
+    /// (stopped by [`shutdown`](Self::shutdown)). `client` writes the changes.
     pub async fn start_killing(
         client: AsyncClient,
+        new_client: ClientFactory,
         table: &str,
         every: Duration,
     ) -> Result<Arc<NotifyBench>> {
-        let bench = NotifyBench::start(client, table).await?;
-        let second = bench.start_worker().await?;
-        bench.workers.lock().await.push(second);
+        let bench = Self::with_workers(client, Some(new_client), table, 2).await?;
         let (stop, mut stopped) = oneshot::channel();
         let replacing = Arc::clone(&bench);
         let task = tokio::spawn(async move {
@@ -98,8 +117,11 @@ impl NotifyBench {
                     _ = tokio::time::sleep(every) => {}
                 }
                 let mut workers = replacing.workers.lock().await;
-                let victim = workers.remove(0);
+                let (victim, its_client) = workers.remove(0);
                 victim.kill();
+                if let Some(client) = &its_client {
+                    client.kill();
+                }
                 victim.shutdown().await;
                 match replacing.start_worker().await {
                     Ok(worker) => workers.push(worker),
@@ -112,7 +134,11 @@ impl NotifyBench {
         Ok(bench)
     }
 
-    async fn start_worker(&self) -> Result<ObserverWorker> {
+    async fn start_worker(&self) -> Result<(ObserverWorker, Option<AsyncClient>)> {
+        let own = match &self.new_client {
+            Some(new_client) => Some(new_client().await?),
+            None => None,
+        };
         let set = ObserverSet::new().observe(
             ObservedColumn::new(&self.table, F, Q),
             "bench_echo",
@@ -120,7 +146,9 @@ impl NotifyBench {
                 waiters: Arc::clone(&self.waiters),
             },
         )?;
-        ObserverWorker::start(self.client.clone(), set, WorkerConfig::default()).await
+        let client = own.clone().unwrap_or_else(|| self.client.clone());
+        let worker = ObserverWorker::start(client, set, WorkerConfig::default()).await?;
+        Ok((worker, own))
     }
 
     /// One change and its observer run: when the change committed, and the outcome.
@@ -162,8 +190,11 @@ impl NotifyBench {
             let _ = task.await;
         }
         let workers = std::mem::take(&mut *self.workers.lock().await);
-        for worker in workers {
+        for (worker, own) in workers {
             worker.shutdown().await;
+            if let Some(client) = own {
+                client.shutdown().await;
+            }
         }
     }
 }
