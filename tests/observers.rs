@@ -16,7 +16,7 @@ use percolator::observer::{
 };
 use percolator::txn::{CrashInjector, Seam};
 use percolator::{AsyncTransaction, Client, Result};
-use txn_support::faulty::{CasKind, Fault, FaultyStore};
+use txn_support::faulty::{CasKind, Fault, FaultyStore, Gate};
 use txn_support::{Env, FAMILY};
 
 /// What `Observer::committed` reported: the row and the run.
@@ -689,6 +689,54 @@ fn a_killed_workers_partitions_move_within_the_worker_ttl() {
     wait_until(&client, &t, "every row", || true);
     rt().block_on(dead.shutdown());
     rt().block_on(survivor.shutdown());
+    client.shutdown();
+}
+
+/// A worker killed inside a run's commit leaves the run's locks, owned by a client that may live
+/// on (here it does, and its locks stay fresh for a minute). The other workers learn from the
+/// killed worker's expired row that its runs are abandoned, and clean those locks at once
+/// instead of waiting for them to go stale: the change is processed within seconds, by one
+/// committed run.
+#[test]
+fn a_killed_workers_run_is_cleaned_without_waiting_for_its_client() {
+    let env = Env::start();
+    let t = env.table("obs_abandoned");
+    let client = env.client();
+    let store = FaultyStore::new(env.hbase.clone(), env.schema.clone());
+    let commit_point = Gate::new();
+    store.inject(CasKind::Commit, "r", Fault::Hold(commit_point.clone()), 1);
+    let minute_locks = env
+        .options()
+        .to_builder()
+        .lock_ttl(Duration::from_secs(60))
+        .build();
+    let first_client = env.client_on(store.clone(), env.tso.clone(), minute_locks);
+    let config = rounds_config(Duration::from_secs(1));
+    let first = start(
+        &first_client,
+        copy_set(&t, CopyCounter::new("copy")),
+        config.clone(),
+    );
+    let release = commit_point.opens_on_drop();
+    set(&client, &t, "r", "v");
+    assert!(
+        commit_point.wait_reached(Duration::from_secs(20)),
+        "the run reached its commit point"
+    );
+    first.kill();
+    let second = start(&client, copy_set(&t, CopyCounter::new("copy")), config);
+    let took = wait_for(
+        || format!("copy = {:?}", read(&client, &t, "r", "copy")),
+        || read(&client, &t, "r", "copy").as_deref() == Some("v"),
+    );
+    // worker_ttl and a round (1.25 s), then the run's retry backoff; the locks last 60 s.
+    assert!(took < Duration::from_secs(15), "processed after {took:?}");
+    drop(release);
+    rt().block_on(first.shutdown());
+    wait_until(&client, &t, "the notification to clear", || true);
+    assert_eq!(runs(&client, &t, "r"), 1, "one committed run");
+    rt().block_on(second.shutdown());
+    first_client.shutdown();
     client.shutdown();
 }
 

@@ -94,6 +94,24 @@ pub(crate) struct Workers {
     pub live: usize,
     /// Workers whose rows have expired: their leases may be taken over before they expire.
     pub dead: HashSet<String>,
+    /// The clients that run the live workers.
+    pub live_clients: HashSet<String>,
+}
+
+/// The client a worker id names: ids are `<client owner id>-obs-<uuid>`.
+pub(crate) fn worker_client(worker: &str) -> Option<&str> {
+    worker.rsplit_once("-obs-").map(|(client, _)| client)
+}
+
+impl Workers {
+    /// Clients with dead workers of this table and no live one: their observer runs are
+    /// abandoned.
+    pub fn abandoned_clients(&self) -> impl Iterator<Item = &str> {
+        self.dead
+            .iter()
+            .filter_map(|w| worker_client(w))
+            .filter(|c| !self.live_clients.contains(*c))
+    }
 }
 
 /// One worker's side of the lease protocol.
@@ -162,11 +180,14 @@ impl Leases<'_> {
                 .ok()
                 .and_then(|v| v.parse::<u64>().ok())
                 .unwrap_or(0);
+            let owner = row.row.get(start.len()..).unwrap_or_default();
             if expires > now {
                 workers.live += 1;
+                if let Some(client) = worker_client(&String::from_utf8_lossy(owner)) {
+                    workers.live_clients.insert(client.to_string());
+                }
                 continue;
             }
-            let owner = row.row.get(start.len()..).unwrap_or_default();
             workers
                 .dead
                 .insert(String::from_utf8_lossy(owner).into_owned());

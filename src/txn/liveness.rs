@@ -43,6 +43,11 @@ pub(crate) const OLDEST_QUALIFIER: &[u8] = b"o";
 /// reader that waits on a lock would otherwise ask on every backoff step.
 const ALIVE_CACHE: Duration = Duration::from_millis(200);
 
+/// How long an owner whose observer workers were all found dead stays known as such without
+/// being reported again (a lease round reports it every quarter of a second or so while its
+/// worker rows remain).
+const DEAD_WORKERS_KEPT: Duration = Duration::from_secs(30);
+
 impl LivenessConfig {
     /// ```
     /// let d = percolator::txn::LivenessConfig::default().table_descriptor();
@@ -80,6 +85,9 @@ pub(crate) struct Liveness {
     config: LivenessConfig,
     owner: String,
     alive_cache: Mutex<HashMap<String, Instant>>,
+    /// Clients whose observer workers this process's workers found dead (worker rows expired,
+    /// none live), with when that was last reported.
+    dead_workers: Mutex<HashMap<String, Instant>>,
 }
 
 impl Liveness {
@@ -88,7 +96,30 @@ impl Liveness {
             config,
             owner,
             alive_cache: Mutex::new(HashMap::new()),
+            dead_workers: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Records that every observer worker of client `owner` is dead (observer workers learn
+    /// it from their rows, which expire within a second by default, long before the client's
+    /// liveness row or its locks' wall time): the locks of that client's observer runs may be
+    /// cleaned at once ([`observer_runs_abandoned`](Self::observer_runs_abandoned)).
+    pub fn observer_workers_dead(&self, owner: &str) {
+        if owner != self.owner {
+            self.dead_workers
+                .lock()
+                .insert(owner.to_string(), Instant::now());
+        }
+    }
+
+    /// Whether `owner`'s observer workers were reported dead lately. A run of an observer
+    /// belongs to its worker, so its locks are abandoned once the worker is dead, whatever
+    /// the client that sent them does next. Rolling back a lock is safe whoever owns it; this
+    /// only says it need not be waited for.
+    pub fn observer_runs_abandoned(&self, owner: &str) -> bool {
+        let mut dead = self.dead_workers.lock();
+        dead.retain(|_, at| at.elapsed() < DEAD_WORKERS_KEPT);
+        dead.contains_key(owner)
     }
 
     pub fn owner(&self) -> &str {

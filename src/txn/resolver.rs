@@ -181,12 +181,19 @@ impl<'a> LockResolver<'a> {
         Ok((raw, status))
     }
 
-    /// A lock may be cleaned when its wall time is stale or its owner's liveness row is gone.
+    /// A lock may be cleaned when its wall time is stale or its owner's liveness row is gone,
+    /// or when it belongs to an observer run (its primary is an acknowledgment) of a client
+    /// whose observer workers are known dead.
     async fn may_clean(&self, lock: &Lock) -> Result<bool> {
         if lock.start_ts < self.force_below {
             return Ok(true);
         }
         let ctx = self.session.ctx();
+        if lock.primary.family == ctx.schema().ack_family
+            && ctx.liveness().observer_runs_abandoned(&lock.owner)
+        {
+            return Ok(true);
+        }
         if ctx.now_ms() > lock.wall_ms.saturating_add(lock.ttl_ms) {
             return Ok(true);
         }

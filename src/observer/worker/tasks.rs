@@ -104,6 +104,9 @@ impl Inner {
         let leases = self.leases();
         leases.heartbeat(table).await?;
         let workers = leases.workers(table).await?;
+        for client in workers.abandoned_clients() {
+            self.client.ctx().liveness().observer_workers_dead(client);
+        }
         let mine = |p: &Partition| p.table == table;
         let partitions: Vec<Partition> = self
             .partitions
