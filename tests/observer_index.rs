@@ -12,11 +12,11 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use percolator::observer::{
-    LastApplied, ObservedColumn, Observer, ObserverSet, ObserverWorker, WorkerConfig,
+    ack_key, LastApplied, ObservedColumn, Observer, ObserverSet, ObserverWorker, WorkerConfig,
 };
-use percolator::txn::codec::{column_qualifier, WriteKind};
+use percolator::txn::codec::WriteKind;
 use percolator::txn::setup::create_liveness_table;
-use percolator::txn::{CellKey, LivenessConfig, TxnOptions};
+use percolator::txn::{LivenessConfig, TxnOptions};
 use percolator::{AsyncTransaction, Client, Result};
 use txn_support::{Env, FAMILY};
 
@@ -84,11 +84,10 @@ type Run = (Vec<u8>, u64, u64);
 /// commit, and the value it committed is the change's commit_ts. Read from HBase rather than
 /// gathered by `Observer::committed`, which a worker killed just after a commit never calls.
 fn committed_runs(env: &Env, users: &str, count: u64) -> Vec<Run> {
-    let mut q = b"aemail_index\0".to_vec();
-    q.extend_from_slice(&column_qualifier(FAMILY.as_bytes(), b"email"));
+    let column = ObservedColumn::new(users, FAMILY, "email");
     let mut runs = Vec::new();
     for i in 0..count {
-        let ack = CellKey::new(users, user(i), env.schema.ack_family.clone(), q.clone()).unwrap();
+        let ack = ack_key(&env.schema, "email_index", &column, &user(i)).unwrap();
         let values: BTreeMap<i64, Vec<u8>> = env.data_versions(&ack).into_iter().collect();
         for (commit_ts, record) in env.writes(&ack) {
             if record.kind != WriteKind::Put {

@@ -72,6 +72,7 @@ impl Partition {
         format!("{LEASE_ROWS}{}/{:03}", self.table, self.index).into_bytes()
     }
 
+    #[cfg(test)]
     pub fn contains(&self, row: &[u8]) -> bool {
         bucket(row, self.count) == self.index
     }

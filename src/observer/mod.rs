@@ -28,6 +28,8 @@ mod worker;
 /// so that implementing the trait needs no dependency of the service's own.
 pub use applied::{Change, LastApplied};
 pub use async_trait::async_trait;
+#[cfg(feature = "testing")]
+pub use model::ack_key;
 pub use model::ObservedColumn;
 pub use registry::{observed_columns, pending_notifications, register};
 pub use run::{CommittedRun, Observer};

@@ -82,7 +82,7 @@ impl std::fmt::Display for ObservedColumn {
 
 /// The acknowledgment cell of `observer` for `column` in `row`: a transactional cell of the
 /// ack family holding the commit_ts of the newest change the observer has processed.
-pub(crate) fn ack_key(
+pub fn ack_key(
     schema: &Schema,
     observer: &str,
     column: &ObservedColumn,

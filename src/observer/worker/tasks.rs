@@ -1,6 +1,6 @@
 //! The worker's tasks: the lease loop, the scanners, and one observer run per notified cell.
 
-use std::collections::BTreeSet;
+use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
@@ -11,7 +11,7 @@ use rand::Rng;
 use super::Inner;
 use crate::error::Result;
 use crate::hbase::RowResult;
-use crate::observer::lease::{Leases, Partition};
+use crate::observer::lease::{bucket, Leases, Partition};
 use crate::observer::model::{parse_notification, ObservedColumn};
 use crate::observer::registry::notification_scan;
 use crate::observer::run::{run_once, Outcome, WorkerSeam};
@@ -188,8 +188,9 @@ impl Inner {
     /// The next table, in turn, in which this worker holds a partition and whose next page no
     /// other scanner of it is fetching.
     fn take_table(&self) -> Option<String> {
-        let tables: BTreeSet<String> = self.owned.lock().keys().map(|p| p.table.clone()).collect();
-        let tables: Vec<String> = tables.into_iter().collect();
+        // Partitions sort by table first, so each table's appear together.
+        let mut tables: Vec<String> = self.owned.lock().keys().map(|p| p.table.clone()).collect();
+        tables.dedup();
         let mut fetching = self.fetching.lock();
         let start = self.next.fetch_add(1, Ordering::Relaxed);
         let free = (0..tables.len())
@@ -244,19 +245,20 @@ impl Inner {
     /// The notified cells of a page in partitions this worker owns, for columns it observes,
     /// not backing off and not running here already; they are marked running.
     fn jobs(&self, table: &str, page: &[RowResult]) -> Vec<Job> {
-        let owned: Vec<Partition> = self
-            .owned
-            .lock()
-            .keys()
-            .filter(|p| p.table == table)
-            .cloned()
-            .collect();
+        // Every partition of a table this worker holds has the same count: the row's bucket is
+        // computed once.
+        let (count, owned) = {
+            let held = self.owned.lock();
+            let mine = held.keys().filter(|p| p.table == table);
+            let count = mine.clone().next().map_or(1, |p| p.count);
+            (count, mine.map(|p| p.index).collect::<HashSet<usize>>())
+        };
         let now = Instant::now();
         let backoffs = self.backoffs.lock();
         let mut running = self.running.lock();
         let mut jobs: Vec<Job> = Vec::new();
         for row in page {
-            if !owned.iter().any(|p| p.contains(&row.row)) {
+            if !owned.contains(&bucket(&row.row, count)) {
                 continue;
             }
             for cell in &row.cells {

@@ -14,8 +14,8 @@ use serde::Serialize;
 
 use crate::workload::stack::Stack;
 use percolator::observer::{
-    pending_notifications, ObservedColumn, Observer, ObserverSet, ObserverWorker, WorkerConfig,
-    WorkerStats,
+    pending_notifications, LastApplied, ObservedColumn, Observer, ObserverSet, ObserverWorker,
+    WorkerConfig, WorkerStats,
 };
 use percolator::txn::{self, LivenessConfig};
 use percolator::{AsyncClient, AsyncTransaction};
@@ -123,9 +123,10 @@ impl Observer for WordCounter {
 }
 
 /// Second observer: a document's word counts -> the global counts (table `words`), applying
-/// the difference from what it applied last time (`f:applied`).
+/// the difference from what it applied last time (kept in `f:applied` by `LastApplied`).
 struct GlobalCounter {
     words: String,
+    applied: LastApplied,
 }
 
 #[percolator::observer::async_trait]
@@ -136,21 +137,19 @@ impl Observer for GlobalCounter {
         row: &[u8],
         col: &ObservedColumn,
     ) -> Result<()> {
-        let now = decode(txn.get(&col.table, row, F, COUNTS).await?.as_deref());
-        let applied = decode(txn.get(&col.table, row, F, APPLIED).await?.as_deref());
-        let mut delta = now.clone();
-        for (w, n) in &applied {
-            *delta.entry(w.clone()).or_default() -= n;
+        let change = self.applied.take(txn, row, col).await?;
+        let mut delta = decode(change.new.as_deref());
+        for (w, n) in decode(change.old.as_deref()) {
+            *delta.entry(w).or_default() -= n;
         }
         for (w, d) in delta.into_iter().filter(|(_, d)| *d != 0) {
-            let key = w.as_bytes().to_vec();
-            let total = txn.get(&self.words, &key, F, COUNT).await?;
+            let total = txn.get(&self.words, &w, F, COUNT).await?;
             let total: i64 = total
                 .map(|v| String::from_utf8_lossy(&v).parse().unwrap_or(0))
                 .unwrap_or(0);
-            txn.set(&self.words, &key, F, COUNT, (total + d).to_string())?;
+            txn.set(&self.words, &w, F, COUNT, (total + d).to_string())?;
         }
-        txn.set(&col.table, row, F, APPLIED, encode(&now))
+        Ok(())
     }
 }
 
@@ -171,6 +170,7 @@ fn observers(tables: &Tables) -> Result<ObserverSet> {
             "global_counter",
             GlobalCounter {
                 words: tables.words.clone(),
+                applied: LastApplied::new(F, APPLIED),
             },
         )
 }
