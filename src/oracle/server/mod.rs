@@ -252,9 +252,17 @@ impl<S: WindowStore> Oracle<S> {
 
 fn flatten(joined: std::result::Result<Result<()>, tokio::task::JoinError>) -> Result<()> {
     joined.map_err(|e| Error::OracleStore {
-        message: format!("window keeper failed: {e}"),
+        // Nothing aborts the keeper, so a cancelled keeper means its runtime is shutting
+        // down; the serving task may see that before it is cancelled in turn.
+        message: if e.is_cancelled() {
+            RUNTIME_SHUT_DOWN.into()
+        } else {
+            format!("window keeper failed: {e}")
+        },
     })?
 }
+
+const RUNTIME_SHUT_DOWN: &str = "the runtime the oracle served on shut down before it";
 
 async fn report_stats(core: Arc<Core>, every: Duration, mut stop: watch::Receiver<bool>) {
     let mut last_requests = u64::MAX;
@@ -531,7 +539,7 @@ impl OracleHandle {
                 Ok(result) => result,
                 Err(e) if e.is_panic() => Err(panicked()),
                 Err(_) => Err(Error::OracleStore {
-                    message: "the runtime the oracle served on shut down before it".into(),
+                    message: RUNTIME_SHUT_DOWN.into(),
                 }),
             },
         }
