@@ -122,6 +122,11 @@ impl Allocator {
         self.top = self.top.max(top);
     }
 
+    /// The highest timestamp the current window allows.
+    pub fn top(&self) -> u64 {
+        self.top
+    }
+
     /// The physical value the next timestamp will have at least: a new window must start here.
     pub fn physical(&self) -> u64 {
         self.physical

@@ -26,7 +26,8 @@
 //! Handshake, 8 bytes each way:
 //! - client: magic `"PTSO"`, `u16` version (1), `u16` reserved (0).
 //! - server: magic `"PTSO"`, `u16` version it speaks, `u16` status: 0 ok, 1 version not
-//!   supported, 2 too many connections. On a non-zero status the server closes the connection.
+//!   supported, 2 too many connections, 3 standing by (another oracle owns the store). On a
+//!   non-zero status the server closes the connection, and a client tries its next address.
 //!   A client hello with the wrong magic is not answered; the connection is closed.
 //!
 //! Then requests, which may be pipelined; replies come in request order:
@@ -68,5 +69,6 @@ pub use client::{ClientConfig, LocalTimestamps, OracleClient, TimestampSource};
 pub use server::{run, OracleHandle, OracleServer, ServerConfig};
 pub use stats::StatsSnapshot;
 pub use store::{
-    Claim, FileStore, HBaseStore, MemoryStore, StoreSpec, WindowRecord, WindowStore, DEFAULT_LEASE,
+    Claim, FileStore, HBaseStore, Holder, MemoryStore, StoreSpec, WindowRecord, WindowStore,
+    DEFAULT_LEASE,
 };

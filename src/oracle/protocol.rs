@@ -122,6 +122,8 @@ pub(crate) enum HelloStatus {
     Ok = 0,
     UnsupportedVersion = 1,
     TooManyConnections = 2,
+    /// A standby: another oracle owns the store; try the next address.
+    Standby = 3,
 }
 
 impl HelloStatus {
@@ -130,6 +132,7 @@ impl HelloStatus {
             0 => Some(HelloStatus::Ok),
             1 => Some(HelloStatus::UnsupportedVersion),
             2 => Some(HelloStatus::TooManyConnections),
+            3 => Some(HelloStatus::Standby),
             _ => None,
         }
     }
@@ -253,6 +256,9 @@ pub fn check_server_hello(b: &[u8; HELLO_LEN]) -> Result<(), String> {
             "server refused protocol version {VERSION} (it speaks {version})"
         )),
         Some(HelloStatus::TooManyConnections) => Err("server has too many connections".into()),
+        Some(HelloStatus::Standby) => {
+            Err("server is a standby: another oracle serves the store".into())
+        }
         None => Err(format!("unknown hello status in {b:02x?}")),
     }
 }
@@ -388,6 +394,9 @@ mod tests {
             Err(HelloError::UnsupportedVersion(2))
         );
         assert!(check_server_hello(&server_hello(HelloStatus::TooManyConnections)).is_err());
+        assert!(check_server_hello(&server_hello(HelloStatus::Standby))
+            .unwrap_err()
+            .contains("standby"));
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 
-use crate::oracle::alloc::{last_of_ms, Allocator, Clock, MAX_PHYSICAL_MS};
+use crate::oracle::alloc::{last_of_ms, physical_of, Allocator, Clock, MAX_PHYSICAL_MS};
 use crate::oracle::protocol::ErrorCode;
 use crate::oracle::stats::Stats;
 use crate::{Error, Result};
@@ -126,11 +126,18 @@ impl Core {
     }
 
     /// The top the next extension should persist: `window` ahead of the clock or of the last
-    /// timestamp served, whichever is later.
+    /// timestamp served, whichever is later, and above the current top. Renewing a lease while
+    /// the window is still ahead of the clock (as after taking over a store) would otherwise
+    /// rewrite the same record, which a standby would read as a dead owner.
     pub fn next_top(&self, window: Duration) -> Result<u64> {
         let now_ms = self.clock.now_ms();
-        let base = self.state.lock().alloc.physical().max(now_ms);
-        let physical = base.saturating_add(window.as_millis() as u64);
+        let (base, top) = {
+            let s = self.state.lock();
+            (s.alloc.physical().max(now_ms), s.alloc.top())
+        };
+        let physical = base
+            .saturating_add(window.as_millis() as u64)
+            .max(physical_of(top).saturating_add(1));
         if physical >= MAX_PHYSICAL_MS {
             return Err(Error::OracleStore {
                 message: format!("timestamp space exhausted (physical {physical} ms)"),
@@ -191,5 +198,27 @@ impl Core {
             }
         }
         self.window_changed.notify_waiters();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::oracle::alloc::compose;
+    use crate::oracle::SystemClock;
+
+    /// A standby takes an unchanged record for a dead owner, so each renewal must write a new
+    /// top, even when the inherited window is still seconds ahead of the clock.
+    #[test]
+    fn every_extension_raises_the_top_even_ahead_of_the_clock() {
+        let ahead = compose(SystemClock.now_ms() + 60_000, 0);
+        let core = Core::new(ahead, true, Arc::new(SystemClock)).unwrap();
+        let mut last = ahead;
+        for _ in 0..3 {
+            let top = core.next_top(Duration::from_secs(3)).unwrap();
+            assert!(top > last, "{top} does not raise {last}");
+            core.install(top, Some(Instant::now() + Duration::from_secs(3)));
+            last = top;
+        }
     }
 }

@@ -4,6 +4,7 @@
 
 mod conn;
 mod core;
+mod standby;
 mod window;
 
 use std::fmt;
@@ -63,6 +64,10 @@ pub struct ServerConfig {
     pub worker_threads: usize,
     /// The wall clock timestamps follow (tests step it).
     pub clock: Arc<dyn Clock>,
+    /// Claim the (shared) store only once no live oracle holds it, turning clients away
+    /// meanwhile; without it, starting displaces a serving oracle after its lease. See
+    /// docs/oracle.md, "Standby oracles".
+    pub standby: bool,
 }
 
 impl Default for ServerConfig {
@@ -79,6 +84,7 @@ impl Default for ServerConfig {
             shutdown_grace: Duration::from_secs(5),
             worker_threads: 1,
             clock: Arc::new(SystemClock),
+            standby: false,
         }
     }
 }
@@ -94,6 +100,7 @@ impl fmt::Debug for ServerConfig {
             .field("idle_timeout", &self.idle_timeout)
             .field("request_wait", &self.request_wait)
             .field("worker_threads", &self.worker_threads)
+            .field("standby", &self.standby)
             .finish_non_exhaustive()
     }
 }
@@ -126,10 +133,17 @@ pub async fn run<S: WindowStore>(
     config: ServerConfig,
     shutdown: impl Future<Output = ()>,
 ) -> Result<()> {
-    Oracle::open(store, config)
-        .await?
-        .serve(listener, shutdown)
-        .await
+    tokio::pin!(shutdown);
+    let standby = config.standby;
+    let oracle = tokio::select! {
+        opened = Oracle::open(store, config) => opened?,
+        _ = standby::turn_away(&listener), if standby => unreachable!("turning away never ends"),
+        _ = &mut shutdown => {
+            tracing::info!("stopped while standing by");
+            return Ok(());
+        }
+    };
+    oracle.serve(listener, shutdown).await
 }
 
 /// An oracle that has claimed its store and is ready to serve.
@@ -141,18 +155,21 @@ pub(crate) struct Oracle<S> {
 }
 
 impl<S: WindowStore> Oracle<S> {
-    /// Claims the store: from here on, no older oracle on it can extend its window.
+    /// Claims the store: from here on, no older oracle on it can extend its window. A standby
+    /// first waits until the store is free.
     pub async fn open(store: S, config: ServerConfig) -> Result<Self> {
         let store = Arc::new(Mutex::new(store));
-        let claiming = Arc::clone(&store);
-        let (claim, lease) = tokio::task::spawn_blocking(move || {
-            let mut s = claiming.lock();
-            s.claim().map(|c| (c, s.lease()))
-        })
-        .await
-        .map_err(|e| Error::OracleStore {
-            message: format!("claim task failed: {e}"),
-        })??;
+        let claim = if config.standby {
+            standby::claim_when_free(&store).await?
+        } else {
+            let claiming = Arc::clone(&store);
+            tokio::task::spawn_blocking(move || claiming.lock().claim())
+                .await
+                .map_err(|e| Error::OracleStore {
+                    message: format!("claim task failed: {e}"),
+                })??
+        };
+        let lease = store.lock().lease();
         let core = Core::new(claim.top, lease.is_some(), Arc::clone(&config.clock))?;
         tracing::info!(store = %store.lock().describe(), persisted_top = claim.top, "claimed the window store");
         Ok(Oracle {
@@ -318,6 +335,7 @@ impl OracleServer {
     }
 
     /// Binds `addr`, claims `store` and starts serving; returns once it accepts connections.
+    /// A [standby](ServerConfig::standby) returns once bound, and claims in the background.
     ///
     /// ```
     /// use percolator::oracle::{MemoryStore, OracleClient, OracleServer, ServerConfig};
@@ -358,14 +376,27 @@ impl OracleServer {
             .name("percolator-oracle".into())
             .spawn(move || {
                 runtime.block_on(async move {
+                    let stop = async {
+                        let _ = stop_rx.await;
+                    };
+                    if config.standby {
+                        // Ready once bound: it turns clients away until it owns the store.
+                        let listener = match bind(&addr).await {
+                            Ok((listener, local)) => {
+                                let _ = ready_tx.send(Ok(local));
+                                listener
+                            }
+                            Err(e) => {
+                                let _ = ready_tx.send(Err(e));
+                                return Ok(());
+                            }
+                        };
+                        return run(listener, store, config, stop).await;
+                    }
                     match bind_and_open(&addr, store, config).await {
                         Ok((listener, local, oracle)) => {
                             let _ = ready_tx.send(Ok(local));
-                            oracle
-                                .serve(listener, async {
-                                    let _ = stop_rx.await;
-                                })
-                                .await
+                            oracle.serve(listener, stop).await
                         }
                         Err(e) => {
                             let _ = ready_tx.send(Err(e));
@@ -418,12 +449,18 @@ impl OracleServer {
                 message: "an oracle served on a runtime needs a multi-thread runtime".into(),
             });
         }
-        let (listener, local_addr, oracle) =
-            crate::runtime::wait(runtime, bind_and_open(addr, store, config))?;
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-        let task = runtime.spawn(oracle.serve(listener, async {
+        let stop = async {
             let _ = stop_rx.await;
-        }));
+        };
+        let (local_addr, task) = if config.standby {
+            let (listener, local) = crate::runtime::wait(runtime, bind(addr))?;
+            (local, runtime.spawn(run(listener, store, config, stop)))
+        } else {
+            let (listener, local, oracle) =
+                crate::runtime::wait(runtime, bind_and_open(addr, store, config))?;
+            (local, runtime.spawn(oracle.serve(listener, stop)))
+        };
         Ok(OracleHandle {
             local_addr,
             stop: Some(stop_tx),
@@ -441,13 +478,18 @@ async fn bind_and_open<S: WindowStore>(
     store: S,
     config: ServerConfig,
 ) -> Result<(TcpListener, SocketAddr, Oracle<S>)> {
+    let (listener, local) = bind(addr).await?;
+    Ok((listener, local, Oracle::open(store, config).await?))
+}
+
+async fn bind(addr: &str) -> Result<(TcpListener, SocketAddr)> {
     let listener = TcpListener::bind(addr)
         .await
         .map_err(|e| Error::io(format!("binding {addr}"), e))?;
     let local = listener
         .local_addr()
         .map_err(|e| Error::io("reading the bound address", e))?;
-    Ok((listener, local, Oracle::open(store, config).await?))
+    Ok((listener, local))
 }
 
 /// A running in-process oracle. Dropping it shuts it down.

@@ -19,7 +19,7 @@
 
 use std::time::Duration;
 
-use super::{new_owner_id, Claim, WindowStore};
+use super::{new_owner_id, Claim, Holder, WindowStore};
 use crate::hbase::{
     CheckAndMutate, CompareOp, Durability, FamilyDescriptor, Get, HBaseClient, HBaseConfig, Put,
     TableDescriptor,
@@ -258,6 +258,9 @@ fn decode_cell(table: &str, bytes: &[u8]) -> Result<WindowRecord> {
 impl WindowStore for HBaseStore {
     fn claim(&mut self) -> Result<Claim> {
         self.ensure_table()?;
+        // A fresh id per claim keeps our records from ever repeating, even if this store
+        // claims again after being fenced.
+        self.owner = new_owner_id();
         for _ in 0..ATTEMPTS {
             let previous = Self::read(&self.client, &self.table)?;
             let top = previous.map_or(0, |p| p.top);
@@ -324,6 +327,44 @@ impl WindowStore for HBaseStore {
 
     fn describe(&self) -> String {
         format!("hbase:{}/{}", self.client.config().addr, self.table)
+    }
+
+    fn holder(&mut self) -> Result<Option<Holder>> {
+        let record = match Self::read(&self.client, &self.table) {
+            Err(Error::TableNotFound { .. }) => {
+                self.ensure_table()?;
+                None
+            }
+            read => read?,
+        };
+        Ok(record.map(|r| Holder {
+            top: r.top,
+            lease: Duration::from_millis(u64::from(r.lease_ms)),
+            released: r.released,
+            // The cell's bytes never recur (see the module doc): they are the version.
+            version: r.encode(),
+        }))
+    }
+
+    fn take_over(&mut self, seen: Option<&Holder>) -> Result<Option<Claim>> {
+        let seen = seen
+            .map(|h| {
+                WindowRecord::decode(&h.version).map_err(|reason| Error::IllegalArgument {
+                    message: format!("not a record of {}: {reason}", self.table),
+                })
+            })
+            .transpose()?;
+        let top = seen.map_or(0, |r| r.top);
+        self.owner = new_owner_id();
+        let mine = self.record(top, false);
+        if !self.swap(seen.as_ref(), &mine)? {
+            return Ok(None);
+        }
+        self.last = Some(mine);
+        Ok(Some(Claim {
+            top,
+            wait: Duration::ZERO,
+        }))
     }
 }
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
-use super::{new_owner_id, Claim, WindowStore, DEFAULT_LEASE};
+use super::{new_owner_id, Claim, Holder, WindowStore, DEFAULT_LEASE};
 use crate::{Error, Result};
 
 #[derive(Debug)]
@@ -18,6 +18,16 @@ struct Record {
     owner: u128,
     lease: Duration,
     released: bool,
+    /// Counts writes, so that every write gives the record a new version.
+    writes: u64,
+}
+
+impl Record {
+    fn version(&self) -> Vec<u8> {
+        let mut v = self.owner.to_be_bytes().to_vec();
+        v.extend_from_slice(&self.writes.to_be_bytes());
+        v
+    }
 }
 
 /// A shared store in memory: restarts and fencing within one process, without a disk or a
@@ -119,6 +129,7 @@ impl WindowStore for MemoryStore {
             owner,
             lease: self.lease,
             released: false,
+            writes: 0,
         });
         self.owner = Some(owner);
         Ok(claim)
@@ -129,6 +140,7 @@ impl WindowStore for MemoryStore {
         match record.as_mut() {
             Some(r) if Some(r.owner) == self.owner && !r.released => {
                 r.top = r.top.max(top);
+                r.writes += 1;
                 Ok(())
             }
             other => Err(Error::OracleFenced {
@@ -141,6 +153,7 @@ impl WindowStore for MemoryStore {
         if let Some(r) = self.record.lock().as_mut() {
             if Some(r.owner) == self.owner {
                 r.released = true;
+                r.writes += 1;
             }
         }
         Ok(())
@@ -152,6 +165,36 @@ impl WindowStore for MemoryStore {
 
     fn describe(&self) -> String {
         "memory".to_string()
+    }
+
+    fn holder(&mut self) -> Result<Option<Holder>> {
+        Ok(self.record.lock().as_ref().map(|r| Holder {
+            top: r.top,
+            lease: r.lease,
+            released: r.released,
+            version: r.version(),
+        }))
+    }
+
+    fn take_over(&mut self, seen: Option<&Holder>) -> Result<Option<Claim>> {
+        let mut record = self.record.lock();
+        if record.as_ref().map(Record::version) != seen.map(|h| h.version.clone()) {
+            return Ok(None);
+        }
+        let owner = new_owner_id();
+        let top = seen.map_or(0, |h| h.top);
+        *record = Some(Record {
+            top,
+            owner,
+            lease: self.lease,
+            released: false,
+            writes: 0,
+        });
+        self.owner = Some(owner);
+        Ok(Some(Claim {
+            top,
+            wait: Duration::ZERO,
+        }))
     }
 }
 

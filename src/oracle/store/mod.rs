@@ -56,6 +56,36 @@ pub struct Claim {
     pub wait: Duration,
 }
 
+/// The record of a shared store as a standby oracle sees it ([`WindowStore::holder`]).
+///
+/// ```
+/// use std::time::Duration;
+/// use percolator::oracle::{MemoryStore, WindowStore};
+/// let mut owner = MemoryStore::with_lease(Duration::from_secs(2));
+/// let mut standby = owner.clone();
+/// assert_eq!(standby.holder()?, None, "nobody ever owned a new store");
+/// owner.claim()?;
+/// owner.advance(10)?;
+/// let seen = standby.holder()?.unwrap();
+/// assert_eq!((seen.top, seen.lease, seen.released), (10, Duration::from_secs(2), false));
+/// owner.advance(20)?; // a renewal: what the standby saw is out of date
+/// assert_ne!(standby.holder()?.unwrap().version, seen.version);
+/// assert_eq!(standby.take_over(Some(&seen))?, None, "the owner is alive: no take-over");
+/// # Ok::<(), percolator::Error>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Holder {
+    /// The persisted top.
+    pub top: u64,
+    /// The owner's lease: it serves no longer than this after its last write began.
+    pub lease: Duration,
+    /// The owner gave the store up on a clean shutdown.
+    pub released: bool,
+    /// Differs after every write of the record (claims, advances, renewals, releases), so a
+    /// standby that sees one version for a whole lease knows the owner stopped serving.
+    pub version: Vec<u8>,
+}
+
 /// Durable home of the window top. Calls block (they do I/O); the server runs them off its
 /// request path. Implement it to keep the top somewhere else.
 ///
@@ -123,6 +153,48 @@ pub trait WindowStore: Send + 'static {
     /// assert!(FileStore::new("/var/lib/tso/window").describe().contains("/var/lib/tso/window"));
     /// ```
     fn describe(&self) -> String;
+    /// The record of a shared store as it is now: `None` if no oracle ever claimed it.
+    /// Exclusive stores cannot be stood by for and answer `IllegalArgument`.
+    ///
+    /// ```
+    /// use percolator::oracle::{FileStore, WindowStore};
+    /// let mut exclusive = FileStore::new("/var/lib/tso/window");
+    /// assert!(matches!(exclusive.holder(), Err(percolator::Error::IllegalArgument { .. })));
+    /// ```
+    fn holder(&mut self) -> Result<Option<Holder>> {
+        Err(no_standby(&self.describe()))
+    }
+    /// Claims the store, with no wait, if its record is still exactly `seen` (`None`: still
+    /// never claimed); `None` if it changed since (its owner is alive, or another oracle won).
+    /// The caller vouches that `seen` was released or unchanged for a whole lease, so its
+    /// owner has stopped serving.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use percolator::oracle::{Claim, MemoryStore, WindowStore};
+    /// let mut owner = MemoryStore::with_lease(Duration::from_millis(50));
+    /// let mut standby = owner.clone();
+    /// owner.claim()?;
+    /// owner.advance(10)?;
+    /// let seen = standby.holder()?.unwrap();
+    /// std::thread::sleep(seen.lease); // no renewal for a whole lease: the owner died
+    /// let claim = standby.take_over(Some(&seen))?.unwrap();
+    /// assert_eq!(claim, Claim { top: 10, wait: Duration::ZERO });
+    /// assert!(owner.advance(20).is_err(), "the old owner is fenced");
+    /// # Ok::<(), percolator::Error>(())
+    /// ```
+    fn take_over(&mut self, seen: Option<&Holder>) -> Result<Option<Claim>> {
+        let _ = seen;
+        Err(no_standby(&self.describe()))
+    }
+}
+
+fn no_standby(store: &str) -> Error {
+    Error::IllegalArgument {
+        message: format!(
+            "store {store} is exclusive: a standby oracle needs a shared (hbase:) store"
+        ),
+    }
 }
 
 impl WindowStore for Box<dyn WindowStore> {
@@ -140,6 +212,12 @@ impl WindowStore for Box<dyn WindowStore> {
     }
     fn describe(&self) -> String {
         (**self).describe()
+    }
+    fn holder(&mut self) -> Result<Option<Holder>> {
+        (**self).holder()
+    }
+    fn take_over(&mut self, seen: Option<&Holder>) -> Result<Option<Claim>> {
+        (**self).take_over(seen)
     }
 }
 

@@ -90,6 +90,7 @@ fn serve(args: ServeArgs) -> Result<()> {
         window: Duration::from_millis(args.window_ms),
         extend_below: Duration::from_millis(args.window_ms / 2),
         max_connections: args.max_connections,
+        standby: args.standby,
         stats_interval: Duration::from_secs(args.stats_interval_s.max(1)),
         clock: Arc::new(OffsetClock {
             offset_ms: args.clock_offset_ms,

@@ -39,6 +39,10 @@ pub struct ServeArgs {
     /// Lease of a shared (hbase) store, in ms: a successor waits this long for us to stop.
     #[arg(long, default_value_t = DEFAULT_LEASE.as_millis() as u64)]
     pub lease_ms: u64,
+    /// Stand by: claim the (hbase) store only once no live oracle holds it, turning clients
+    /// away meanwhile. Run several so; one serves, the others take over when its lease lapses.
+    #[arg(long)]
+    pub standby: bool,
     /// Most client connections served at once; more are refused.
     #[arg(long, default_value_t = 1024)]
     pub max_connections: usize,

@@ -19,7 +19,8 @@ pub struct DemoConfig {
     /// HBase Thrift2 gateway host:port (default: embedded emulator).
     #[arg(long)]
     pub hbase: Option<String>,
-    /// Timestamp oracle host:port (default: embedded oracle).
+    /// Timestamp oracle host:port, or a comma-separated list of an oracle and its standbys
+    /// (default: embedded oracle).
     #[arg(long)]
     pub oracle: Option<String>,
     /// Clients making transfers (each may crash and is replaced).

@@ -90,10 +90,12 @@ impl Stack {
             connections: 1,
             ..ClientConfig::default()
         };
-        let oracle_client = Arc::new(OracleClient::connect(
-            std::slice::from_ref(&oracle_addr),
-            config,
-        )?);
+        // A list fails over in order: the active oracle and its standbys.
+        let addrs: Vec<String> = oracle_addr
+            .split(',')
+            .map(|a| a.trim().to_string())
+            .collect();
+        let oracle_client = Arc::new(OracleClient::connect(&addrs, config)?);
         Ok(Stack {
             hbase,
             tso: oracle_client.clone(),
