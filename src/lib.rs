@@ -10,6 +10,7 @@
 //! Bottom up; each layer uses only those above it in this list.
 //! - `error`, `key`, `clock`, `runtime`: the one error type and its retry classification,
 //!   cell addresses, the wall-clock seam, and where the client's tasks run.
+//! - [`metrics`]: the names the library records through the `metrics` facade.
 //! - `thrift` (private): the Thrift2 bindings and the size-checked input protocol, from the
 //!   `percolator-thrift` crate.
 //! - [`hbase`]: a plain Thrift2 client, async and pipelined, with a blocking face
@@ -60,6 +61,7 @@ pub mod hbase;
 pub mod internals;
 mod key;
 pub mod locks;
+pub mod metrics;
 pub mod migrate;
 pub mod observer;
 pub mod oracle;

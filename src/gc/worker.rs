@@ -14,6 +14,8 @@ use crate::error::{Error, Result};
 use crate::gc::collect::Pass;
 use crate::gc::{locks, safe_point};
 use crate::hbase::{AsyncHBaseClient, HBaseClient, HBaseConfig};
+use crate::metrics;
+use crate::oracle::physical_of;
 use crate::oracle::{ClientConfig as OracleConfig, OracleClient};
 use crate::txn::meta::META_REFRESH;
 use crate::txn::{AsyncClient, TxnOptions};
@@ -333,6 +335,8 @@ impl GcWorker {
             candidate = candidate.min(oldest);
         }
         let safe_point = safe_point::advance(store, &meta_table, candidate).await?;
+        let lag_ms = physical_of(now).saturating_sub(physical_of(safe_point));
+        metrics::gauge_set(metrics::GC_LAG, lag_ms as f64 / 1000.0);
         let mut report = GcReport {
             safe_point,
             ..GcReport::default()
@@ -364,7 +368,9 @@ impl GcWorker {
             progress,
         };
         for table in tables {
-            report.tables.push(pass.collect(table).await?);
+            let collected = pass.collect(table).await?;
+            ::metrics::counter!(metrics::GC_COLLECTED).increment(collected.removed());
+            report.tables.push(collected);
         }
         report.collect_secs = started.elapsed().as_secs_f64();
         Ok(report)

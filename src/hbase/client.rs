@@ -338,6 +338,18 @@ impl AsyncHBaseClient {
         spec: CallSpec<'_>,
         args: &[(i16, Arg<'_>)],
     ) -> Result<(T, usize)> {
+        let started = Instant::now();
+        let method = spec.method;
+        let result = self.call_once_or_replayed(spec, args).await;
+        crate::metrics::hbase_call(method, started.elapsed(), result.as_ref().err());
+        result
+    }
+
+    async fn call_once_or_replayed<T: Success>(
+        &self,
+        spec: CallSpec<'_>,
+        args: &[(i16, Arg<'_>)],
+    ) -> Result<(T, usize)> {
         let seq = self.inner.next_seq.fetch_add(1, Ordering::Relaxed);
         let method = spec.method;
         let request =

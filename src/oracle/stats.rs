@@ -5,6 +5,8 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use serde::Serialize;
 
+use crate::metrics;
+
 /// Batch sizes are counted in power-of-two buckets: bucket `i` holds counts in `2^i..2^(i+1)`.
 pub(crate) const BATCH_BUCKETS: usize = 17;
 
@@ -26,6 +28,8 @@ impl Stats {
     pub fn served(&self, count: u32, first: u64) {
         self.requests.fetch_add(1, Relaxed);
         self.timestamps.fetch_add(u64::from(count), Relaxed);
+        metrics::count(metrics::ORACLE_REQUESTS);
+        ::metrics::counter!(metrics::ORACLE_TIMESTAMPS).increment(u64::from(count));
         self.last_timestamp
             .fetch_max(first + u64::from(count) - 1, Relaxed);
         let bucket = (31 - count.leading_zeros()) as usize;
@@ -34,6 +38,7 @@ impl Stats {
 
     pub fn window_extended(&self, top: u64) {
         self.window_extensions.fetch_add(1, Relaxed);
+        metrics::count(metrics::ORACLE_EXTENSIONS);
         self.window_top.fetch_max(top, Relaxed);
     }
 
@@ -44,14 +49,17 @@ impl Stats {
     pub fn connection_opened(&self) {
         self.connections_total.fetch_add(1, Relaxed);
         self.connections_open.fetch_add(1, Relaxed);
+        metrics::gauge_add(metrics::ORACLE_CONNECTIONS, 1.0);
     }
 
     pub fn connection_closed(&self) {
         self.connections_open.fetch_sub(1, Relaxed);
+        metrics::gauge_add(metrics::ORACLE_CONNECTIONS, -1.0);
     }
 
     pub fn connection_rejected(&self) {
         self.connections_rejected.fetch_add(1, Relaxed);
+        metrics::count(metrics::ORACLE_REJECTED);
     }
 
     pub fn bad_request(&self) {

@@ -25,7 +25,14 @@ impl Background {
 
     /// Runs `work` on the client's runtime, tracked until it finishes.
     pub fn spawn(&self, work: impl Future<Output = ()> + Send + 'static) {
-        self.tasks.spawn_on(work, &self.runtime);
+        let queued = Queued::new();
+        self.tasks.spawn_on(
+            async move {
+                let _queued = queued;
+                work.await;
+            },
+            &self.runtime,
+        );
     }
 
     /// Waits for every task spawned before this call (and any they spawn meanwhile).
@@ -33,6 +40,22 @@ impl Background {
         self.tasks.close();
         self.tasks.wait().await;
         self.tasks.reopen();
+    }
+}
+
+/// Counts a task in the background gauge until it ends or is dropped unrun (at shutdown).
+struct Queued;
+
+impl Queued {
+    fn new() -> Queued {
+        crate::metrics::gauge_add(crate::metrics::BACKGROUND, 1.0);
+        Queued
+    }
+}
+
+impl Drop for Queued {
+    fn drop(&mut self) {
+        crate::metrics::gauge_add(crate::metrics::BACKGROUND, -1.0);
     }
 }
 

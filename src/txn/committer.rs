@@ -9,6 +9,7 @@ use std::time::Instant;
 use crate::error::{Error, Result};
 use crate::hbase::{CheckAndMutate, Delete};
 use crate::key::CellKey;
+use crate::metrics;
 use crate::txn::actions::{self, after_failed_prewrite, PrewriteNext};
 use crate::txn::commit_point;
 use crate::txn::mutation::{LockTemplate, Mutation, Write};
@@ -88,7 +89,15 @@ impl Committer {
         let keys: Vec<&CellKey> = self.muts.iter().map(|m| &m.key).collect();
         ctx.check_families(keys).await?;
 
+        let started = Instant::now();
         let results = self.prewrite_all().await;
+        let prewritten = Instant::now();
+        metrics::seconds_as(
+            metrics::COMMIT_PHASE,
+            "phase",
+            "prewrite",
+            prewritten - started,
+        );
         let mut locked = Vec::new();
         let mut failure = None;
         for (m, r) in self.muts.iter().zip(results) {
@@ -114,6 +123,13 @@ impl Committer {
                 return Err(e);
             }
         };
+        let stamped = Instant::now();
+        metrics::seconds_as(
+            metrics::COMMIT_PHASE,
+            "phase",
+            "commit_ts",
+            stamped - prewritten,
+        );
         let primary = &self.muts[0].key;
         let extra_applied = commit_point::commit_primary(
             &self.session,
@@ -124,6 +140,13 @@ impl Committer {
         )
         .await?;
         Stats::bump(&ctx.stats().committed);
+        metrics::seconds_as(
+            metrics::COMMIT_PHASE,
+            "phase",
+            "commit_point",
+            stamped.elapsed(),
+        );
+        metrics::seconds(metrics::COMMIT, started.elapsed());
         if ctx.crash_at(Seam::AfterPrimaryCommit) {
             return Err(self.crashed(Seam::AfterPrimaryCommit));
         }
@@ -296,6 +319,7 @@ impl Secondaries {
         let Some((first, rest)) = self.muts.split_first() else {
             return true;
         };
+        let started = Instant::now();
         let ctx = self.session.ctx();
         self.round(std::slice::from_ref(first)).await;
         if ctx.crash_at(Seam::BetweenSecondaryCommits) {
@@ -305,6 +329,12 @@ impl Secondaries {
             return false;
         }
         self.round(rest).await;
+        metrics::seconds_as(
+            metrics::COMMIT_PHASE,
+            "phase",
+            "secondaries",
+            started.elapsed(),
+        );
         true
     }
 

@@ -166,7 +166,10 @@ impl Context {
 
     pub async fn timestamp(&self) -> Result<u64> {
         Stats::bump(&self.stats.timestamps);
-        self.tso.timestamp().await
+        let asked = Instant::now();
+        let ts = self.tso.timestamp().await;
+        crate::metrics::seconds(crate::metrics::ORACLE_WAIT, asked.elapsed());
+        ts
     }
 
     /// A start timestamp at hand for a transaction that read nothing, if the source has a

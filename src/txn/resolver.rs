@@ -8,6 +8,7 @@ use std::pin::Pin;
 use crate::error::{Error, Result};
 use crate::hbase::{CheckAndMutate, Get, TimeRange};
 use crate::key::CellKey;
+use crate::metrics;
 use crate::txn::actions::{self, corrupted, ts, TxnStatus};
 use crate::txn::codec::{decode_lock_state, Lock, MutationKind};
 use crate::txn::session::Session;
@@ -70,6 +71,11 @@ impl<'a> LockResolver<'a> {
                             let cam = actions::commit(schema, key, lock, lock_bytes, commit_ts);
                             if self.cas_settled(&key.table, &cam).await? {
                                 Stats::bump(&ctx.stats().rolled_forward);
+                                metrics::count_as(
+                                    metrics::LOCKS_RESOLVED,
+                                    "outcome",
+                                    "rolled_forward",
+                                );
                             }
                         }
                         return Ok(true);
@@ -79,6 +85,16 @@ impl<'a> LockResolver<'a> {
                             let cam = actions::rollback(schema, key, lock, lock_bytes);
                             if self.cas_settled(&key.table, &cam).await? {
                                 Stats::bump(&ctx.stats().rolled_back);
+                                metrics::count_as(
+                                    metrics::LOCKS_RESOLVED,
+                                    "outcome",
+                                    "rolled_back",
+                                );
+                                metrics::count_as(
+                                    metrics::LOCKS_RESOLVED,
+                                    "outcome",
+                                    "rolled_back",
+                                );
                             }
                         }
                         return Ok(true);
@@ -91,6 +107,7 @@ impl<'a> LockResolver<'a> {
                         let cam = actions::rollback(schema, primary, &plock, &raw);
                         if self.cas_settled(&primary.table, &cam).await? {
                             Stats::bump(&ctx.stats().rolled_back);
+                            metrics::count_as(metrics::LOCKS_RESOLVED, "outcome", "rolled_back");
                         }
                     }
                     TxnStatus::PrimaryNotLocked { absent } => {
@@ -203,6 +220,7 @@ impl<'a> LockResolver<'a> {
             .await?;
         if alive {
             Stats::bump(&ctx.stats().lock_waits);
+            metrics::count(metrics::LOCK_WAITS);
         }
         Ok(!alive)
     }

@@ -19,6 +19,7 @@ pub mod cli;
 pub mod commands;
 pub mod gateway;
 pub mod logging;
+pub mod metrics_http;
 pub mod oracle_bench;
 pub mod tools;
 pub mod workload;

@@ -11,6 +11,7 @@ use rand::Rng;
 use super::Inner;
 use crate::error::Result;
 use crate::hbase::RowResult;
+use crate::metrics;
 use crate::observer::lease::{bucket, Leases, Partition};
 use crate::observer::model::{parse_notification, ObservedColumn};
 use crate::observer::registry::notification_scan;
@@ -229,11 +230,13 @@ impl Inner {
     async fn run_page(&self, table: &str, page: &[RowResult]) -> usize {
         let jobs = self.jobs(table, page);
         let found = jobs.len();
+        metrics::gauge_add(metrics::OBSERVER_PENDING, found as f64);
         futures::stream::iter(jobs)
             .for_each_concurrent(self.config.concurrency, |job| async move {
                 let key = (job.column.clone(), job.row.clone());
                 self.run_job(job).await;
                 self.running.lock().remove(&key);
+                metrics::gauge_add(metrics::OBSERVER_PENDING, -1.0);
             })
             .await;
         if found > 0 && self.crash_at(WorkerSeam::MidScan) {
@@ -310,6 +313,16 @@ impl Inner {
         )
         .await;
         let c = &self.counters;
+        let label = match &outcome {
+            Ok(Outcome::Died) => None,
+            Ok(Outcome::Processed) => Some("processed"),
+            Ok(Outcome::AlreadyAcked) => Some("already_acked"),
+            Ok(Outcome::Stale) => Some("stale"),
+            Err(_) => Some("failed"),
+        };
+        if let Some(label) = label {
+            metrics::count_as(metrics::OBSERVER_RUNS, "outcome", label);
+        }
         match outcome {
             Ok(Outcome::Died) => return,
             Ok(Outcome::Processed) => c.processed.fetch_add(1, Ordering::Relaxed),

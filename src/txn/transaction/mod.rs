@@ -17,6 +17,7 @@ use tokio::sync::OnceCell;
 use crate::error::{Error, Result};
 use crate::hbase::Delete;
 use crate::key::CellKey;
+use crate::metrics;
 use crate::txn::committer::{Committed, Committer};
 use crate::txn::mutation::Write;
 use crate::txn::open_txns::Registration;
@@ -207,10 +208,16 @@ impl AsyncTransaction {
         ordered.extend(writes);
         let notify =
             crate::txn::notify::notify_flags(self.session.ctx(), &ordered, &self.notified).await?;
-        Committer::new(self.session.clone(), start_ts, ordered, notify)
+        let committed = Committer::new(self.session.clone(), start_ts, ordered, notify)
             .with_primary_extra(extra)
             .commit()
-            .await
+            .await;
+        metrics::count_as(
+            metrics::TRANSACTIONS,
+            "outcome",
+            metrics::transaction_outcome(&committed),
+        );
+        committed
     }
 
     /// Discards the buffered writes. Nothing was written before commit, so nothing to undo.

@@ -85,6 +85,9 @@ fn serve(args: ServeArgs) -> Result<()> {
             message: "--store is required to serve (file:PATH or hbase:HOST:PORT[/TABLE])".into(),
         })?
         .parse()?;
+    if let Some(addr) = &args.metrics_listen {
+        percolator_cli::metrics_http::serve(addr)?;
+    }
     let store = spec.open(Duration::from_millis(args.lease_ms))?;
     let config = ServerConfig {
         window: Duration::from_millis(args.window_ms),

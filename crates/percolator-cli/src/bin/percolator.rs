@@ -21,6 +21,12 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let verbose = cli.verbose;
     percolator_cli::gateway::set(cli.gateway.clone());
+    if let Some(addr) = &cli.metrics_listen {
+        if let Err(e) = percolator_cli::metrics_http::serve(addr) {
+            eprintln!("{}", percolator_cli::cli::error_report(&e, verbose));
+            return ExitCode::from(2);
+        }
+    }
     let result = match cli.command {
         Command::Demo(config) => demo::run(&config).map(|report| report.violations.is_empty()),
         Command::ObserveDemo(config) => observe_demo::run(&config)

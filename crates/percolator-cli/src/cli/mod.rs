@@ -27,6 +27,10 @@ pub struct Cli {
     /// which the one-line error leaves out.
     #[arg(long, global = true)]
     pub verbose: bool,
+    /// Serve the library's metrics as Prometheus text at http://ADDR/metrics while the command
+    /// runs (for the long-running ones: gc, the demos, the bench).
+    #[arg(long, global = true, value_name = "ADDR")]
+    pub metrics_listen: Option<String>,
     #[command(flatten)]
     pub gateway: crate::gateway::GatewayOptions,
     #[command(subcommand)]

@@ -52,6 +52,9 @@ pub struct ServeArgs {
     /// Period of the stats log line, in seconds.
     #[arg(long, default_value_t = 10)]
     pub stats_interval_s: u64,
+    /// Serve the server's metrics as Prometheus text at http://ADDR/metrics.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_listen: Option<String>,
     /// Shift the wall clock the server reads (tests: restarts across a clock step).
     #[arg(long, default_value_t = 0, hide = true, allow_negative_numbers = true)]
     pub clock_offset_ms: i64,

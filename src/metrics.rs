@@ -1,0 +1,198 @@
+//! What the library measures, recorded through the [`metrics`](https://docs.rs/metrics) facade:
+//! a service installs the recorder of its choice (Prometheus, StatsD, OpenTelemetry) and these
+//! appear in it; without one, recording costs a check of a global. Names and units follow
+//! Prometheus conventions (`_total` counters, `_seconds` durations).
+//!
+//! | name | kind | labels | what |
+//! |---|---|---|---|
+//! | `percolator_transactions_total` | counter | `outcome` | commits by outcome: `committed`, `conflict`, `locked`, `rolled_back`, `undetermined`, `crashed`, `failed` |
+//! | `percolator_transaction_retries_total` | counter | | attempts `Client::run` made again |
+//! | `percolator_locks_resolved_total` | counter | `outcome` | other transactions' locks `rolled_forward` or `rolled_back` |
+//! | `percolator_lock_waits_total` | counter | | backoffs behind a live transaction's lock |
+//! | `percolator_commit_duration_seconds` | histogram | | a commit, from its first prewrite to the commit point |
+//! | `percolator_commit_phase_duration_seconds` | histogram | `phase` | `prewrite`, `commit_ts`, `commit_point`, `secondaries` |
+//! | `percolator_oracle_wait_seconds` | histogram | | waiting for a timestamp |
+//! | `percolator_hbase_calls_total` | counter | `method` | Thrift2 calls made |
+//! | `percolator_hbase_call_errors_total` | counter | `method`, `class` | calls that failed, by retry class |
+//! | `percolator_hbase_call_duration_seconds` | histogram | `method` | a call, replay included |
+//! | `percolator_background_tasks` | gauge | | secondary commits and heartbeats queued or running |
+//! | `percolator_observer_runs_total` | counter | `outcome` | observer runs: `processed`, `already_acked`, `stale`, `failed` |
+//! | `percolator_observer_lag_seconds` | histogram | | from a change's commit to the commit of the run that processed it |
+//! | `percolator_observer_notifications_pending` | gauge | | notifications found and not yet run |
+//! | `percolator_gc_safe_point_lag_seconds` | gauge | | how far the GC safe point is behind the oracle |
+//! | `percolator_gc_cells_collected_total` | counter | | versions GC deleted |
+//! | `percolator_oracle_requests_total` | counter | | timestamp requests a server answered |
+//! | `percolator_oracle_timestamps_total` | counter | | timestamps a server handed out |
+//! | `percolator_oracle_window_extensions_total` | counter | | window tops persisted |
+//! | `percolator_oracle_connections` | gauge | | client connections open |
+//! | `percolator_oracle_connections_rejected_total` | counter | | connections refused over the limit |
+//!
+//! [`describe`] registers each one's unit and help text with the installed recorder.
+//!
+//! ```
+//! percolator::metrics::describe(); // harmless without a recorder
+//! ```
+
+use std::time::Duration;
+
+use metrics::Unit;
+use metrics::{counter, describe_counter, describe_gauge, describe_histogram, gauge, histogram};
+
+use crate::{Error, RetryClass};
+
+pub(crate) const TRANSACTIONS: &str = "percolator_transactions_total";
+pub(crate) const RETRIES: &str = "percolator_transaction_retries_total";
+pub(crate) const LOCKS_RESOLVED: &str = "percolator_locks_resolved_total";
+pub(crate) const LOCK_WAITS: &str = "percolator_lock_waits_total";
+pub(crate) const COMMIT: &str = "percolator_commit_duration_seconds";
+pub(crate) const COMMIT_PHASE: &str = "percolator_commit_phase_duration_seconds";
+pub(crate) const ORACLE_WAIT: &str = "percolator_oracle_wait_seconds";
+pub(crate) const HBASE_CALLS: &str = "percolator_hbase_calls_total";
+pub(crate) const HBASE_ERRORS: &str = "percolator_hbase_call_errors_total";
+pub(crate) const HBASE_DURATION: &str = "percolator_hbase_call_duration_seconds";
+pub(crate) const BACKGROUND: &str = "percolator_background_tasks";
+pub(crate) const OBSERVER_RUNS: &str = "percolator_observer_runs_total";
+pub(crate) const OBSERVER_LAG: &str = "percolator_observer_lag_seconds";
+pub(crate) const OBSERVER_PENDING: &str = "percolator_observer_notifications_pending";
+pub(crate) const GC_LAG: &str = "percolator_gc_safe_point_lag_seconds";
+pub(crate) const GC_COLLECTED: &str = "percolator_gc_cells_collected_total";
+pub(crate) const ORACLE_REQUESTS: &str = "percolator_oracle_requests_total";
+pub(crate) const ORACLE_TIMESTAMPS: &str = "percolator_oracle_timestamps_total";
+pub(crate) const ORACLE_EXTENSIONS: &str = "percolator_oracle_window_extensions_total";
+pub(crate) const ORACLE_CONNECTIONS: &str = "percolator_oracle_connections";
+pub(crate) const ORACLE_REJECTED: &str = "percolator_oracle_connections_rejected_total";
+
+/// Registers the unit and help text of every metric above with the installed recorder (call
+/// it after installing one; exporters print them as `# HELP` and `# TYPE`).
+pub fn describe() {
+    describe_counter!(TRANSACTIONS, Unit::Count, "Transaction commits by outcome.");
+    describe_counter!(
+        RETRIES,
+        Unit::Count,
+        "Transaction attempts made again by Client::run."
+    );
+    describe_counter!(
+        LOCKS_RESOLVED,
+        Unit::Count,
+        "Other transactions' locks resolved, by outcome."
+    );
+    describe_counter!(
+        LOCK_WAITS,
+        Unit::Count,
+        "Backoffs behind a live transaction's lock."
+    );
+    describe_histogram!(
+        COMMIT,
+        Unit::Seconds,
+        "Commit latency: prewrites to the commit point."
+    );
+    describe_histogram!(COMMIT_PHASE, Unit::Seconds, "Commit latency by phase.");
+    describe_histogram!(
+        ORACLE_WAIT,
+        Unit::Seconds,
+        "Time spent waiting for a timestamp."
+    );
+    describe_counter!(
+        HBASE_CALLS,
+        Unit::Count,
+        "Thrift2 calls to HBase by method."
+    );
+    describe_counter!(
+        HBASE_ERRORS,
+        Unit::Count,
+        "Failed Thrift2 calls by method and retry class."
+    );
+    describe_histogram!(
+        HBASE_DURATION,
+        Unit::Seconds,
+        "Thrift2 call latency by method."
+    );
+    describe_gauge!(
+        BACKGROUND,
+        Unit::Count,
+        "Background tasks queued or running."
+    );
+    describe_counter!(OBSERVER_RUNS, Unit::Count, "Observer runs by outcome.");
+    describe_histogram!(
+        OBSERVER_LAG,
+        Unit::Seconds,
+        "From a change's commit to its run's."
+    );
+    describe_gauge!(
+        OBSERVER_PENDING,
+        Unit::Count,
+        "Notifications found and not yet run."
+    );
+    describe_gauge!(
+        GC_LAG,
+        Unit::Seconds,
+        "How far the GC safe point is behind the oracle."
+    );
+    describe_counter!(GC_COLLECTED, Unit::Count, "Versions deleted by GC.");
+    describe_counter!(ORACLE_REQUESTS, Unit::Count, "Timestamp requests answered.");
+    describe_counter!(ORACLE_TIMESTAMPS, Unit::Count, "Timestamps handed out.");
+    describe_counter!(ORACLE_EXTENSIONS, Unit::Count, "Window tops persisted.");
+    describe_gauge!(ORACLE_CONNECTIONS, Unit::Count, "Client connections open.");
+    describe_counter!(
+        ORACLE_REJECTED,
+        Unit::Count,
+        "Connections refused over the limit."
+    );
+}
+
+/// The `outcome` label of a commit that ended with `result`.
+pub(crate) fn transaction_outcome<T>(result: &Result<T, Error>) -> &'static str {
+    match result {
+        Ok(_) => "committed",
+        Err(Error::WriteConflict { .. }) => "conflict",
+        Err(Error::KeyLocked { .. }) => "locked",
+        Err(Error::RolledBack { .. }) => "rolled_back",
+        #[cfg(feature = "testing")]
+        Err(Error::ClientCrashed { .. }) => "crashed",
+        Err(e) if e.retry_class() == RetryClass::Undetermined => "undetermined",
+        Err(_) => "failed",
+    }
+}
+
+pub(crate) fn count(name: &'static str) {
+    counter!(name).increment(1);
+}
+
+pub(crate) fn count_as(name: &'static str, label: &'static str, value: &'static str) {
+    counter!(name, label => value).increment(1);
+}
+
+pub(crate) fn seconds(name: &'static str, took: Duration) {
+    histogram!(name).record(took.as_secs_f64());
+}
+
+pub(crate) fn seconds_as(
+    name: &'static str,
+    label: &'static str,
+    value: &'static str,
+    took: Duration,
+) {
+    histogram!(name, label => value).record(took.as_secs_f64());
+}
+
+pub(crate) fn gauge_add(name: &'static str, delta: f64) {
+    gauge!(name).increment(delta);
+}
+
+pub(crate) fn gauge_set(name: &'static str, value: f64) {
+    gauge!(name).set(value);
+}
+
+/// One HBase call of `method` that took `took` and ended `ok` or with `error`.
+pub(crate) fn hbase_call(method: &'static str, took: Duration, error: Option<&Error>) {
+    counter!(HBASE_CALLS, "method" => method).increment(1);
+    histogram!(HBASE_DURATION, "method" => method).record(took.as_secs_f64());
+    if let Some(e) = error {
+        let class = match e.retry_class() {
+            RetryClass::Retry => "retry",
+            RetryClass::Fatal => "fatal",
+            RetryClass::Undetermined => "undetermined",
+        };
+        counter!(HBASE_ERRORS, "method" => method, "class" => class).increment(1);
+    }
+}
