@@ -146,24 +146,26 @@ impl WorkerRow {
 /// ```
 pub fn worker_rows(hbase: &HBaseClient, schema: &Schema, table: &str) -> Result<Vec<WorkerRow>> {
     let prefix = worker_prefix(table);
-    let scanner = match hbase.scan(&schema.meta_table, &worker_scan(&prefix)) {
-        Ok(scanner) => scanner,
-        Err(Error::TableNotFound { .. }) => return Ok(Vec::new()),
-        Err(e) => return Err(e),
+    let read = || -> Result<Vec<WorkerRow>> {
+        let mut out = Vec::new();
+        for row in hbase.scan(&schema.meta_table, &worker_scan(&prefix))? {
+            let row = row?;
+            let Some(value) = row.value(META_FAMILY, ALIVE_Q) else {
+                continue;
+            };
+            let worker = row.row.get(prefix.len()..).unwrap_or_default();
+            out.push(WorkerRow {
+                worker: String::from_utf8_lossy(worker).into_owned(),
+                expires_ms: parse_expiry(value),
+            });
+        }
+        Ok(out)
     };
-    let mut out = Vec::new();
-    for row in scanner {
-        let row = row?;
-        let Some(value) = row.value(META_FAMILY, ALIVE_Q) else {
-            continue;
-        };
-        out.push(WorkerRow {
-            worker: String::from_utf8_lossy(row.row.get(prefix.len()..).unwrap_or_default())
-                .into_owned(),
-            expires_ms: parse_expiry(value),
-        });
+    // The scanner may report a missing table when it is opened or at its first page.
+    match read() {
+        Err(Error::TableNotFound { .. }) => Ok(Vec::new()),
+        read => read,
     }
-    Ok(out)
 }
 
 /// The workers of a table, as one scan of their rows saw them.
