@@ -67,7 +67,7 @@ impl Stack {
 
     fn client(&self, options: TxnOptions) -> Client {
         let config = HBaseConfig::new(self.hbase.clone());
-        Client::connect(config, &[self.oracle.clone()], options).unwrap()
+        Client::connect(config, std::slice::from_ref(&self.oracle), options).unwrap()
     }
 
     /// One GC round of `tables`, its safe point `life_time` behind the oracle.

@@ -157,8 +157,8 @@ pub fn examine(args: &DoctorArgs) -> Result<Report> {
         );
         return Ok(Report { checks });
     };
+    let servers = (args.hbase.as_str(), args.oracle.as_str());
     for t in &args.tables {
-        let servers = (args.hbase.as_str(), args.oracle.as_str());
         checks.push(state::stale_locks(hb, &schema, &liveness, t, servers));
     }
     // The safe point is in the oracle's time; without an oracle, this host's stands in.
@@ -166,7 +166,7 @@ pub fn examine(args: &DoctorArgs) -> Result<Report> {
         .as_ref()
         .and_then(|o| o.get_timestamp().ok())
         .map_or_else(clock::host_ms, physical_of);
-    checks.push(state::gc_safe_point(hb, &schema, now, max_gc_lag));
+    checks.push(state::gc_safe_point(hb, &schema, now, max_gc_lag, servers));
     // Worker rows hold the workers' wall time.
     let now = clock::host_ms();
     for t in &args.tables {

@@ -86,6 +86,7 @@ pub(super) fn gc_safe_point(
     schema: &Schema,
     now_ms: u64,
     max: Duration,
+    servers: (&str, &str),
 ) -> Check {
     let stored = match stored_safe_point(hbase, &schema.meta_table) {
         Ok(stored) => stored,
@@ -97,7 +98,10 @@ pub(super) fn gc_safe_point(
             )
         }
     };
-    let gc = "run `percolator gc --hbase H --oracle O TABLE...` (a process that keeps running, or --once from cron)";
+    let gc = format!(
+        "run `percolator gc --hbase {} --oracle {} TABLE...` (a process that keeps running, or --once from cron)",
+        servers.0, servers.1
+    );
     let Some(safe_point) = stored else {
         return Check::warn(
             "gc_safe_point",
