@@ -87,8 +87,10 @@ impl Stack {
 }
 
 fn doctor_at(hbase: &str, oracle: &str, extra: &[&str], tables: &[&str]) -> (i32, Value) {
-    let mut args = vec!["doctor", "--json", "--timeout", "5", "--hbase", hbase];
-    args.extend(["--oracle", oracle]);
+    let mut args = vec!["doctor", "--json", "--hbase", hbase, "--oracle", oracle];
+    if !extra.contains(&"--timeout") {
+        args.extend(["--timeout", "5"]);
+    }
     args.extend(extra);
     args.extend(tables);
     let (code, out, err) = percolator(&args);
@@ -401,4 +403,28 @@ fn arguments_that_cannot_be_used_exit_2() {
     assert!(err.contains("soon"), "{err}");
     let (code, _, _) = percolator(&["doctor", "--hbase", &s.hbase, "--oracle", &s.oracle]);
     assert_eq!(code, 2, "a table is required");
+}
+
+#[test]
+fn a_silent_gateway_and_oracle_fail_their_checks_within_the_timeout() {
+    // Connections are accepted (the backlog) and never answered.
+    let gateway = TcpListener::bind("127.0.0.1:0").unwrap();
+    let oracle = TcpListener::bind("127.0.0.1:0").unwrap();
+    let (hbase, tso) = (gateway.local_addr().unwrap(), oracle.local_addr().unwrap());
+    let started = std::time::Instant::now();
+    let (code, report) = doctor_at(
+        &hbase.to_string(),
+        &tso.to_string(),
+        &["--timeout", "1"],
+        &["t"],
+    );
+    assert_eq!(code, 1, "{report:#}");
+    assert_eq!(verdict(&report, "gateway", None), "fail", "{report:#}");
+    assert_eq!(verdict(&report, "oracle", None), "fail", "{report:#}");
+    assert_eq!(verdict(&report, "clock_skew", None), "skip", "{report:#}");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
 }
