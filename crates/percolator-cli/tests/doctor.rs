@@ -403,6 +403,10 @@ fn arguments_that_cannot_be_used_exit_2() {
     assert!(err.contains("soon"), "{err}");
     let (code, _, _) = percolator(&["doctor", "--hbase", &s.hbase, "--oracle", &s.oracle]);
     assert_eq!(code, 2, "a table is required");
+    let args = ["doctor", "--hbase", "http://gw", "--oracle", &s.oracle, "t"];
+    let (code, _, err) = percolator(&args);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("has no port"), "{err}");
 }
 
 #[test]

@@ -22,6 +22,7 @@ mod state;
 mod tables;
 mod verdict;
 
+use percolator::hbase::Endpoint;
 use percolator::oracle::physical_of;
 use percolator::txn::{LivenessConfig, Schema};
 use percolator::Result;
@@ -104,6 +105,8 @@ pub fn doctor(args: &DoctorArgs) -> Result<bool> {
 /// ```
 pub fn examine(args: &DoctorArgs) -> Result<Report> {
     timeout(args.timeout)?;
+    // An address that cannot be read is a usage error (exit 2), not an unreachable gateway.
+    Endpoint::parse_list(&args.hbase)?;
     let max_skew = parse_duration(&args.max_skew)?;
     let max_gc_lag = parse_duration(&args.max_gc_lag)?;
     let oracles: Vec<String> = args

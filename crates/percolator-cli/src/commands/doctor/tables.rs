@@ -79,14 +79,27 @@ pub(super) fn families(hbase: &HBaseClient, schema: &Schema, table: &str) -> Che
                 c.family, c.setting, c.from, c.to
             )
         }));
+        // A migration under way is what changes the families: its state says more than
+        // their settings halfway.
+        let state = migrate::status(hbase, schema, table)?.state;
+        if state == "applying" || state == "disabling" {
+            let settings = problems
+                .iter()
+                .map(|p| format!("; {p}"))
+                .collect::<String>();
+            return Ok(Check::warn(
+                "families",
+                format!("a migration is under way ({state}): transactions refuse the table until it ends{settings}"),
+                format!("`percolator migrate status {table}`; run `migrate apply` or `migrate disable` again to finish it"),
+            ));
+        }
         if !problems.is_empty() {
             return Ok(Check::fail(
                 "families",
                 problems.join("; "),
-                "set each as said, e.g. in the HBase shell `alter 'TABLE', {NAME => 'FAMILY', VERSIONS => 2147483647, TTL => 'FOREVER'}`",
+                format!("set each as said in the HBase shell, e.g. `alter '{table}', {{NAME => 'FAMILY', VERSIONS => N, TTL => 'FOREVER'}}`"),
             ));
         }
-        let state = migrate::status(hbase, schema, table)?.state;
         let users = desc
             .families
             .iter()
@@ -95,11 +108,6 @@ pub(super) fn families(hbase: &HBaseClient, schema: &Schema, table: &str) -> Che
         Ok(Check::ok(
             "families",
             format!("{users} user families and the percolator families as transactions need them ({state})"),
-        )
-        .warn_if(
-            state == "applying" || state == "disabling",
-            format!("a migration is under way ({state}): transactions refuse the table until it ends"),
-            format!("`percolator migrate status {table}`; run `migrate apply` or `migrate disable` again to finish it"),
         ))
     };
     check(hbase)
