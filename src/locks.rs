@@ -15,7 +15,7 @@ use crate::txn::{Client, LivenessConfig, Schema};
 ///
 /// ```
 /// let key = percolator::CellKey::new("t", "r", "f", "q")?;
-/// let lock = percolator::locks::LockInfo { key: key.clone(), primary: key, start_ts: 1, owner: "o".into(), age_ms: 0, alive: None };
+/// let lock = percolator::locks::LockInfo { key: key.clone(), primary: key, start_ts: 1, owner: "o".into(), age_ms: 0, ttl_ms: 3000, alive: None };
 /// assert_eq!(lock.to_json()["start_ts"], 1);
 /// # Ok::<(), percolator::Error>(())
 /// ```
@@ -28,16 +28,35 @@ pub struct LockInfo {
     pub owner: String,
     /// Since the owner last wrote or refreshed it (owner's wall clock).
     pub age_ms: u64,
+    /// The lock's TTL, as its owner wrote it: past `age_ms > ttl_ms` any reader may clean it,
+    /// whether its owner lives or not (docs/design.md, "Liveness").
+    pub ttl_ms: u64,
     /// Whether the owner's liveness row exists; `None` when not looked up.
     pub alive: Option<bool>,
 }
 
 impl LockInfo {
+    /// Whether the lock has outlived its TTL: the protocol then lets any reader clean it, so
+    /// one still present was left by a writer that died (or stalled) and no one has read the
+    /// cell since.
+    ///
+    /// ```
+    /// # let key = percolator::CellKey::new("t", "r", "f", "q")?;
+    /// let mut lock = percolator::locks::LockInfo { key: key.clone(), primary: key, start_ts: 1, owner: "o".into(), age_ms: 3001, ttl_ms: 3000, alive: None };
+    /// assert!(lock.is_stale());
+    /// lock.age_ms = 3000;
+    /// assert!(!lock.is_stale());
+    /// # Ok::<(), percolator::Error>(())
+    /// ```
+    pub fn is_stale(&self) -> bool {
+        self.age_ms > self.ttl_ms
+    }
+
     /// The lock as one JSON object (rows and columns as lossy UTF-8).
     ///
     /// ```
     /// # let key = percolator::CellKey::new("t", "r", "f", "q")?;
-    /// # let lock = percolator::locks::LockInfo { key: key.clone(), primary: key, start_ts: 1, owner: "o".into(), age_ms: 0, alive: Some(true) };
+    /// # let lock = percolator::locks::LockInfo { key: key.clone(), primary: key, start_ts: 1, owner: "o".into(), age_ms: 0, ttl_ms: 3000, alive: Some(true) };
     /// assert_eq!(lock.to_json()["alive"], true);
     /// # Ok::<(), percolator::Error>(())
     /// ```
@@ -49,6 +68,7 @@ impl LockInfo {
             "start_ts": self.start_ts,
             "owner": self.owner,
             "age_ms": self.age_ms,
+            "ttl_ms": self.ttl_ms,
             "alive": self.alive,
         })
     }
@@ -87,6 +107,7 @@ pub fn list_locks(hbase: &HBaseClient, schema: &Schema, table: &str) -> Result<V
                 start_ts: lock.start_ts,
                 owner: lock.owner,
                 age_ms: now.saturating_sub(lock.wall_ms),
+                ttl_ms: lock.ttl_ms,
                 alive: None,
             });
         }

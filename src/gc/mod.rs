@@ -16,4 +16,5 @@ mod plan;
 mod safe_point;
 mod worker;
 
+pub use safe_point::stored_safe_point;
 pub use worker::{GcHandle, GcOptions, GcProgress, GcReport, GcWorker, TableReport, MIN_LIFE_TIME};

@@ -5,8 +5,8 @@
 
 use std::time::Duration;
 
-use crate::error::Result;
-use crate::hbase::{CheckAndMutate, CompareOp, Put, Scan};
+use crate::error::{Error, Result};
+use crate::hbase::{CheckAndMutate, CompareOp, Get, HBaseClient, Put, Scan};
 use crate::oracle::LOGICAL_PER_MS;
 use crate::txn::liveness::{published_oldest, LIVENESS_FAMILY, OLDEST_QUALIFIER};
 use crate::txn::meta::{read_row, GLOBAL_ROW, META_FAMILY};
@@ -48,6 +48,29 @@ pub(crate) async fn oldest_published(
             None => return Ok(oldest),
         }
     }
+}
+
+/// The safe point GC last stored in `meta_table`; `None` when no round has stored one yet (or
+/// the meta table does not exist). One read, nothing changed: for monitoring how far the safe
+/// point trails the oracle.
+///
+/// ```
+/// let emulator = hbase_emulator::start_local()?;
+/// let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
+/// assert_eq!(percolator::gc::stored_safe_point(&hbase, "percolator_meta")?, None);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn stored_safe_point(hbase: &HBaseClient, meta_table: &str) -> Result<Option<u64>> {
+    let get = Get::new(GLOBAL_ROW.to_vec()).column(META_FAMILY, SAFE_POINT_QUALIFIER);
+    let row = match hbase.get(meta_table, &get) {
+        Ok(row) => row,
+        Err(Error::TableNotFound { .. }) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    if row.value(META_FAMILY, SAFE_POINT_QUALIFIER).is_none() {
+        return Ok(None);
+    }
+    decode(&row, meta_table).map(Some)
 }
 
 /// Raises the stored safe point to `to` unless it is higher already; returns the value now

@@ -6,6 +6,7 @@ use crate::clock::{Clock, SystemClock};
 use crate::error::{Error, Result};
 use crate::hbase::{Get, HBaseClient, Scan};
 use crate::key::Binary;
+use crate::migrate::plan::user_family_changes;
 use crate::migrate::state::{self, adopt, Adopt, FamilySettings, Marker};
 use crate::progress::{Progress, ProgressMode};
 use crate::txn::codec::WriteKind;
@@ -94,13 +95,11 @@ pub fn verify(
         v.problem(e.to_string());
         return Ok(v);
     }
-    for f in state::user_families(schema, &desc) {
-        for (setting, from, to, _) in state::required(f).1 {
-            v.problem(format!(
-                "family {}: {setting} is {from}, transactions need {to}",
-                String::from_utf8_lossy(&f.name)
-            ));
-        }
+    for c in user_family_changes(schema, &desc) {
+        v.problem(format!(
+            "family {}: {} is {}, transactions need {}",
+            c.family, c.setting, c.from, c.to
+        ));
     }
     let original = marker.original_by_name();
     let ttl_cut = marker.number(state::TTL_CUT).unwrap_or(0) as i64;

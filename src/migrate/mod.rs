@@ -21,7 +21,7 @@ pub use apply::apply_planned;
 pub use apply::{apply, ApplyOptions, ApplyReport};
 pub use check::{status, verify, TableStatus, Verification};
 pub use disable::{disable, DisableOptions, DisableReport};
-pub use plan::{plan, Plan, SettingChange};
+pub use plan::{plan, user_family_changes, Plan, SettingChange};
 #[cfg(feature = "testing")]
 pub use state::CrashHook;
 pub use state::{plausible_ms, Step, LEGACY_TS_LIMIT};

@@ -4,7 +4,7 @@ use serde::Serialize;
 
 use crate::clock::{Clock, SystemClock};
 use crate::error::{MigrationIssue, Result};
-use crate::hbase::{HBaseClient, Scan};
+use crate::hbase::{HBaseClient, Scan, TableDescriptor};
 use crate::key::Binary;
 use crate::migrate::state::{self, issue, plausible_ms, Marker, LEGACY_TS_LIMIT};
 use crate::progress::{Progress, ProgressMode};
@@ -84,6 +84,36 @@ impl Plan {
     }
 }
 
+/// Each setting of `desc`'s user families that transactions need otherwise, and why: what
+/// `apply` changes, and what `verify` (and `percolator doctor`) report. Reads nothing.
+///
+/// ```
+/// use percolator::hbase::{FamilyDescriptor, TableDescriptor};
+/// let schema = percolator::txn::Schema::default();
+/// let plain = TableDescriptor::new("t").family(FamilyDescriptor::new("f").ttl_secs(60));
+/// let changes = percolator::migrate::user_family_changes(&schema, &plain);
+/// let settings: Vec<_> = changes.iter().map(|c| c.setting.as_str()).collect();
+/// assert_eq!(settings, ["VERSIONS", "TTL"]);
+/// assert!(percolator::migrate::user_family_changes(&schema, &schema.table("t", &["f"])).is_empty());
+/// ```
+pub fn user_family_changes(schema: &Schema, desc: &TableDescriptor) -> Vec<SettingChange> {
+    state::user_families(schema, desc)
+        .flat_map(|f| {
+            let family = String::from_utf8_lossy(&f.name).into_owned();
+            state::required(f)
+                .1
+                .into_iter()
+                .map(move |(setting, from, to, why)| SettingChange {
+                    family: family.clone(),
+                    setting,
+                    from,
+                    to,
+                    why: why.into(),
+                })
+        })
+        .collect()
+}
+
 /// Inspects `table`: its families and settings, its marker, and (one scan) its rows and cells.
 /// `oracle_ts` is a fresh oracle timestamp when an oracle was named, to check it.
 pub fn plan(
@@ -135,17 +165,7 @@ pub fn plan(
         .map(|f| String::from_utf8_lossy(&f.name).into_owned())
         .collect();
     let users: Vec<_> = state::user_families(schema, &desc).cloned().collect();
-    for f in &users {
-        for (setting, from, to, why) in state::required(f).1 {
-            plan.family_changes.push(SettingChange {
-                family: String::from_utf8_lossy(&f.name).into_owned(),
-                setting,
-                from,
-                to,
-                why: why.into(),
-            });
-        }
-    }
+    plan.family_changes = user_family_changes(schema, &desc);
     if let Some(ts) = oracle_ts {
         if (ts as i64) < LEGACY_TS_LIMIT {
             plan.blockers.push(format!(

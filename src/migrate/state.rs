@@ -117,7 +117,7 @@ pub(crate) fn required(
             "each version is a transaction's start_ts; snapshots read older ones",
         ));
     }
-    if f.ttl_secs.is_some_and(|t| t > 0 && t < TTL_FOREVER) {
+    if f.expiring_ttl().is_some() {
         out.ttl_secs = Some(TTL_FOREVER);
         changes.push((
             "TTL".into(),

@@ -18,11 +18,12 @@
 
 use std::collections::HashSet;
 
-use crate::error::Result;
-use crate::hbase::{CheckAndMutate, CompareOp, Delete, Put, Scan};
+use crate::error::{Error, Result};
+use crate::hbase::{CheckAndMutate, CompareOp, Delete, HBaseClient, Put, Scan};
 use crate::txn::context::Context;
 use crate::txn::meta::META_FAMILY;
 use crate::txn::store::prefix_end;
+use crate::txn::Schema;
 
 pub(super) const LEASE_Q: &[u8] = b"obs:lease";
 const ALIVE_Q: &[u8] = b"obs:alive";
@@ -88,6 +89,85 @@ fn parse_lease(value: &[u8]) -> Option<(String, u64)> {
     Some((owner.to_string(), expiry.parse().ok()?))
 }
 
+/// The prefix of the rows of `table`'s workers.
+fn worker_prefix(table: &str) -> Vec<u8> {
+    let mut row = WORKER_ROWS.to_vec();
+    row.extend_from_slice(table.as_bytes());
+    row.push(b'/');
+    row
+}
+
+/// The scan of the worker rows under `prefix`, their expiry cells only.
+fn worker_scan(prefix: &[u8]) -> Scan {
+    Scan::range(prefix.to_vec(), prefix_end(prefix)).column(META_FAMILY, ALIVE_Q)
+}
+
+/// A worker row's expiry (wall ms); 0, long expired, when it cannot be read as one.
+fn parse_expiry(value: &[u8]) -> u64 {
+    std::str::from_utf8(value)
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .unwrap_or(0)
+}
+
+/// One observer worker of a table, as its row in the meta table says.
+///
+/// ```
+/// let w = percolator::observer::WorkerRow { worker: "c-obs-1".into(), expires_ms: 10 };
+/// assert!(!w.is_live(10) && w.is_live(9));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WorkerRow {
+    /// The worker's id (`<client id>-obs-<uuid>`).
+    pub worker: String,
+    /// Until when (wall ms, the worker's clock) the worker counts as alive; it pushes this
+    /// forward every lease round while it runs.
+    pub expires_ms: u64,
+}
+
+impl WorkerRow {
+    /// Whether the worker counts as alive at wall time `now_ms`.
+    pub fn is_live(&self, now_ms: u64) -> bool {
+        self.expires_ms > now_ms
+    }
+}
+
+/// The rows of `table`'s observer workers in the meta table: the live ones, and the expired
+/// ones that no live worker has removed yet (a live worker removes a row once it has been
+/// expired for a lease ttl; when every worker is dead, their rows stay). One scan, nothing
+/// changed; empty when the meta table does not exist.
+///
+/// ```
+/// let emulator = hbase_emulator::start_local()?;
+/// let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
+/// let rows = percolator::observer::worker_rows(&hbase, &Default::default(), "docs")?;
+/// assert!(rows.is_empty());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn worker_rows(hbase: &HBaseClient, schema: &Schema, table: &str) -> Result<Vec<WorkerRow>> {
+    let prefix = worker_prefix(table);
+    let read = || -> Result<Vec<WorkerRow>> {
+        let mut out = Vec::new();
+        for row in hbase.scan(&schema.meta_table, &worker_scan(&prefix))? {
+            let row = row?;
+            let Some(value) = row.value(META_FAMILY, ALIVE_Q) else {
+                continue;
+            };
+            let worker = row.row.get(prefix.len()..).unwrap_or_default();
+            out.push(WorkerRow {
+                worker: String::from_utf8_lossy(worker).into_owned(),
+                expires_ms: parse_expiry(value),
+            });
+        }
+        Ok(out)
+    };
+    // The scanner may report a missing table when it is opened or at its first page.
+    match read() {
+        Err(Error::TableNotFound { .. }) => Ok(Vec::new()),
+        read => read,
+    }
+}
+
 /// The workers of a table, as one scan of their rows saw them.
 #[derive(Debug, Default)]
 pub(crate) struct Workers {
@@ -130,16 +210,8 @@ impl Leases<'_> {
         &self.ctx.schema().meta_table
     }
 
-    /// The prefix of the rows of `table`'s workers.
-    fn worker_rows(table: &str) -> Vec<u8> {
-        let mut row = WORKER_ROWS.to_vec();
-        row.extend_from_slice(table.as_bytes());
-        row.push(b'/');
-        row
-    }
-
     fn worker_row(&self, table: &str) -> Vec<u8> {
-        let mut row = Self::worker_rows(table);
+        let mut row = worker_prefix(table);
         row.extend_from_slice(self.owner.as_bytes());
         row
     }
@@ -163,9 +235,8 @@ impl Leases<'_> {
     /// that was merely slow and has heartbeated since keeps its row; a row that cannot be read
     /// as an expiry counts as dead.
     pub async fn workers(&self, table: &str) -> Result<Workers> {
-        let start = Self::worker_rows(table);
-        let stop = prefix_end(&start);
-        let scan = Scan::range(start.clone(), stop).column(META_FAMILY, ALIVE_Q);
+        let start = worker_prefix(table);
+        let scan = worker_scan(&start);
         let rows = self
             .ctx
             .store()
@@ -177,10 +248,7 @@ impl Leases<'_> {
             let Some(value) = row.value(META_FAMILY, ALIVE_Q) else {
                 continue;
             };
-            let expires = std::str::from_utf8(value)
-                .ok()
-                .and_then(|v| v.parse::<u64>().ok())
-                .unwrap_or(0);
+            let expires = parse_expiry(value);
             let owner = row.row.get(start.len()..).unwrap_or_default();
             if expires > now {
                 workers.live += 1;

@@ -28,6 +28,7 @@ mod worker;
 /// so that implementing the trait needs no dependency of the service's own.
 pub use applied::{Change, LastApplied};
 pub use async_trait::async_trait;
+pub use lease::{worker_rows, WorkerRow};
 #[cfg(feature = "testing")]
 pub use model::ack_key;
 pub use model::ObservedColumn;

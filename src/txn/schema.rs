@@ -181,10 +181,7 @@ impl Schema {
                 write.max_versions.unwrap_or(1)
             )));
         }
-        if write
-            .ttl_secs
-            .is_some_and(|t| t > 0 && t < crate::hbase::TTL_FOREVER)
-        {
+        if write.expiring_ttl().is_some() {
             return Err(not_ready("write family must not have a TTL".into()));
         }
         Ok(())

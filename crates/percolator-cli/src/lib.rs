@@ -1,5 +1,5 @@
 //! The `percolator` and `percolator-oracle` commands: the bank demo, the benchmarks, and the
-//! operator tools (`migrate`, `get`/`put`/`delete`/`scan`, `locks`, `gc`) over the
+//! operator tools (`migrate`, `get`/`put`/`delete`/`scan`, `locks`, `gc`, `doctor`) over the
 //! [`percolator`] library. This library part exists for the two binaries and their tests; it is
 //! not an API for services, which depend on `percolator` itself.
 //!

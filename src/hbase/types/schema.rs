@@ -68,6 +68,20 @@ impl FamilyDescriptor {
         self
     }
 
+    /// The TTL after which the family's cells expire, if they do: unset, 0 and HBase's
+    /// FOREVER (`i32::MAX`) do not expire them.
+    ///
+    /// ```
+    /// use percolator::hbase::FamilyDescriptor;
+    /// assert_eq!(FamilyDescriptor::new("f").ttl_secs(60).expiring_ttl(), Some(60));
+    /// assert_eq!(FamilyDescriptor::new("f").ttl_secs(i32::MAX).expiring_ttl(), None);
+    /// assert_eq!(FamilyDescriptor::new("f").expiring_ttl(), None);
+    /// ```
+    pub fn expiring_ttl(&self) -> Option<i32> {
+        self.ttl_secs
+            .filter(|t| *t > 0 && *t < crate::hbase::TTL_FOREVER)
+    }
+
     /// Whether the region server favours this family in its block cache.
     ///
     /// ```

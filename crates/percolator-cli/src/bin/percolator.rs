@@ -99,6 +99,7 @@ fn main() -> ExitCode {
         Command::Migrate { command } => percolator_cli::commands::migrate(&command),
         Command::Data(command) => percolator_cli::commands::data(&command),
         Command::Gc(command) => command.run().map(|()| true),
+        Command::Doctor(args) => percolator_cli::commands::doctor(&args),
         Command::GcBench(config) => {
             percolator_cli::workload::gc_bench::run(&config).map(|report| {
                 println!(

@@ -139,6 +139,10 @@ pub enum Command {
     /// Garbage collection: removes versions no reader can need below a safe point that
     /// trails the oracle by --life-time and never passes a live transaction.
     Gc(crate::commands::GcCommand),
+    /// Checks the gateway, the oracle, the tables' families, the meta and liveness tables,
+    /// clock skew, locks past their TTL, the GC safe point's lag and the observer workers;
+    /// a verdict for each. Exit status 1 when a check fails.
+    Doctor(crate::commands::DoctorArgs),
     /// An hour of updates compressed in time, with and without GC (the README's figure).
     #[command(hide = true)]
     GcBench(gc_bench::GcBenchConfig),

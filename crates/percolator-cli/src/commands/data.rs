@@ -350,12 +350,13 @@ pub fn data(command: &DataCommand) -> Result<bool> {
                         }
                     });
                     println!(
-                        "{} start_ts={} primary={} owner={} age={}ms alive={}{outcome}",
+                        "{} start_ts={} primary={} owner={} age={}ms ttl={}ms alive={}{outcome}",
                         l.key,
                         l.start_ts,
                         l.primary,
                         l.owner,
                         l.age_ms,
+                        l.ttl_ms,
                         l.alive.map_or("?".into(), |a| a.to_string())
                     );
                 }

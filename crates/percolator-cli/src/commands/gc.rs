@@ -188,7 +188,7 @@ impl GcCommand {
 }
 
 /// `500ms`, `90s`, `10m`, `1h` (a bare number is seconds).
-fn parse_duration(text: &str) -> Result<Duration> {
+pub(super) fn parse_duration(text: &str) -> Result<Duration> {
     let text = text.trim();
     let split = text
         .find(|c: char| !c.is_ascii_digit())

@@ -1,10 +1,11 @@
-//! The command-line faces of `percolator migrate ...` and of the data commands (`get`, `put`,
-//! `delete`, `scan`, `locks`): argument structs for clap, and functions that run one command,
+//! The command-line faces of `percolator migrate ...`, `gc`, `create`, `doctor` and of the data
+//! commands (`get`, `put`, `delete`, `scan`, `locks`): argument structs for clap, and functions that run one command,
 //! print its result (text, or JSON with `--json`) and say whether it succeeded. Errors are
 //! returned for the binary to print; `Ok(false)` means "ran, found problems" (exit 1).
 
 mod create;
 mod data;
+pub mod doctor;
 mod gc;
 mod migrate;
 
@@ -19,6 +20,7 @@ use percolator::{Error, Result};
 
 pub use create::{create, CreateArgs};
 pub use data::{data, DataArgs, DataCommand};
+pub use doctor::{doctor, DoctorArgs};
 pub use gc::GcCommand;
 pub use migrate::{migrate, ApplyArgs, BenchArgs, DisableArgs, MigrateArgs, MigrateCommand};
 
