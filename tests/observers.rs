@@ -1013,3 +1013,46 @@ fn ownership_lag() {
         client.shutdown();
     }
 }
+
+/// Workers of the earlier layouts kept rows `obs-worker/<id>` and `obs-worker/<table>/<id>`,
+/// which no current worker reads: one killed after the upgrade would leave its row for good.
+/// A worker that starts deletes those expired long ago and keeps those of older workers still
+/// running.
+#[test]
+fn a_starting_worker_removes_rows_that_killed_older_workers_left() {
+    let env = Env::start();
+    let t = env.table("obs_legacy_rows");
+    let client = env.client();
+    let meta = &env.schema.meta_table;
+    let alive_until = (std::time::SystemTime::now() + Duration::from_secs(600))
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis();
+    let rows = [
+        (format!("obs-worker/killed-first-layout-{t}"), 1u128),
+        (format!("obs-worker/{t}/killed-ranges-layout"), 1),
+        (format!("obs-worker/{t}/running"), alive_until),
+    ];
+    for (row, expires) in &rows {
+        let put =
+            percolator::hbase::Put::new(row.as_str()).add("m", "obs:alive", expires.to_string());
+        env.hbase.put(meta, &put).unwrap();
+    }
+    let legacy_rows = || -> Vec<String> {
+        let scan = percolator::hbase::Scan::prefix("obs-worker/");
+        env.hbase
+            .scan(meta, &scan)
+            .unwrap()
+            .map(|r| String::from_utf8_lossy(&r.unwrap().row).into_owned())
+            .filter(|r| r == &rows[0].0 || r.starts_with(&format!("obs-worker/{t}/")))
+            .collect()
+    };
+    let worker = start(&client, copy_set(&t, CopyCounter::new("copy")), config());
+    assert_eq!(
+        legacy_rows(),
+        [rows[2].0.clone()],
+        "only the running one stays"
+    );
+    rt().block_on(worker.shutdown());
+    client.shutdown();
+}

@@ -7,12 +7,13 @@
 //! 4. catch-up passes for what plain writers changed meanwhile, until one finds nothing;
 //! 5. marker `adopted`.
 
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
 use crate::clock::{Clock, SystemClock};
-use crate::error::Result;
+use crate::error::{Error, MigrationIssue, Result};
 use crate::hbase::{HBaseClient, Put, Scan};
 use crate::migrate::plan::{plan, Plan};
 use crate::migrate::state::{
@@ -151,17 +152,27 @@ pub fn apply_planned(
     let marker = Marker::read(hbase, schema, table)?;
     let mut total_rows = None;
     let marker = if marker.state() == Some(state::APPLYING) {
+        // A resumed run has no plan to refuse it; it would change the families of a table
+        // HBase has disabled and then fail at its scan.
+        state::refuse_if_disabled(hbase, table)?;
         report.resumed = true;
         marker
     } else {
         // Every other state, `disabling` included, is the plan's to refuse. A plan made
         // before the marker moved (another operator's apply or disable finished or began
         // since) is made again: its refusal was decided on the state it saw.
-        let plan = match planned {
-            Some(plan) if plan.state == marker.state_name() => plan,
-            _ => plan(hbase, schema, table, opts.oracle_ts, opts.progress.clone())?,
+        let (plan, earlier) = match planned {
+            Some(plan) if plan.state == marker.state_name() => (plan, true),
+            _ => (
+                plan(hbase, schema, table, opts.oracle_ts, opts.progress.clone())?,
+                false,
+            ),
         };
         plan.refusal()?;
+        if earlier {
+            // HBase may have disabled the table since it was planned.
+            state::refuse_if_disabled(hbase, table)?;
+        }
         total_rows = Some(plan.rows);
         // Read again, not taken from the plan: the settings recorded must be those the table
         // has right before they change, and a run over several tables planned them earlier.
@@ -229,6 +240,55 @@ pub fn apply_planned(
     state::crash(opts.crash_hook(), table, Step::Adopted)?;
     report.seconds = started.elapsed().as_secs_f64();
     Ok(report)
+}
+
+/// Checks every table of a run over several before any is changed: each is planned (a table
+/// being resumed, whose marker says `applying`, is only checked to be enabled in HBase) and
+/// the first that `apply` would refuse (a clash, a blocker, `disabling`, disabled in HBase)
+/// fails the whole run with its [`Error::Migration`](crate::Error::Migration), naming it.
+/// Tables with nothing to do pass. Returns the plans, by table, for [`apply_planned`].
+///
+/// ```
+/// use percolator::hbase::{FamilyDescriptor, TableDescriptor};
+/// use percolator::migrate::{check_before_apply, ProgressMode};
+/// use percolator::{Error, MigrationIssue};
+/// let emulator = hbase_emulator::start_local()?;
+/// let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
+/// for t in ["first", "last"] {
+///     hbase.admin().create_table(&TableDescriptor::new(t).family(FamilyDescriptor::new("f")))?;
+/// }
+/// hbase.admin().disable_table("last")?;
+/// let tables = ["first".to_string(), "last".to_string()];
+/// let err = check_before_apply(&hbase, &Default::default(), &tables, None, ProgressMode::Off).unwrap_err();
+/// assert!(matches!(err, Error::Migration { ref table, kind: MigrationIssue::Blocked, .. } if table == "last"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn check_before_apply(
+    hbase: &HBaseClient,
+    schema: &Schema,
+    tables: &[String],
+    oracle_ts: Option<u64>,
+    progress: ProgressMode,
+) -> Result<HashMap<String, Plan>> {
+    let mut plans = HashMap::new();
+    for table in tables {
+        let marker = Marker::read(hbase, schema, table)?;
+        if marker.state() == Some(state::APPLYING) {
+            // Missing tables fail here too, as `TableNotFound` naming the table.
+            state::refuse_if_disabled(hbase, table)?;
+            continue;
+        }
+        let plan = plan(hbase, schema, table, oracle_ts, progress.clone())?;
+        match plan.refusal() {
+            Err(Error::Migration {
+                kind: MigrationIssue::NothingToDo,
+                ..
+            }) => {}
+            refusal => refusal?,
+        }
+        plans.insert(table.clone(), plan);
+    }
+    Ok(plans)
 }
 
 /// Step 2: the project's families, and the user families' settings (docs/migration.md says

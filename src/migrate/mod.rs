@@ -18,7 +18,7 @@ mod state;
 
 pub use crate::progress::{Phase, ProgressMode, ProgressSink};
 pub use apply::apply_planned;
-pub use apply::{apply, ApplyOptions, ApplyReport};
+pub use apply::{apply, check_before_apply, ApplyOptions, ApplyReport};
 pub use check::{status, verify, TableStatus, Verification};
 pub use disable::{disable, DisableOptions, DisableReport};
 pub use plan::{plan, user_family_changes, Plan, SettingChange};

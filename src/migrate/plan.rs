@@ -166,6 +166,12 @@ pub fn plan(
         .collect();
     let users: Vec<_> = state::user_families(schema, &desc).cloned().collect();
     plan.family_changes = user_family_changes(schema, &desc);
+    // Checked here, with the other blockers, so that a run over several tables refuses a
+    // disabled one before it changes any; its rows could not be counted anyway.
+    if !hbase.admin().is_table_enabled(table)? {
+        plan.blockers.push(state::disabled_reason(table));
+        return Ok(plan);
+    }
     if let Some(ts) = oracle_ts {
         if (ts as i64) < LEGACY_TS_LIMIT {
             plan.blockers.push(format!(

@@ -300,6 +300,26 @@ pub(crate) fn settle(marker: &Marker, settle: Duration) {
     }
 }
 
+/// Why `apply` refuses a table that HBase has disabled.
+pub(crate) fn disabled_reason(table: &str) -> String {
+    format!(
+        "the table is disabled in HBase: its data cannot be read to adopt it; enable it (`enable '{table}'`) and run apply again"
+    )
+}
+
+/// `Blocked` if HBase has `table` disabled: its rows cannot be scanned, while its families
+/// could still be changed, so `apply` would leave it half prepared.
+pub(crate) fn refuse_if_disabled(hbase: &HBaseClient, table: &str) -> Result<()> {
+    if hbase.admin().is_table_enabled(table)? {
+        return Ok(());
+    }
+    Err(issue(
+        table,
+        MigrationIssue::Blocked,
+        disabled_reason(table),
+    ))
+}
+
 pub(crate) fn issue(table: &str, kind: MigrationIssue, reason: impl Into<String>) -> Error {
     Error::Migration {
         table: table.to_string(),

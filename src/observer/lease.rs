@@ -14,21 +14,26 @@
 //! The lease and worker rows are named for the hash layout (`obs-hash-...`). Workers of the
 //! earlier first-byte layout use other rows (`obs-lease/`, `obs-worker/`), so while both kinds
 //! run, each kind covers every row by itself: their runs overlap, which is safe, and none
-//! waits on a partition that only the other kind could take.
+//! waits on a partition that only the other kind could take. A worker that starts deletes
+//! the earlier layouts' worker rows that expired long ago, since no current worker reads them.
 
 use std::collections::HashSet;
 
 use crate::error::{Error, Result};
-use crate::hbase::{CheckAndMutate, CompareOp, Delete, HBaseClient, Put, Scan};
+use crate::hbase::{CheckAndMutate, CompareOp, Delete, HBaseClient, Put, RowResult, Scan};
 use crate::txn::context::Context;
 use crate::txn::meta::META_FAMILY;
-use crate::txn::store::prefix_end;
+use crate::txn::store::{next_page_start, prefix_end};
 use crate::txn::Schema;
 
 pub(super) const LEASE_Q: &[u8] = b"obs:lease";
 const ALIVE_Q: &[u8] = b"obs:alive";
 const LEASE_ROWS: &str = "obs-hash-lease/";
 const WORKER_ROWS: &[u8] = b"obs-hash-worker/";
+/// The worker rows of the earlier layouts, swept by [`Leases::sweep_legacy_workers`].
+const LEGACY_WORKER_ROWS: &[u8] = b"obs-worker/";
+/// Worker rows read per call.
+const WORKER_PAGE: i32 = 1000;
 
 /// The partition of `row` among `count`: FNV-1a (64 bits) of the row key, mixed by
 /// MurmurHash3's 64-bit finalizer, modulo `count`. Every worker must compute the same, so this
@@ -83,10 +88,12 @@ fn lease_value(owner: &str, expires_ms: u64) -> Vec<u8> {
     format!("{owner}\n{expires_ms}").into_bytes()
 }
 
-fn parse_lease(value: &[u8]) -> Option<(String, u64)> {
-    let text = std::str::from_utf8(value).ok()?;
-    let (owner, expiry) = text.rsplit_once('\n')?;
-    Some((owner.to_string(), expiry.parse().ok()?))
+/// A worker row's expiry (ms); 0, long past, when it does not read as one.
+fn expiry(value: &[u8]) -> u64 {
+    std::str::from_utf8(value)
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .unwrap_or(0)
 }
 
 /// The prefix of the rows of `table`'s workers.
@@ -100,14 +107,6 @@ fn worker_prefix(table: &str) -> Vec<u8> {
 /// The scan of the worker rows under `prefix`, their expiry cells only.
 fn worker_scan(prefix: &[u8]) -> Scan {
     Scan::range(prefix.to_vec(), prefix_end(prefix)).column(META_FAMILY, ALIVE_Q)
-}
-
-/// A worker row's expiry (wall ms); 0, long expired, when it cannot be read as one.
-fn parse_expiry(value: &[u8]) -> u64 {
-    std::str::from_utf8(value)
-        .ok()
-        .and_then(|v| v.parse::<u64>().ok())
-        .unwrap_or(0)
 }
 
 /// One observer worker of a table, as its row in the meta table says.
@@ -156,7 +155,7 @@ pub fn worker_rows(hbase: &HBaseClient, schema: &Schema, table: &str) -> Result<
             let worker = row.row.get(prefix.len()..).unwrap_or_default();
             out.push(WorkerRow {
                 worker: String::from_utf8_lossy(worker).into_owned(),
-                expires_ms: parse_expiry(value),
+                expires_ms: expiry(value),
             });
         }
         Ok(out)
@@ -166,6 +165,12 @@ pub fn worker_rows(hbase: &HBaseClient, schema: &Schema, table: &str) -> Result<
         Err(Error::TableNotFound { .. }) => Ok(Vec::new()),
         read => read,
     }
+}
+
+fn parse_lease(value: &[u8]) -> Option<(String, u64)> {
+    let text = std::str::from_utf8(value).ok()?;
+    let (owner, expiry) = text.rsplit_once('\n')?;
+    Some((owner.to_string(), expiry.parse().ok()?))
 }
 
 /// The workers of a table, as one scan of their rows saw them.
@@ -231,51 +236,107 @@ impl Leases<'_> {
 
     /// The workers of `table`: those whose rows have not expired, and the dead ones, whose
     /// rows have. Rows expired for longer than one more lease ttl (their leases have expired
-    /// too) are deleted on the way, each only if it still holds the expiry read, so a worker
-    /// that was merely slow and has heartbeated since keeps its row; a row that cannot be read
-    /// as an expiry counts as dead.
+    /// too) are deleted on the way (see [`remove_if_long_dead`](Self::remove_if_long_dead)); a
+    /// row that cannot be read as an expiry counts as dead.
     pub async fn workers(&self, table: &str) -> Result<Workers> {
-        let start = worker_prefix(table);
-        let scan = worker_scan(&start);
-        let rows = self
-            .ctx
-            .store()
-            .scan_page(self.meta(), &scan, 10_000)
-            .await?;
+        self.workers_in_pages(table, WORKER_PAGE).await
+    }
+
+    /// [`workers`](Self::workers), reading `page_rows` rows per call.
+    pub(super) async fn workers_in_pages(&self, table: &str, page_rows: i32) -> Result<Workers> {
+        let prefix = worker_prefix(table);
+        let rows = self.rows_under(&prefix, page_rows).await?;
         let now = self.ctx.now_ms();
         let mut workers = Workers::default();
         for row in &rows {
             let Some(value) = row.value(META_FAMILY, ALIVE_Q) else {
                 continue;
             };
-            let expires = parse_expiry(value);
-            let owner = row.row.get(start.len()..).unwrap_or_default();
+            let expires = expiry(value);
+            let owner = String::from_utf8_lossy(row.row.get(prefix.len()..).unwrap_or_default());
             if expires > now {
                 workers.live += 1;
-                if let Some(client) = worker_client(&String::from_utf8_lossy(owner)) {
+                if let Some(client) = worker_client(&owner) {
                     workers.live_clients.insert(client.to_string());
                 }
                 continue;
             }
-            workers
-                .dead
-                .insert(String::from_utf8_lossy(owner).into_owned());
-            if expires.saturating_add(self.ttl_ms) < now {
-                let cam = CheckAndMutate::new(
-                    row.row.clone(),
-                    META_FAMILY,
-                    ALIVE_Q,
-                    CompareOp::Equal,
-                    value,
-                )
-                .delete(Delete::new(row.row.clone()));
-                if let Err(e) = self.ctx.store().check_and_mutate(self.meta(), &cam).await {
-                    tracing::debug!(error = %e, "a dead worker's row was not removed");
-                }
-            }
+            workers.dead.insert(owner.into_owned());
+            self.remove_if_long_dead(&row.row, value, expires, now)
+                .await;
         }
         workers.live = workers.live.max(1);
         Ok(workers)
+    }
+
+    /// Deletes the rows of workers of the earlier layouts (`obs-worker/<id>` and
+    /// `obs-worker/<table>/<id>`) that have been expired for longer than a lease ttl. No
+    /// current worker reads those rows, so without this a worker of an older version killed
+    /// after the upgrade would leave its row for good; one still running keeps its row
+    /// unexpired and is left alone. Returns how many rows were deleted.
+    pub async fn sweep_legacy_workers(&self) -> Result<usize> {
+        self.sweep_legacy_workers_in_pages(WORKER_PAGE).await
+    }
+
+    /// [`sweep_legacy_workers`](Self::sweep_legacy_workers), reading `page_rows` rows per call.
+    pub(super) async fn sweep_legacy_workers_in_pages(&self, page_rows: i32) -> Result<usize> {
+        let rows = self.rows_under(LEGACY_WORKER_ROWS, page_rows).await?;
+        let now = self.ctx.now_ms();
+        let mut removed = 0;
+        for row in &rows {
+            if let Some(value) = row.value(META_FAMILY, ALIVE_Q) {
+                if self
+                    .remove_if_long_dead(&row.row, value, expiry(value), now)
+                    .await
+                {
+                    removed += 1;
+                }
+            }
+        }
+        Ok(removed)
+    }
+
+    /// Every worker row under `prefix`, read `page_rows` at a time: however many rows killed
+    /// workers left, every live worker is counted (a single capped read would undercount
+    /// them, and each worker would then claim more than its share).
+    async fn rows_under(&self, prefix: &[u8], page_rows: i32) -> Result<Vec<RowResult>> {
+        let page_rows = page_rows.max(1);
+        let stop = prefix_end(prefix);
+        let mut from = prefix.to_vec();
+        let mut rows = Vec::new();
+        loop {
+            let scan = Scan::range(from, stop.clone()).column(META_FAMILY, ALIVE_Q);
+            let page = self
+                .ctx
+                .store()
+                .scan_page(self.meta(), &scan, page_rows)
+                .await?;
+            let next = next_page_start(&page, page_rows);
+            rows.extend(page);
+            match next {
+                Some(next) => from = next,
+                None => return Ok(rows),
+            }
+        }
+    }
+
+    /// Deletes a worker row that has been expired for longer than a lease ttl (the leases it
+    /// held have expired too, so nothing can still be waiting on it), only if it still holds
+    /// `value`: a worker that was merely slow and has written its row since keeps it. Whether
+    /// it was deleted; a failure is only logged, as the next round tries again.
+    async fn remove_if_long_dead(&self, row: &[u8], value: &[u8], expires: u64, now: u64) -> bool {
+        if expires.saturating_add(self.ttl_ms) >= now {
+            return false;
+        }
+        let cam = CheckAndMutate::new(row.to_vec(), META_FAMILY, ALIVE_Q, CompareOp::Equal, value)
+            .delete(Delete::new(row.to_vec()));
+        match self.ctx.store().check_and_mutate(self.meta(), &cam).await {
+            Ok(removed) => removed,
+            Err(e) => {
+                tracing::debug!(error = %e, "a dead worker's row was not removed");
+                false
+            }
+        }
     }
 
     /// Takes `p`'s lease: the lease value now stored when this worker holds it until now +

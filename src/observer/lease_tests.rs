@@ -105,3 +105,45 @@ fn a_dead_workers_lease_is_taken_before_it_expires() {
     );
     let _ = &stack;
 }
+
+/// Killed workers' rows pile up between rounds, so a table can have more worker rows than one
+/// read returns. Every live worker must still be counted (an undercount makes each worker claim
+/// more than its share) and every long-dead row deleted; read here 4 rows per call.
+#[test]
+fn worker_rows_beyond_one_read_are_all_counted_and_long_dead_ones_removed() {
+    let (stack, client) = stack_and_client();
+    let runtime = client.asynchronous().runtime().clone();
+    let async_client = client.asynchronous();
+    let leases = Leases {
+        ctx: async_client.ctx(),
+        owner: "reader",
+        ttl_ms: 1_000,
+        worker_ttl_ms: 60_000,
+    };
+    let meta = async_client.ctx().schema().meta_table.clone();
+    let t = "crowded";
+    let alive_until = async_client.ctx().now_ms() + 60_000;
+    // Written by hand: 7 live workers, and 6 killed long ago (expiry 1 ms after the epoch).
+    for (who, expires) in (0..7)
+        .map(|i| (format!("live{i}"), alive_until))
+        .chain((0..6).map(|i| (format!("killed{i}"), 1)))
+    {
+        let row = format!("obs-hash-worker/{t}/{who}");
+        let put = Put::new(row).add(META_FAMILY, "obs:alive", expires.to_string());
+        stack.hbase.put(&meta, &put).expect("worker row");
+    }
+
+    let workers = crate::runtime::wait(&runtime, leases.workers_in_pages(t, 4)).expect("workers");
+    assert_eq!(workers.live, 7, "every live worker, not one read's worth");
+    assert_eq!(workers.dead.len(), 6, "{:?}", workers.dead);
+
+    let scan = crate::hbase::Scan::prefix(format!("obs-hash-worker/{t}/"));
+    let left: Vec<String> = stack
+        .hbase
+        .scan(&meta, &scan)
+        .expect("scan")
+        .map(|r| String::from_utf8_lossy(&r.expect("row").row).into_owned())
+        .collect();
+    assert_eq!(left.len(), 7, "the killed workers' rows are gone: {left:?}");
+    assert!(left.iter().all(|r| r.contains("/live")), "{left:?}");
+}

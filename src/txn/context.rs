@@ -2,18 +2,16 @@
 //! options, liveness, counters, the tables already checked, the primaries under heartbeat,
 //! background work). Its fields are private; protocol steps go through its methods.
 
-use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
-
-use parking_lot::RwLock;
 
 use crate::error::{Error, Result};
 use crate::hbase::{Get, RowResult};
 use crate::key::CellKey;
 use crate::oracle::TimestampSource;
 use crate::txn::background::Background;
+use crate::txn::families::{Families, TableFamilies};
 use crate::txn::fusion::ReadFusion;
 use crate::txn::liveness::Liveness;
 use crate::txn::lock_guess::LockCellGuess;
@@ -36,7 +34,7 @@ pub(crate) struct Context {
     liveness: Liveness,
     stats: Stats,
     /// Tables found transactional, with their families (refreshed when a family is missing).
-    tables: RwLock<HashMap<String, Arc<HashSet<Vec<u8>>>>>,
+    tables: TableFamilies,
     primaries: Primaries,
     /// Set by `kill` or an injected crash: the client behaves as if its process had died.
     dead: AtomicBool,
@@ -64,7 +62,7 @@ impl Context {
             opts,
             liveness,
             stats: Stats::default(),
-            tables: RwLock::new(HashMap::new()),
+            tables: TableFamilies::default(),
             primaries: Primaries::default(),
             dead: AtomicBool::new(false),
             background: Background::new(runtime),
@@ -229,25 +227,24 @@ impl Context {
     }
 
     /// The table's families, and whether they came from the cache (else they were just
-    /// fetched, checked and cached).
-    async fn table_families(
-        &self,
-        table: &str,
-        refresh: bool,
-    ) -> Result<(Arc<HashSet<Vec<u8>>>, bool)> {
+    /// fetched and checked, by this caller or by the one whose read it waited for).
+    async fn table_families(&self, table: &str, refresh: bool) -> Result<(Families, bool)> {
         if !refresh {
-            if let Some(families) = self.tables.read().get(table) {
-                return Ok((families.clone(), true));
+            if let Some(families) = self.tables.cached(table) {
+                return Ok((families, true));
             }
         }
-        Stats::bump(&self.stats.hbase_rpcs);
-        let desc = self.store.table_descriptor(table).await?;
-        self.opts.schema.check(&desc)?;
-        let families: Arc<HashSet<Vec<u8>>> =
-            Arc::new(desc.families.into_iter().map(|f| f.name).collect());
-        self.tables
-            .write()
-            .insert(table.to_string(), families.clone());
+        let families = self
+            .tables
+            .read(table, || async {
+                Stats::bump(&self.stats.hbase_rpcs);
+                let desc = self.store.table_descriptor(table).await?;
+                self.opts.schema.check(&desc)?;
+                let families: Families =
+                    Arc::new(desc.families.into_iter().map(|f| f.name).collect());
+                Ok(families)
+            })
+            .await?;
         Ok((families, false))
     }
 }

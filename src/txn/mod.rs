@@ -22,6 +22,7 @@ mod client;
 mod commit_point;
 mod committer;
 pub(crate) mod context;
+mod families;
 mod fusion;
 mod heartbeat;
 pub(crate) mod liveness;

@@ -784,6 +784,74 @@ fn apply_refuses_a_table_being_disabled(env: &Env, disabling: &str) {
     );
 }
 
+/// A run over several tables checks them all before it changes any. The last table listed is
+/// disabled in HBase: plain, or left `applying` by an interrupted run (which the check used to
+/// skip, so the first table was adopted before the run failed on the last). Either way the run
+/// stops with a refusal naming that table, and the first table stays exactly as it was.
+#[test]
+fn apply_over_several_tables_refuses_a_disabled_last_table_before_touching_the_first() {
+    let env = Env::start();
+    let s = &env.schema;
+    let admin = env.hbase.admin();
+    let first = legacy_table(&env, "mig_multi_first");
+    let untouched = admin.table_descriptor(&first).unwrap();
+
+    let plain = legacy_table(&env, "mig_multi_disabled");
+    admin.disable_table(&plain).unwrap();
+    let resumed = legacy_table(&env, "mig_multi_resumed");
+    let stop_after_marker = ApplyOptions {
+        crash_at: Some(Arc::new(|step| step == Step::Marked)),
+        ..quiet()
+    };
+    let err = migrate::apply(&env.hbase, s, &resumed, &stop_after_marker).unwrap_err();
+    assert_issue(&err, MigrationIssue::Interrupted);
+    admin.disable_table(&resumed).unwrap();
+    let resumed_before = admin.table_descriptor(&resumed).unwrap();
+
+    for last in [&plain, &resumed] {
+        let tables = [first.clone(), last.clone()];
+        let err = migrate::check_before_apply(&env.hbase, s, &tables, None, ProgressMode::Off)
+            .unwrap_err();
+        assert!(
+            matches!(&err, Error::Migration { table, kind: MigrationIssue::Blocked, reason }
+                if table == last && reason.contains("disabled in HBase")),
+            "{err}"
+        );
+        let (code, _, stderr) =
+            percolator(&["migrate", "apply", "--hbase", &env.addr, &first, last]);
+        assert_eq!(code, 2, "{stderr}");
+        assert!(
+            stderr.contains(last.as_str()) && stderr.contains("disabled in HBase"),
+            "{stderr}"
+        );
+        assert_eq!(
+            migrate::status(&env.hbase, s, &first).unwrap().state,
+            "plain"
+        );
+        assert_eq!(admin.table_descriptor(&first).unwrap(), untouched);
+    }
+
+    // Resumed alone, the disabled table is refused before its families change.
+    let err = migrate::apply(&env.hbase, s, &resumed, &quiet()).unwrap_err();
+    assert_issue(&err, MigrationIssue::Blocked);
+    assert_eq!(admin.table_descriptor(&resumed).unwrap(), resumed_before);
+    assert_eq!(
+        migrate::status(&env.hbase, s, &resumed).unwrap().state,
+        "applying"
+    );
+
+    // Enabled again, both runs go through.
+    admin.enable_table(&plain).unwrap();
+    admin.enable_table(&resumed).unwrap();
+    let (code, _, stderr) = percolator(&[
+        "migrate", "apply", "--hbase", &env.addr, &first, &plain, &resumed,
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    for t in [&first, &plain, &resumed] {
+        assert_eq!(migrate::status(&env.hbase, s, t).unwrap().state, "adopted");
+    }
+}
+
 #[test]
 fn disable_killed_at_every_step_then_rerun_ends_as_an_uninterrupted_run() {
     let env = Env::start();

@@ -387,6 +387,10 @@ impl ObserverWorker {
         });
         let tasks = TaskTracker::new();
         let runtime = inner.client.runtime().clone();
+        // Rows of killed workers of older versions: the current rounds never look at them.
+        if let Err(e) = inner.leases().sweep_legacy_workers().await {
+            tracing::debug!(error = %e, "older workers' rows not swept; the next start tries again");
+        }
         let short = inner.leases_round().await?;
         let me = Arc::clone(&inner);
         tasks.spawn_on(async move { me.lease_loop(short).await }, &runtime);

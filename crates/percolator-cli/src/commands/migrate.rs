@@ -223,17 +223,13 @@ pub fn migrate(command: &MigrateCommand) -> Result<bool> {
             // Every table is checked before any is changed; each is planned once.
             let mut plans = std::collections::HashMap::new();
             if a.common.tables.len() > 1 {
-                for t in &a.common.tables {
-                    let status = migrate::status(&hb, &schema, t)?;
-                    if status.state != "applying" {
-                        let plan = migrate::plan(&hb, &schema, t, ts, opts.progress.clone())?;
-                        match plan.refusal() {
-                            Err(e) if is_nothing_to_do(&e) => {}
-                            refusal => refusal?,
-                        }
-                        plans.insert(t.clone(), plan);
-                    }
-                }
+                plans = migrate::check_before_apply(
+                    &hb,
+                    &schema,
+                    &a.common.tables,
+                    ts,
+                    opts.progress.clone(),
+                )?;
             }
             let mut reports = Vec::new();
             for t in &a.common.tables {
