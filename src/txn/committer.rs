@@ -6,6 +6,8 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use tracing::Instrument;
+
 use crate::error::{Error, Result};
 use crate::hbase::{CheckAndMutate, Delete};
 use crate::key::CellKey;
@@ -90,7 +92,10 @@ impl Committer {
         ctx.check_families(keys).await?;
 
         let started = Instant::now();
-        let results = self.prewrite_all().await;
+        let results = self
+            .prewrite_all()
+            .instrument(tracing::debug_span!("prewrite", cells = self.muts.len()))
+            .await;
         let prewritten = Instant::now();
         metrics::seconds_as(
             metrics::COMMIT_PHASE,
@@ -138,6 +143,7 @@ impl Committer {
             commit_ts,
             self.primary_extra.as_ref(),
         )
+        .instrument(tracing::debug_span!("commit_point", commit_ts))
         .await?;
         Stats::bump(&ctx.stats().committed);
         metrics::seconds_as(
@@ -155,14 +161,19 @@ impl Committer {
             muts: self.muts[1..].to_vec(),
             commit_ts,
         };
+        // In the background it outlives the commit's span, still as its child.
+        let span = tracing::debug_span!("secondaries", cells = secondaries.muts.len());
         if ctx.opts().sync_secondaries {
-            if !secondaries.commit().await {
+            if !secondaries.commit().instrument(span).await {
                 return Err(self.crashed(Seam::BetweenSecondaryCommits));
             }
         } else if !secondaries.muts.is_empty() && !ctx.is_dead() {
-            ctx.background().spawn(async move {
-                secondaries.commit().await;
-            });
+            ctx.background().spawn(
+                async move {
+                    secondaries.commit().await;
+                }
+                .instrument(span),
+            );
         }
         Ok(Committed {
             commit_ts,

@@ -5,6 +5,8 @@
 use std::future::Future;
 use std::pin::Pin;
 
+use tracing::Instrument;
+
 use crate::error::{Error, Result};
 use crate::hbase::{CheckAndMutate, Get, TimeRange};
 use crate::key::CellKey;
@@ -47,7 +49,14 @@ impl<'a> LockResolver<'a> {
     /// gone (resolved here or by someone else), false when its transaction is alive and the
     /// caller should wait.
     pub async fn resolve(&self, key: &CellKey, lock: &Lock, lock_bytes: &[u8]) -> Result<bool> {
-        self.resolve_at(key, lock, lock_bytes, 0).await
+        let span = tracing::debug_span!(
+            "resolve_lock",
+            lock_start_ts = lock.start_ts,
+            primary = %lock.primary
+        );
+        self.resolve_at(key, lock, lock_bytes, 0)
+            .instrument(span)
+            .await
     }
 
     /// One level of recursion at most (a primary blocked by another transaction's lock is

@@ -13,6 +13,8 @@ pub use scan::RowStream;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use tokio::sync::OnceCell;
+use tracing::field::{display, Empty};
+use tracing::Instrument;
 
 use crate::error::{Error, Result};
 use crate::hbase::Delete;
@@ -53,6 +55,18 @@ pub struct AsyncTransaction {
     remembered: HashMap<CellKey, Option<Vec<u8>>>,
     /// A snapshot at a chosen timestamp: reads only.
     read_only: bool,
+    /// The transaction's trace: begin, reads, the commit and its phases, and any lock
+    /// resolution are its children (docs/observability.md).
+    span: tracing::Span,
+}
+
+fn transaction_span() -> tracing::Span {
+    tracing::debug_span!(
+        "transaction",
+        start_ts = Empty,
+        commit_ts = Empty,
+        primary = Empty
+    )
 }
 
 impl AsyncTransaction {
@@ -66,11 +80,14 @@ impl AsyncTransaction {
             notified: BTreeSet::new(),
             remembered: HashMap::new(),
             read_only: false,
+            span: transaction_span(),
         }
     }
 
     pub(crate) fn read_only_at(session: Session, ts: u64) -> AsyncTransaction {
         let registration = session.ctx().open_txns().register(ts);
+        let span = transaction_span();
+        span.record("start_ts", ts);
         AsyncTransaction {
             session,
             start: OnceCell::new_with(Some(registration)),
@@ -79,6 +96,7 @@ impl AsyncTransaction {
             notified: BTreeSet::new(),
             remembered: HashMap::new(),
             read_only: true,
+            span,
         }
     }
 
@@ -105,9 +123,14 @@ impl AsyncTransaction {
     pub async fn start_ts(&self) -> Result<u64> {
         let start = self
             .start
-            .get_or_try_init(|| async {
-                let ctx = self.session.ctx();
-                Ok::<_, Error>(ctx.open_txns().register(ctx.timestamp().await?))
+            .get_or_try_init(|| {
+                async {
+                    let ctx = self.session.ctx();
+                    let ts = ctx.timestamp().await?;
+                    self.span.record("start_ts", ts);
+                    Ok::<_, Error>(ctx.open_txns().register(ts))
+                }
+                .instrument(tracing::debug_span!(parent: &self.span, "begin"))
             })
             .await?;
         Ok(start.start_ts())
@@ -183,7 +206,19 @@ impl AsyncTransaction {
     /// Commits with `extra`, a delete in the primary's row (the first written), landing in the
     /// commit point's CAS; `Committed::extra_applied` says whether it did. A read-only
     /// transaction commits nothing, so nothing is applied either.
-    pub(crate) async fn commit_with(mut self, extra: Option<Delete>) -> Result<Committed> {
+    pub(crate) async fn commit_with(self, extra: Option<Delete>) -> Result<Committed> {
+        let span = self.span.clone();
+        let committed = self
+            .commit_unspanned(extra)
+            .instrument(tracing::debug_span!(parent: &span, "commit"))
+            .await;
+        if let Ok(c) = &committed {
+            span.record("commit_ts", c.commit_ts);
+        }
+        committed
+    }
+
+    async fn commit_unspanned(mut self, extra: Option<Delete>) -> Result<Committed> {
         let read_only = self.read_only;
         if self.start.get().is_none() && self.first.is_some() {
             // Nothing was read (a read-only snapshot has its start_ts from the outset), so no
@@ -200,6 +235,7 @@ impl AsyncTransaction {
                 extra_applied: false,
             });
         };
+        self.span.record("primary", display(&primary));
         self.session.ctx().check_snapshot(start_ts).await?;
         let mut writes = std::mem::take(&mut self.writes);
         let primary_write = writes.remove(&primary).unwrap_or(Write::Lock);

@@ -1,5 +1,7 @@
 //! Point reads at the snapshot, and locking what was read.
 
+use tracing::Instrument;
+
 use super::AsyncTransaction;
 use crate::error::Result;
 use crate::key::CellKey;
@@ -64,6 +66,11 @@ impl AsyncTransaction {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub async fn get_many(&self, keys: &[CellKey]) -> Result<Vec<Option<Vec<u8>>>> {
+        let span = tracing::debug_span!(parent: &self.span, "read", cells = keys.len());
+        self.get_many_unspanned(keys).instrument(span).await
+    }
+
+    async fn get_many_unspanned(&self, keys: &[CellKey]) -> Result<Vec<Option<Vec<u8>>>> {
         let unbuffered: Vec<CellKey> = keys
             .iter()
             .filter(|k| self.known(k).is_none())
@@ -94,8 +101,10 @@ impl AsyncTransaction {
         keys: &[CellKey],
     ) -> Result<Vec<(Option<Vec<u8>>, u64)>> {
         let snapshot = self.start_ts().await?;
+        let span = tracing::debug_span!(parent: &self.span, "read", cells = keys.len());
         let read = SnapshotReader::new(&self.session, snapshot)
             .read_with_newest(keys)
+            .instrument(span)
             .await?;
         self.session.ctx().check_snapshot(snapshot).await?;
         for (key, (value, _)) in keys.iter().zip(&read) {
