@@ -335,6 +335,36 @@ pub enum Error {
         message: String,
     },
 
+    /// The oracle refused the client, or the client the oracle: a missing or wrong token, a
+    /// missing or unallowed client certificate, plain TCP against TLS, an untrusted server
+    /// certificate. Returned at once, without waiting out the request timeout or going round
+    /// the fail-over list: retrying cannot help.
+    ///
+    /// ```
+    /// use percolator::oracle::AuthFailure;
+    /// use percolator::{Error, RetryClass};
+    /// let err = Error::OracleAuth { addr: "tso:7077".into(), failure: AuthFailure::TokenRejected };
+    /// assert_eq!(err.to_string(), "the timestamp oracle at tso:7077 refused the client: the oracle rejected the token");
+    /// assert_eq!(err.retry_class(), RetryClass::Fatal);
+    /// ```
+    #[error("the timestamp oracle at {addr} refused the client: {failure}")]
+    OracleAuth {
+        /// The oracle's address.
+        addr: String,
+        /// Why.
+        failure: crate::oracle::AuthFailure,
+    },
+
+    /// The oracle's TLS or token settings cannot be used: a PEM or token file that cannot be
+    /// read or holds nothing usable (`file` names it), or settings that contradict each other.
+    #[error("oracle security settings: {detail}")]
+    OracleSettings {
+        /// The file at fault, if one is.
+        file: Option<std::path::PathBuf>,
+        /// What is wrong, naming the file.
+        detail: String,
+    },
+
     // ---- transactions ----
     /// Another transaction wrote the cell after our snapshot, or holds a newer record.
     #[error(
@@ -593,6 +623,8 @@ impl Error {
             | Error::Tls { .. }
             | Error::OracleFenced { .. }
             | Error::OracleStore { .. }
+            | Error::OracleAuth { .. }
+            | Error::OracleSettings { .. }
             | Error::Corrupted { .. }
             | Error::NotTransactional { .. }
             | Error::ValueTooLarge { .. }
