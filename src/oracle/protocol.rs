@@ -252,6 +252,10 @@ pub(crate) enum HelloError {
 impl fmt::Display for HelloError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            // A TLS record starts with 0x16 0x03: a client configured for TLS.
+            HelloError::BadMagic([0x16, 0x03, ..]) => {
+                f.write_str("a TLS handshake on a plain TCP port (is the client set for TLS?)")
+            }
             HelloError::BadMagic(m) => write!(f, "bad magic {m:02x?}"),
             HelloError::UnsupportedVersion(v) => {
                 write!(

@@ -127,11 +127,16 @@ impl Connection {
                 let tls = connector.connect(name, tcp).await.map_err(|e| {
                     match ConnError::from(e) {
                         // A plain oracle reads our TLS hello as a bad hello and hangs up.
-                        ConnError::Io(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
-                            ConnError::Protocol(
-                                "closed during the TLS handshake: does the oracle serve TLS?"
-                                    .into(),
-                            )
+                        ConnError::Io(e)
+                            if matches!(
+                                e.kind(),
+                                std::io::ErrorKind::UnexpectedEof
+                                    | std::io::ErrorKind::ConnectionReset
+                            ) =>
+                        {
+                            ConnError::Protocol(format!(
+                                "{e} during the TLS handshake: does the oracle serve TLS?"
+                            ))
                         }
                         other => other,
                     }

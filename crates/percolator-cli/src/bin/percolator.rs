@@ -21,6 +21,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let verbose = cli.verbose;
     percolator_cli::gateway::set(cli.gateway.clone());
+    percolator_cli::oracle_access::set(cli.oracle_access.clone());
     let result = match cli.command {
         Command::Demo(config) => demo::run(&config).map(|report| report.violations.is_empty()),
         Command::ObserveDemo(config) => observe_demo::run(&config)

@@ -29,6 +29,8 @@ pub struct Cli {
     pub verbose: bool,
     #[command(flatten)]
     pub gateway: crate::gateway::GatewayOptions,
+    #[command(flatten)]
+    pub oracle_access: crate::oracle_access::OracleAccess,
     #[command(subcommand)]
     pub command: Command,
 }
