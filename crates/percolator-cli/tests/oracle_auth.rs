@@ -383,6 +383,14 @@ fn the_binary_serves_mutual_tls_with_a_token_and_never_logs_it() {
     assert!(!stderr.contains(wrong), "{stderr}");
     let no_token = fetch(&server.addr, &[&ca, &cert, &key], &flags);
     assert!(String::from_utf8_lossy(&no_token.stderr).contains("requires a token"));
+    let (intruder_cert, intruder_key) = (pki.path("intruder.pem"), pki.path("intruder.key"));
+    let intruder = fetch(
+        &server.addr,
+        &[&ca, &intruder_cert, &intruder_key, &token],
+        &flags,
+    );
+    let stderr = String::from_utf8_lossy(&intruder.stderr);
+    assert!(stderr.contains("does not allow"), "{stderr}");
 
     // The token may come from the environment instead of a file.
     let from_env = Command::new(BIN)
@@ -407,6 +415,10 @@ fn the_binary_serves_mutual_tls_with_a_token_and_never_logs_it() {
         "the refusal is logged: {logged}"
     );
     assert!(logged.contains("no token in the hello"), "{logged}");
+    assert!(
+        logged.contains("identity not allowed") && logged.contains("intruder"),
+        "{logged}"
+    );
     assert!(
         !logged.contains(secret) && !logged.contains(wrong),
         "{logged}"

@@ -31,7 +31,30 @@ pub(crate) struct Security {
 /// decided (a refusal is sent in the hello's status, so the client learns why).
 pub(crate) enum Opened {
     Plain(TcpStream),
-    Tls(Box<TlsStream<TcpStream>>, Result<(), HelloStatus>),
+    Tls(Box<TlsStream<TcpStream>>, Result<(), Refusal>),
+}
+
+/// A refused client: the hello status it gets, and what the log says (which check failed,
+/// never what was presented as a token).
+pub(crate) struct Refusal {
+    pub status: HelloStatus,
+    pub why: String,
+}
+
+impl From<HelloStatus> for Refusal {
+    fn from(status: HelloStatus) -> Refusal {
+        let why = match status {
+            HelloStatus::TokenRequired => "no token in the hello",
+            HelloStatus::TokenRejected => "wrong token",
+            HelloStatus::CertificateRequired => "no client certificate",
+            HelloStatus::IdentityNotAllowed => "client certificate identity not allowed",
+            _ => "refused",
+        };
+        Refusal {
+            status,
+            why: why.into(),
+        }
+    }
 }
 
 impl Security {
@@ -95,16 +118,20 @@ impl Security {
             .unwrap_or_else(|_| Err(format!("no TLS handshake within {timeout:?}")))
     }
 
-    fn check_certificate(&self, tls: &TlsStream<TcpStream>) -> Result<(), HelloStatus> {
+    fn check_certificate(&self, tls: &TlsStream<TcpStream>) -> Result<(), Refusal> {
         if !self.require_cert {
             return Ok(());
         }
         // The verifier already checked the chain against the client CAs.
         let Some(cert) = tls.get_ref().1.peer_certificates().and_then(|c| c.first()) else {
-            return Err(HelloStatus::CertificateRequired);
+            return Err(HelloStatus::CertificateRequired.into());
         };
         if !self.allowed.is_empty() && !identity::is_allowed(cert, &self.allowed) {
-            return Err(HelloStatus::IdentityNotAllowed);
+            let name = identity::common_name(cert).unwrap_or_else(|| "none".into());
+            return Err(Refusal {
+                status: HelloStatus::IdentityNotAllowed,
+                why: format!("client certificate identity not allowed (common name {name:?})"),
+            });
         }
         Ok(())
     }

@@ -13,7 +13,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 
-use super::auth::{Opened, Security};
+use super::auth::{Opened, Refusal, Security};
 use super::core::Core;
 use super::ServerConfig;
 use crate::oracle::protocol::{self, ErrorCode, HelloError, HelloStatus, Request};
@@ -82,7 +82,7 @@ pub(crate) async fn serve_connection(
 
 async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
     mut stream: S,
-    certificate: Result<(), HelloStatus>,
+    certificate: Result<(), Refusal>,
     core: &Core,
     config: &ServerConfig,
     security: &Security,
@@ -96,7 +96,7 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
 
 async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(
     stream: &mut S,
-    certificate: Result<(), HelloStatus>,
+    certificate: Result<(), Refusal>,
     config: &ServerConfig,
     security: &Security,
 ) -> Result<(), End> {
@@ -139,9 +139,14 @@ async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(
         }
         Err(e) => return Err(End::BadInput(e.to_string())),
     };
-    if let Err(status) = certificate.and_then(|()| security.check_token(token.as_deref())) {
-        let _ = reply(stream, status).await;
-        return Err(End::Refused(refusal(status).into()));
+    let checked = certificate.and_then(|()| {
+        security
+            .check_token(token.as_deref())
+            .map_err(Refusal::from)
+    });
+    if let Err(refusal) = checked {
+        let _ = reply(stream, refusal.status).await;
+        return Err(End::Refused(refusal.why));
     }
     reply(stream, HelloStatus::Ok).await?;
     Ok(())
@@ -151,17 +156,6 @@ async fn reply<S: AsyncWrite + Unpin>(stream: &mut S, status: HelloStatus) -> st
     stream.write_all(&protocol::server_hello(status)).await?;
     // TLS holds written records until flushed; plain TCP has nothing to flush.
     stream.flush().await
-}
-
-/// What the log says about a refusal: which check failed, never what was presented.
-fn refusal(status: HelloStatus) -> &'static str {
-    match status {
-        HelloStatus::TokenRequired => "no token in the hello",
-        HelloStatus::TokenRejected => "wrong token",
-        HelloStatus::CertificateRequired => "no client certificate",
-        HelloStatus::IdentityNotAllowed => "client certificate identity not allowed",
-        _ => "refused",
-    }
 }
 
 async fn serve_requests<S: AsyncRead + AsyncWrite + Unpin>(
