@@ -269,6 +269,36 @@ fn plain_and_tls_that_do_not_match_fail_clearly() {
 }
 
 #[test]
+fn a_tls_standby_turns_clients_away_to_the_next_address() {
+    let pki = Pki::new();
+    let store = MemoryStore::with_lease(Duration::from_secs(600));
+    let secured = |standby| ServerConfig {
+        tls: Some(pki.server_tls()),
+        token: Some(OracleToken::new("t").unwrap()),
+        standby,
+        ..ServerConfig::default()
+    };
+    let owner = OracleServer::start("127.0.0.1:0", store.clone(), secured(false)).unwrap();
+    let waiting = OracleServer::start("127.0.0.1:0", store, secured(true)).unwrap();
+    let config = ClientConfig {
+        connect_timeout: Duration::from_secs(5),
+        ..patient(Some(pki.client_tls(None)), Some("t"))
+    };
+    let alone = OracleClient::connect(&[waiting.local_addr().to_string()], config.clone());
+    assert!(
+        matches!(&alone, Err(Error::OracleUnavailable { reason, .. }) if reason.contains("standby")),
+        "{:?}",
+        alone.err()
+    );
+    let addrs = [
+        waiting.local_addr().to_string(),
+        owner.local_addr().to_string(),
+    ];
+    let both = OracleClient::connect(&addrs, config).unwrap();
+    assert!(both.get_timestamp().unwrap() > 0);
+}
+
+#[test]
 fn unusable_pem_and_token_files_are_named() {
     let pki = Pki::new();
     let garbage = pki.path("garbage.pem");

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rustls::server::WebPkiClientVerifier;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_rustls::server::TlsStream;
 use tokio_rustls::TlsAcceptor;
@@ -147,26 +147,29 @@ impl Security {
     }
 }
 
-/// Reads a plain client's hello (and token, unread, so the close is not a reset that loses
-/// the reply) and answers it with status 8. Best effort: the peer may be anything.
+/// Answers a plain client's hello with status 8. Best effort: the peer may be anything.
 async fn turn_plain_away(stream: &mut TcpStream) {
-    let mut hello = [0u8; protocol::HELLO_LEN];
-    if stream.read_exact(&mut hello).await.is_err() {
-        return;
+    if skip_hello(stream).await.is_ok() {
+        let _ = stream
+            .write_all(&protocol::server_hello(HelloStatus::TlsRequired))
+            .await;
     }
+}
+
+/// Reads a client's hello and token without looking at them, for a connection about to be
+/// turned away: closing with them unread would send a reset, which can lose the reply.
+pub(crate) async fn skip_hello<S: AsyncRead + Unpin>(stream: &mut S) -> std::io::Result<()> {
+    let mut hello = [0u8; protocol::HELLO_LEN];
+    stream.read_exact(&mut hello).await?;
     if let Ok(true) = protocol::check_client_hello(&hello) {
         let mut len = [0u8; 2];
-        if stream.read_exact(&mut len).await.is_err() {
-            return;
-        }
+        stream.read_exact(&mut len).await?;
         if let Ok(len) = protocol::decode_token_len(len) {
             let mut discard = vec![0u8; len];
-            let _ = stream.read_exact(&mut discard).await;
+            stream.read_exact(&mut discard).await?;
         }
     }
-    let _ = stream
-        .write_all(&protocol::server_hello(HelloStatus::TlsRequired))
-        .await;
+    Ok(())
 }
 
 fn settings(e: PemError) -> Error {

@@ -16,7 +16,7 @@ use parking_lot::Mutex;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
 
-use super::auth::{Opened, Security};
+use super::auth::{skip_hello, Opened, Security};
 
 use crate::oracle::protocol::{self, HelloStatus};
 use crate::oracle::store::{Claim, Holder, WindowStore};
@@ -134,6 +134,7 @@ pub(crate) async fn turn_away(listener: &TcpListener, security: &Arc<Security>) 
                     {
                         let hello = protocol::server_hello(HelloStatus::Standby);
                         let _ = tokio::time::timeout(TLS_TURN_AWAY_TIMEOUT, async {
+                            skip_hello(&mut tls).await?;
                             tls.write_all(&hello).await?;
                             tls.shutdown().await
                         })
