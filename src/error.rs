@@ -344,10 +344,10 @@ pub enum Error {
     /// use percolator::oracle::AuthFailure;
     /// use percolator::{Error, RetryClass};
     /// let err = Error::OracleAuth { addr: "tso:7077".into(), failure: AuthFailure::TokenRejected };
-    /// assert_eq!(err.to_string(), "the timestamp oracle at tso:7077 refused the client: the oracle rejected the token");
+    /// assert_eq!(err.to_string(), "authentication with the timestamp oracle at tso:7077 failed: the oracle rejected the token");
     /// assert_eq!(err.retry_class(), RetryClass::Fatal);
     /// ```
-    #[error("the timestamp oracle at {addr} refused the client: {failure}")]
+    #[error("authentication with the timestamp oracle at {addr} failed: {failure}")]
     OracleAuth {
         /// The oracle's address.
         addr: String,
