@@ -269,6 +269,38 @@ fn plain_and_tls_that_do_not_match_fail_clearly() {
 }
 
 #[test]
+fn transactions_reach_a_secured_oracle_through_txn_options() {
+    let pki = Pki::new();
+    let oracle = start(Some(pki.mutual_tls(&["txn-client"])), Some("txn-token"));
+    let emulator = hbase_emulator::start_local().unwrap();
+    let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
+    let addrs = [oracle.local_addr().to_string()];
+    let options = |token| {
+        percolator::TxnOptions::builder()
+            .oracle(patient(
+                Some(pki.client_tls(Some("txn-client"))),
+                Some(token),
+            ))
+            .build()
+    };
+    let client = percolator::Client::connect(hbase.clone(), &addrs, options("txn-token"))
+        .expect("the transaction client reaches the oracle over mutual TLS");
+    assert!(!client.is_dead());
+    client.shutdown();
+    let refused = percolator::Client::connect(hbase, &addrs, options("stale-token")).err();
+    assert!(
+        matches!(
+            refused,
+            Some(Error::OracleAuth {
+                failure: AuthFailure::TokenRejected,
+                ..
+            })
+        ),
+        "{refused:?}"
+    );
+}
+
+#[test]
 fn a_tls_standby_turns_clients_away_to_the_next_address() {
     let pki = Pki::new();
     let store = MemoryStore::with_lease(Duration::from_secs(600));
