@@ -335,6 +335,36 @@ pub enum Error {
         message: String,
     },
 
+    /// The oracle refused the client, or the client the oracle: a missing or wrong token, a
+    /// missing or unallowed client certificate, plain TCP against TLS, an untrusted server
+    /// certificate. Returned at once, without waiting out the request timeout or going round
+    /// the fail-over list: retrying cannot help.
+    ///
+    /// ```
+    /// use percolator::oracle::AuthFailure;
+    /// use percolator::{Error, RetryClass};
+    /// let err = Error::OracleAuth { addr: "tso:7077".into(), failure: AuthFailure::TokenRejected };
+    /// assert_eq!(err.to_string(), "authentication with the timestamp oracle at tso:7077 failed: the oracle rejected the token");
+    /// assert_eq!(err.retry_class(), RetryClass::Fatal);
+    /// ```
+    #[error("authentication with the timestamp oracle at {addr} failed: {failure}")]
+    OracleAuth {
+        /// The oracle's address.
+        addr: String,
+        /// Why.
+        failure: crate::oracle::AuthFailure,
+    },
+
+    /// The oracle's TLS or token settings cannot be used: a PEM or token file that cannot be
+    /// read or holds nothing usable (`file` names it), or settings that contradict each other.
+    #[error("oracle security settings: {detail}")]
+    OracleSettings {
+        /// The file at fault, if one is.
+        file: Option<std::path::PathBuf>,
+        /// What is wrong, naming the file.
+        detail: String,
+    },
+
     // ---- transactions ----
     /// Another transaction wrote the cell after our snapshot, or holds a newer record.
     #[error(
@@ -593,6 +623,8 @@ impl Error {
             | Error::Tls { .. }
             | Error::OracleFenced { .. }
             | Error::OracleStore { .. }
+            | Error::OracleAuth { .. }
+            | Error::OracleSettings { .. }
             | Error::Corrupted { .. }
             | Error::NotTransactional { .. }
             | Error::ValueTooLarge { .. }
@@ -786,6 +818,14 @@ impl Error {
             E::OracleUnavailable { addrs, reason } => E::OracleUnavailable {
                 addrs: addrs.clone(),
                 reason: reason.clone(),
+            },
+            E::OracleAuth { addr, failure } => E::OracleAuth {
+                addr: addr.clone(),
+                failure: failure.clone(),
+            },
+            E::OracleSettings { file, detail } => E::OracleSettings {
+                file: file.clone(),
+                detail: detail.clone(),
             },
             E::OracleFenced { detail } => E::OracleFenced {
                 detail: detail.clone(),

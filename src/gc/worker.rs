@@ -15,8 +15,7 @@ use crate::gc::collect::Pass;
 use crate::gc::{locks, safe_point};
 use crate::hbase::{AsyncHBaseClient, HBaseClient, HBaseConfig};
 use crate::metrics;
-use crate::oracle::physical_of;
-use crate::oracle::{ClientConfig as OracleConfig, OracleClient};
+use crate::oracle::{physical_of, OracleClient};
 use crate::txn::meta::META_REFRESH;
 use crate::txn::{AsyncClient, TxnOptions};
 
@@ -289,7 +288,7 @@ impl GcWorker {
         })
         .await
         .map_err(|_| Error::Shutdown)??;
-        let tso = OracleClient::connect_async(oracle_addrs, OracleConfig::default()).await?;
+        let tso = OracleClient::connect_async(oracle_addrs, txn.oracle.clone()).await?;
         let client = AsyncClient::new(Arc::new(hbase), Arc::new(tso), txn).await?;
         Ok(GcWorker::new(client, admin, opts))
     }

@@ -27,7 +27,7 @@ mod gateways;
 mod input;
 #[cfg(feature = "kerberos")]
 pub mod kerberos;
-mod link;
+pub(crate) mod link;
 mod pool;
 mod scanner;
 mod security;

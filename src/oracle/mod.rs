@@ -21,14 +21,28 @@
 //! older one.
 //!
 //! # Wire protocol (version 1)
-//! TCP, all integers big-endian. The client speaks first.
+//! TCP, or TLS over it when the server has a certificate ([`ServerConfig::tls`]); all integers
+//! big-endian. The client speaks first.
 //!
 //! Handshake, 8 bytes each way:
-//! - client: magic `"PTSO"`, `u16` version (1), `u16` reserved (0).
+//! - client: magic `"PTSO"`, `u16` version (1), `u16` flags. Flag bit 0 (`FLAG_TOKEN`): a
+//!   token frame follows the hello, `u16 len` (1..=1024) then `len` bytes. Servers ignore other
+//!   bits (this field was reserved, 0, before tokens), and a server requiring no token reads
+//!   and ignores a token frame.
 //! - server: magic `"PTSO"`, `u16` version it speaks, `u16` status: 0 ok, 1 version not
-//!   supported, 2 too many connections, 3 standing by (another oracle owns the store). On a
-//!   non-zero status the server closes the connection, and a client tries its next address.
+//!   supported, 2 too many connections, 3 standing by (another oracle owns the store), 4 a
+//!   token is required and none came, 5 the token is wrong, 6 a client certificate is required
+//!   and none came, 7 the client certificate's identity is not allowed, 8 TLS is required (sent
+//!   in the clear to a client that spoke plain TCP to a TLS port). On a non-zero status the
+//!   server closes the connection. After 1-3 a client tries its next address; after 4-8 it
+//!   fails at once with [`Error::OracleAuth`](crate::Error::OracleAuth), as it does when the TLS
+//!   handshake ends over certificates: the addresses of one list are secured alike.
 //!   A client hello with the wrong magic is not answered; the connection is closed.
+//!
+//! Over TLS the server checks the client certificate (when it has client CAs) and the token
+//! only after the TLS handshake and the hello, so a refused client learns why from the status
+//! instead of from a TLS alert. A token is compared as SHA-256 digests in constant time and is
+//! never logged; refusals are logged with the peer and which check failed.
 //!
 //! Then requests, which may be pipelined; replies come in request order:
 //! - `0x01 u32 count`: `count` (1..=65536) timestamps. Reply `0x01 u64 first`: the timestamps
@@ -58,6 +72,7 @@
 #![allow(clippy::result_large_err)]
 
 mod alloc;
+mod auth;
 mod client;
 pub mod protocol;
 mod server;
@@ -65,6 +80,7 @@ mod stats;
 mod store;
 
 pub use alloc::{compose, physical_of, Clock, OffsetClock, SystemClock, LOGICAL_PER_MS};
+pub use auth::{AuthFailure, OracleToken, ServerTls, MAX_TOKEN_LEN, TOKEN_ENV};
 pub use client::{ClientConfig, LocalTimestamps, OracleClient, TimestampSource};
 pub use server::{run, OracleHandle, OracleServer, ServerConfig};
 pub use stats::StatsSnapshot;

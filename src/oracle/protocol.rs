@@ -30,6 +30,8 @@
 
 use std::fmt;
 
+use super::auth::{AuthFailure, MAX_TOKEN_LEN};
+
 /// First bytes of both hellos.
 pub(crate) const MAGIC: [u8; 4] = *b"PTSO";
 /// The protocol version this build speaks.
@@ -124,6 +126,16 @@ pub(crate) enum HelloStatus {
     TooManyConnections = 2,
     /// A standby: another oracle owns the store; try the next address.
     Standby = 3,
+    /// The server requires a token and the hello carried none.
+    TokenRequired = 4,
+    /// The hello's token is not the server's.
+    TokenRejected = 5,
+    /// The server requires a client certificate (mutual TLS) and the client showed none.
+    CertificateRequired = 6,
+    /// The client certificate's identity is not on the server's allowed list.
+    IdentityNotAllowed = 7,
+    /// The server speaks TLS only; sent in the clear to a client that spoke plain TCP.
+    TlsRequired = 8,
 }
 
 impl HelloStatus {
@@ -133,6 +145,11 @@ impl HelloStatus {
             1 => Some(HelloStatus::UnsupportedVersion),
             2 => Some(HelloStatus::TooManyConnections),
             3 => Some(HelloStatus::Standby),
+            4 => Some(HelloStatus::TokenRequired),
+            5 => Some(HelloStatus::TokenRejected),
+            6 => Some(HelloStatus::CertificateRequired),
+            7 => Some(HelloStatus::IdentityNotAllowed),
+            8 => Some(HelloStatus::TlsRequired),
             _ => None,
         }
     }
@@ -191,6 +208,27 @@ pub fn client_hello() -> [u8; HELLO_LEN] {
     hello(0)
 }
 
+/// Bit of the client hello's flags (its last `u16`): a token frame, `u16 len` then `len`
+/// (1..=1024) bytes, follows the hello.
+pub const FLAG_TOKEN: u16 = 1;
+
+/// The client hello followed by a token frame, for an oracle that requires a token.
+///
+/// ```
+/// use percolator::oracle::protocol;
+/// let hello = protocol::client_hello_with_token(b"s3cret");
+/// assert_eq!(&hello[6..8], &protocol::FLAG_TOKEN.to_be_bytes());
+/// assert_eq!(&hello[8..10], &6u16.to_be_bytes());
+/// assert_eq!(&hello[10..], b"s3cret");
+/// ```
+pub fn client_hello_with_token(token: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(HELLO_LEN + 2 + token.len());
+    out.extend_from_slice(&hello(FLAG_TOKEN));
+    out.extend_from_slice(&(token.len() as u16).to_be_bytes());
+    out.extend_from_slice(token);
+    out
+}
+
 pub(crate) fn server_hello(status: HelloStatus) -> [u8; HELLO_LEN] {
     hello(status as u16)
 }
@@ -208,11 +246,16 @@ fn hello(last: u16) -> [u8; HELLO_LEN] {
 pub(crate) enum HelloError {
     BadMagic([u8; 4]),
     UnsupportedVersion(u16),
+    BadTokenLength(usize),
 }
 
 impl fmt::Display for HelloError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            // A TLS record starts with 0x16 0x03: a client configured for TLS.
+            HelloError::BadMagic([0x16, 0x03, ..]) => {
+                f.write_str("a TLS handshake on a plain TCP port (is the client set for TLS?)")
+            }
             HelloError::BadMagic(m) => write!(f, "bad magic {m:02x?}"),
             HelloError::UnsupportedVersion(v) => {
                 write!(
@@ -220,11 +263,15 @@ impl fmt::Display for HelloError {
                     "unsupported protocol version {v} (this server speaks {VERSION})"
                 )
             }
+            HelloError::BadTokenLength(len) => {
+                write!(f, "token length {len} outside 1..={MAX_TOKEN_LEN}")
+            }
         }
     }
 }
 
-pub(crate) fn check_client_hello(b: &[u8; HELLO_LEN]) -> Result<(), HelloError> {
+/// Checks a client hello; `Ok` says whether a token frame follows it.
+pub(crate) fn check_client_hello(b: &[u8; HELLO_LEN]) -> Result<bool, HelloError> {
     let magic = [b[0], b[1], b[2], b[3]];
     if magic != MAGIC {
         return Err(HelloError::BadMagic(magic));
@@ -233,33 +280,70 @@ pub(crate) fn check_client_hello(b: &[u8; HELLO_LEN]) -> Result<(), HelloError> 
     if version != VERSION {
         return Err(HelloError::UnsupportedVersion(version));
     }
-    Ok(())
+    // Other bits are ignored, as every server before the token did, so that flags added
+    // later reach old servers harmlessly.
+    Ok(u16::from_be_bytes([b[6], b[7]]) & FLAG_TOKEN != 0)
 }
 
-/// Checks the server hello; `Err` carries a description for the caller's error (not an
-/// oracle, another version, or too many connections).
+/// Decodes the length of a token frame, bounded.
+pub(crate) fn decode_token_len(b: [u8; 2]) -> Result<usize, HelloError> {
+    let len = u16::from_be_bytes(b) as usize;
+    if len == 0 || len > MAX_TOKEN_LEN {
+        return Err(HelloError::BadTokenLength(len));
+    }
+    Ok(len)
+}
+
+/// Why a server hello did not let the client in.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HelloRefusal {
+    /// Not an oracle, another version, too many connections, a standby: try the next address.
+    Other(String),
+    /// The server refused the client's credentials, or wants TLS: no address will do better.
+    Auth(AuthFailure),
+}
+
+impl fmt::Display for HelloRefusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HelloRefusal::Other(why) => f.write_str(why),
+            HelloRefusal::Auth(failure) => write!(f, "{failure}"),
+        }
+    }
+}
+
+impl std::error::Error for HelloRefusal {}
+
+/// Checks the server hello; `Err` says why the server did not let the client in.
 ///
 /// ```
 /// use percolator::oracle::protocol;
 /// let err = protocol::check_server_hello(b"HTTP/1.1").unwrap_err();
-/// assert!(err.contains("not a timestamp oracle"), "{err}");
+/// assert!(err.to_string().contains("not a timestamp oracle"), "{err}");
 /// ```
-pub fn check_server_hello(b: &[u8; HELLO_LEN]) -> Result<(), String> {
+pub fn check_server_hello(b: &[u8; HELLO_LEN]) -> Result<(), HelloRefusal> {
+    let other = |why: String| Err(HelloRefusal::Other(why));
+    let auth = |failure: AuthFailure| Err(HelloRefusal::Auth(failure));
     if b[..4] != MAGIC {
-        return Err(format!("not a timestamp oracle (magic {:02x?})", &b[..4]));
+        return other(format!("not a timestamp oracle (magic {:02x?})", &b[..4]));
     }
     let version = u16::from_be_bytes([b[4], b[5]]);
     match HelloStatus::from_u16(u16::from_be_bytes([b[6], b[7]])) {
         Some(HelloStatus::Ok) if version == VERSION => Ok(()),
-        Some(HelloStatus::Ok) => Err(format!("server speaks protocol version {version}")),
-        Some(HelloStatus::UnsupportedVersion) => Err(format!(
+        Some(HelloStatus::Ok) => other(format!("server speaks protocol version {version}")),
+        Some(HelloStatus::UnsupportedVersion) => other(format!(
             "server refused protocol version {VERSION} (it speaks {version})"
         )),
-        Some(HelloStatus::TooManyConnections) => Err("server has too many connections".into()),
+        Some(HelloStatus::TooManyConnections) => other("server has too many connections".into()),
         Some(HelloStatus::Standby) => {
-            Err("server is a standby: another oracle serves the store".into())
+            other("server is a standby: another oracle serves the store".into())
         }
-        None => Err(format!("unknown hello status in {b:02x?}")),
+        Some(HelloStatus::TokenRequired) => auth(AuthFailure::TokenRequired),
+        Some(HelloStatus::TokenRejected) => auth(AuthFailure::TokenRejected),
+        Some(HelloStatus::CertificateRequired) => auth(AuthFailure::CertificateRequired),
+        Some(HelloStatus::IdentityNotAllowed) => auth(AuthFailure::IdentityNotAllowed),
+        Some(HelloStatus::TlsRequired) => auth(AuthFailure::TlsRequired),
+        None => other(format!("unknown hello status in {b:02x?}")),
     }
 }
 
@@ -379,7 +463,19 @@ mod tests {
 
     #[test]
     fn hellos_round_trip_and_reject_strangers() {
-        assert_eq!(check_client_hello(&client_hello()), Ok(()));
+        assert_eq!(check_client_hello(&client_hello()), Ok(false));
+        let with_token = client_hello_with_token(b"t");
+        assert_eq!(
+            check_client_hello(&with_token[..HELLO_LEN].try_into().unwrap()),
+            Ok(true)
+        );
+        assert_eq!(decode_token_len([0, 1]), Ok(1));
+        assert!(decode_token_len([0, 0]).is_err());
+        assert!(decode_token_len([0xff, 0xff]).is_err());
+        assert_eq!(
+            check_server_hello(&server_hello(HelloStatus::TokenRejected)),
+            Err(HelloRefusal::Auth(AuthFailure::TokenRejected))
+        );
         assert_eq!(check_server_hello(&server_hello(HelloStatus::Ok)), Ok(()));
         let mut bad = client_hello();
         bad[0] = b'X';
@@ -396,6 +492,7 @@ mod tests {
         assert!(check_server_hello(&server_hello(HelloStatus::TooManyConnections)).is_err());
         assert!(check_server_hello(&server_hello(HelloStatus::Standby))
             .unwrap_err()
+            .to_string()
             .contains("standby"));
     }
 

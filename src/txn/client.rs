@@ -9,7 +9,7 @@ use parking_lot::Mutex;
 use crate::error::{Error, Result, RetryClass};
 use crate::hbase::{AsyncHBaseClient, HBaseConfig};
 use crate::key::CellKey;
-use crate::oracle::{ClientConfig as OracleConfig, OracleClient, TimestampSource};
+use crate::oracle::{OracleClient, TimestampSource};
 use crate::txn::context::Context;
 use crate::txn::heartbeat::Heartbeat;
 use crate::txn::liveness::Liveness;
@@ -174,7 +174,7 @@ impl AsyncClient {
         })
         .await
         .map_err(|_| Error::Shutdown)??;
-        let tso = OracleClient::connect_async(oracle_addrs, OracleConfig::default()).await?;
+        let tso = OracleClient::connect_async(oracle_addrs, options.oracle.clone()).await?;
         Self::new(Arc::new(hbase), Arc::new(tso), options).await
     }
 

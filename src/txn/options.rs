@@ -151,6 +151,7 @@ pub struct TxnOptions {
     pub(crate) retry: RetryPolicy,
     pub(crate) crash_injector: Option<CrashInjector>,
     pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) oracle: crate::oracle::ClientConfig,
 }
 
 impl Default for TxnOptions {
@@ -167,6 +168,7 @@ impl Default for TxnOptions {
             retry: RetryPolicy::default(),
             crash_injector: None,
             clock: Arc::new(SystemClock),
+            oracle: crate::oracle::ClientConfig::default(),
         }
     }
 }
@@ -279,6 +281,15 @@ impl TxnOptions {
     /// ```
     pub fn retry(&self) -> &RetryPolicy {
         &self.retry
+    }
+
+    /// How the client connects to the oracle (see [`TxnOptionsBuilder::oracle`]).
+    ///
+    /// ```
+    /// assert!(percolator::TxnOptions::default().oracle().tls.is_none(), "plain TCP");
+    /// ```
+    pub fn oracle(&self) -> &crate::oracle::ClientConfig {
+        &self.oracle
     }
 
     /// ```
@@ -394,6 +405,26 @@ impl TxnOptionsBuilder {
         self
     }
 
+    /// How `Client::connect` (and the other `connect`s given oracle addresses) reach the
+    /// oracle: timeouts, TLS, token.
+    ///
+    /// ```
+    /// use percolator::oracle::{ClientConfig, OracleToken};
+    /// let o = percolator::TxnOptions::builder()
+    ///     .oracle(ClientConfig {
+    ///         tls: Some(percolator::hbase::TlsOptions::default()),
+    ///         token: Some(OracleToken::new("s3cret")?),
+    ///         ..ClientConfig::default()
+    ///     })
+    ///     .build();
+    /// assert!(o.oracle().tls.is_some() && o.oracle().token.is_some());
+    /// # Ok::<(), percolator::Error>(())
+    /// ```
+    pub fn oracle(mut self, config: crate::oracle::ClientConfig) -> Self {
+        self.0.oracle = config;
+        self
+    }
+
     /// The wall clock locks and liveness rows are stamped with (tests move it).
     ///
     /// ```
@@ -454,6 +485,7 @@ impl std::fmt::Debug for TxnOptions {
             .field("blind_write_start_age", &self.blind_write_start_age)
             .field("retry", &self.retry)
             .field("crash_injector", &self.crash_injector.is_some())
+            .field("oracle", &self.oracle)
             .finish()
     }
 }

@@ -6,6 +6,7 @@
 //! # Layout
 //! - [`cli`]: the binaries' command lines (clap), and [`logging`]: their shared log setup.
 //! - [`gateway`]: the flags every command takes to reach an HTTP, TLS or Kerberos gateway.
+//! - [`oracle_access`]: the flags every command takes to reach a TLS or token-secured oracle.
 //! - [`tools`]: how the data commands name columns and show values, and progress bars.
 //! - [`commands`]: each operator command's arguments (clap) and its run.
 //! - [`workload`]: the bank demo, `observe-demo` and the benchmarks, on an embedded emulator
@@ -20,6 +21,7 @@ pub mod commands;
 pub mod gateway;
 pub mod logging;
 pub mod metrics_http;
+pub mod oracle_access;
 pub mod oracle_bench;
 pub mod tools;
 pub mod workload;

@@ -2,6 +2,7 @@
 //! from [`TlsOptions`], the handshake when a connection opens, and the record layer after it.
 
 use std::io::{self, Read as _, Write as _};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
@@ -94,45 +95,98 @@ impl From<TlsFailure> for io::Error {
     }
 }
 
-/// The rustls client configuration for `options`, built once per client.
-pub(crate) fn client_config(options: &TlsOptions) -> Result<Arc<ClientConfig>, TlsFailure> {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
+/// A PEM file (or the system's certificate store, `file: None`) that cannot be used; the
+/// detail names the file. Shared with the oracle, whose TLS loads the same kinds of files.
+#[derive(Clone, Debug)]
+pub(crate) struct PemError {
+    pub file: Option<PathBuf>,
+    pub detail: String,
+}
+
+impl std::fmt::Display for PemError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.detail)
+    }
+}
+
+impl PemError {
+    fn at(path: &Path, detail: String) -> PemError {
+        PemError {
+            file: Some(path.to_path_buf()),
+            detail,
+        }
+    }
+}
+
+/// The certificates of `ca_file` (all of them must parse), or the system's store for `None`.
+pub(crate) fn load_roots(ca_file: Option<&Path>) -> Result<RootCertStore, PemError> {
     let mut roots = RootCertStore::empty();
-    match &options.ca_file {
+    match ca_file {
         Some(path) => {
-            let certs = CertificateDer::pem_file_iter(path)
-                .map_err(|e| TlsFailure::settings(format!("CA file {}: {e}", path.display())))?;
-            for cert in certs {
-                let cert = cert.map_err(|e| {
-                    TlsFailure::settings(format!("CA file {}: {e}", path.display()))
-                })?;
-                roots.add(cert).map_err(|e| {
-                    TlsFailure::settings(format!("CA file {}: {e}", path.display()))
-                })?;
+            let bad = |e: &dyn std::fmt::Display| {
+                PemError::at(path, format!("CA file {}: {e}", path.display()))
+            };
+            for cert in CertificateDer::pem_file_iter(path).map_err(|e| bad(&e))? {
+                roots.add(cert.map_err(|e| bad(&e))?).map_err(|e| bad(&e))?;
             }
             if roots.is_empty() {
-                return Err(TlsFailure::settings(format!(
-                    "CA file {} holds no certificate",
-                    path.display()
-                )));
+                return Err(PemError::at(
+                    path,
+                    format!("CA file {} holds no certificate", path.display()),
+                ));
             }
         }
         None => {
             let found = rustls_native_certs::load_native_certs();
             let (added, _ignored) = roots.add_parsable_certificates(found.certs);
             if added == 0 {
-                return Err(TlsFailure::settings(
-                    "no CA certificate in the system's store; give one with a CA file".into(),
-                ));
+                return Err(PemError {
+                    file: None,
+                    detail: "no CA certificate in the system's store; give one with a CA file"
+                        .into(),
+                });
             }
         }
     }
+    Ok(roots)
+}
+
+/// The certificate chain in the PEM file `path` (`what` names it in errors: "client
+/// certificate").
+pub(crate) fn load_chain(
+    path: &Path,
+    what: &str,
+) -> Result<Vec<CertificateDer<'static>>, PemError> {
+    let chain = CertificateDer::pem_file_iter(path)
+        .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
+        .map_err(|e| PemError::at(path, format!("{what} {}: {e}", path.display())))?;
+    if chain.is_empty() {
+        return Err(PemError::at(
+            path,
+            format!("{what} {} holds no certificate", path.display()),
+        ));
+    }
+    Ok(chain)
+}
+
+/// The private key in the PEM file `path`.
+pub(crate) fn load_key(path: &Path, what: &str) -> Result<PrivateKeyDer<'static>, PemError> {
+    PrivateKeyDer::from_pem_file(path)
+        .map_err(|e| PemError::at(path, format!("{what} {}: {e}", path.display())))
+}
+
+/// The rustls client configuration for `options`, built once per client. Errors name the file
+/// at fault.
+pub(crate) fn client_config_of(options: &TlsOptions) -> Result<Arc<ClientConfig>, PemError> {
+    let settings = |detail: String| PemError { file: None, detail };
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let roots = load_roots(options.ca_file.as_deref())?;
     let verifier = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
         .build()
-        .map_err(|e| TlsFailure::settings(e.to_string()))?;
+        .map_err(|e| settings(e.to_string()))?;
     let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
-        .map_err(|e| TlsFailure::settings(e.to_string()))?;
+        .map_err(|e| settings(e.to_string()))?;
     let builder = if options.verify_hostname {
         builder.with_webpki_verifier(verifier)
     } else {
@@ -143,19 +197,19 @@ pub(crate) fn client_config(options: &TlsOptions) -> Result<Arc<ClientConfig>, T
     let config = match &options.client_cert {
         None => builder.with_no_client_auth(),
         Some((cert, key)) => {
-            let chain = CertificateDer::pem_file_iter(cert)
-                .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
-                .map_err(|e| {
-                    TlsFailure::settings(format!("client certificate {}: {e}", cert.display()))
-                })?;
-            let key = PrivateKeyDer::from_pem_file(key)
-                .map_err(|e| TlsFailure::settings(format!("client key {}: {e}", key.display())))?;
+            let chain = load_chain(cert, "client certificate")?;
+            let key = load_key(key, "client key")?;
             builder
                 .with_client_auth_cert(chain, key)
-                .map_err(|e| TlsFailure::settings(format!("client certificate: {e}")))?
+                .map_err(|e| PemError::at(cert, format!("client certificate: {e}")))?
         }
     };
     Ok(Arc::new(config))
+}
+
+/// The rustls client configuration for `options`, built once per client.
+pub(crate) fn client_config(options: &TlsOptions) -> Result<Arc<ClientConfig>, TlsFailure> {
+    client_config_of(options).map_err(|e| TlsFailure::settings(e.detail))
 }
 
 /// Checks the chain as usual but accepts a certificate for any name: what

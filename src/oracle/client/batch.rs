@@ -40,8 +40,16 @@ impl Ranges {
 /// Why a batch failed; cloned into an [`Error`] for each of its askers.
 #[derive(Clone, Debug)]
 pub(crate) enum BatchError {
-    Unavailable { addrs: Vec<String>, reason: String },
+    Unavailable {
+        addrs: Vec<String>,
+        reason: String,
+    },
     Protocol(String),
+    /// Refused by the oracle (or its certificate by us): fails at once.
+    Auth {
+        addr: String,
+        failure: crate::oracle::AuthFailure,
+    },
     Shutdown,
 }
 
@@ -55,6 +63,10 @@ impl BatchError {
             BatchError::Protocol(message) => Error::Protocol {
                 peer: crate::Peer::Oracle,
                 message: message.clone(),
+            },
+            BatchError::Auth { addr, failure } => Error::OracleAuth {
+                addr: addr.clone(),
+                failure: failure.clone(),
             },
             BatchError::Shutdown => Error::Shutdown,
         }

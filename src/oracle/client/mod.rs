@@ -20,9 +20,10 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
 use self::batch::{block_on, Lane};
-use self::conn::Connection;
+use self::conn::{Connection, Security};
 use self::spares::Spares;
 use super::alloc::{compose, Clock, SystemClock};
+use super::auth::OracleToken;
 use super::protocol::MAX_COUNT;
 use super::stats::StatsSnapshot;
 use crate::{Error, Peer, Result};
@@ -122,6 +123,12 @@ pub struct ClientConfig {
     /// How long one batch may take, fail-overs and reconnects included, before its askers get
     /// `OracleUnavailable`.
     pub request_timeout: Duration,
+    /// TLS to the oracle: the CA its certificate is checked against (`None`: the system's
+    /// roots), whether it must name the host connected to, and a client certificate for an
+    /// oracle that asks for one. `None`: plain TCP.
+    pub tls: Option<crate::hbase::TlsOptions>,
+    /// The token to present to an oracle that requires one.
+    pub token: Option<OracleToken>,
 }
 
 impl Default for ClientConfig {
@@ -130,6 +137,8 @@ impl Default for ClientConfig {
             connections: 2,
             connect_timeout: Duration::from_secs(1),
             request_timeout: Duration::from_secs(5),
+            tls: None,
+            token: None,
         }
     }
 }
@@ -144,6 +153,7 @@ pub(crate) struct Shared {
     /// Index into `addrs` of the server the lanes use; moves on failures.
     preferred: AtomicUsize,
     spares: Spares,
+    security: Security,
 }
 
 /// A batching, failing-over client of `percolator-oracle`. Cheap to share (`Arc`) between
@@ -319,7 +329,8 @@ impl OracleClient {
     /// ```
     pub fn server_stats(&self) -> Result<StatsSnapshot> {
         let (addr, timeout) = self.stats_target();
-        crate::runtime::wait(&self.runtime, fetch_stats(&addr, timeout))
+        let security = &self.shared.security;
+        crate::runtime::wait(&self.runtime, fetch_stats(&addr, timeout, security))
     }
 
     /// [`server_stats`](Self::server_stats) for asynchronous callers.
@@ -339,7 +350,7 @@ impl OracleClient {
     /// ```
     pub async fn server_stats_async(&self) -> Result<StatsSnapshot> {
         let (addr, timeout) = self.stats_target();
-        fetch_stats(&addr, timeout).await
+        fetch_stats(&addr, timeout, &self.shared.security).await
     }
 
     fn stats_target(&self) -> (String, Duration) {
@@ -394,7 +405,9 @@ impl Shared {
                 message: "an oracle client needs at least one address and one connection".into(),
             });
         }
+        let security = Security::new(config.tls.as_ref(), config.token.clone())?;
         Ok(Arc::new(Shared {
+            security,
             addrs: addrs.to_vec(),
             lanes: (0..config.connections).map(|_| Lane::new()).collect(),
             config,
@@ -427,10 +440,17 @@ async fn start_lanes(
 async fn probe(shared: &Shared) -> Result<Connection> {
     let mut reasons = Vec::new();
     for (i, addr) in shared.addrs.iter().enumerate() {
-        match Connection::open(addr, shared.config.connect_timeout).await {
+        match Connection::open(addr, shared.config.connect_timeout, &shared.security).await {
             Ok(conn) => {
                 shared.preferred.store(i, Ordering::Relaxed);
                 return Ok(conn);
+            }
+            // The oracles of a list are secured alike: the next would refuse us as well.
+            Err(conn::ConnError::Refused(failure)) => {
+                return Err(Error::OracleAuth {
+                    addr: addr.clone(),
+                    failure,
+                })
             }
             Err(e) => reasons.push(format!("{addr}: {e}")),
         }
@@ -442,9 +462,13 @@ async fn probe(shared: &Shared) -> Result<Connection> {
 }
 
 /// Asks the oracle at `addr` for its counters over a fresh connection.
-pub(crate) async fn fetch_stats(addr: &str, timeout: Duration) -> Result<StatsSnapshot> {
+pub(crate) async fn fetch_stats(
+    addr: &str,
+    timeout: Duration,
+    security: &Security,
+) -> Result<StatsSnapshot> {
     let exchange = async {
-        let mut conn = Connection::open(addr, timeout).await?;
+        let mut conn = Connection::open(addr, timeout, security).await?;
         conn.stats().await
     };
     let result = tokio::time::timeout(timeout, exchange)
@@ -455,6 +479,10 @@ pub(crate) async fn fetch_stats(addr: &str, timeout: Duration) -> Result<StatsSn
             peer: Peer::Oracle,
             addr: addr.to_string(),
             source,
+        },
+        conn::ConnError::Refused(failure) => Error::OracleAuth {
+            addr: addr.to_string(),
+            failure,
         },
         other => Error::Protocol {
             peer: Peer::Oracle,

@@ -80,7 +80,8 @@ async fn exchange(shared: &Shared, conn: &mut Option<Connection>, count: u32) ->
         let addr = &shared.addrs[at];
         let attempt = async {
             if conn.is_none() {
-                *conn = Some(Connection::open(addr, config.connect_timeout).await?);
+                *conn =
+                    Some(Connection::open(addr, config.connect_timeout, &shared.security).await?);
             }
             conn.as_mut()
                 .expect("connected above")
@@ -94,6 +95,13 @@ async fn exchange(shared: &Shared, conn: &mut Option<Connection>, count: u32) ->
                 return Err(BatchError::Protocol(format!(
                     "{addr} rejected our request: {msg}"
                 )));
+            }
+            Ok(Err(ConnError::Refused(failure))) => {
+                *conn = None;
+                return Err(BatchError::Auth {
+                    addr: addr.clone(),
+                    failure,
+                });
             }
             Ok(Err(e)) => format!("{addr}: {e}"),
             Err(_) => format!("{addr}: no answer"),

@@ -9,10 +9,11 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 
+use super::auth::{Opened, Refusal, Security};
 use super::core::Core;
 use super::ServerConfig;
 use crate::oracle::protocol::{self, ErrorCode, HelloError, HelloStatus, Request};
@@ -26,6 +27,9 @@ enum End {
     Quiet(&'static str),
     /// The peer misbehaved: logged as a warning and counted.
     BadInput(String),
+    /// The peer's credentials were refused (told in the hello): logged as a warning, counted
+    /// as a rejected connection. The reason never holds the token.
+    Refused(String),
     Io(std::io::Error),
 }
 
@@ -33,7 +37,7 @@ impl fmt::Display for End {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             End::Quiet(why) => f.write_str(why),
-            End::BadInput(why) => f.write_str(why),
+            End::BadInput(why) | End::Refused(why) => f.write_str(why),
             End::Io(e) => write!(f, "I/O error: {e}"),
         }
     }
@@ -46,61 +50,116 @@ impl From<std::io::Error> for End {
 }
 
 pub(crate) async fn serve_connection(
-    mut stream: TcpStream,
+    stream: TcpStream,
     peer: SocketAddr,
     core: Arc<Core>,
     config: Arc<ServerConfig>,
-    mut stop: watch::Receiver<bool>,
+    security: Arc<Security>,
+    stop: watch::Receiver<bool>,
 ) {
     core.stats.connection_opened();
-    let end = match handshake(&mut stream, &config).await {
-        Ok(()) => serve_requests(&mut stream, &core, &config, &mut stop).await,
-        Err(end) => end,
+    let end = match security.open(stream, config.handshake_timeout).await {
+        // One code path for both, monomorphized: plain TCP pays nothing for TLS.
+        Ok(Opened::Plain(stream)) => serve(stream, Ok(()), &core, &config, &security, stop).await,
+        Ok(Opened::Tls(stream, verdict)) => {
+            serve(*stream, verdict, &core, &config, &security, stop).await
+        }
+        Err(why) => End::Refused(why),
     };
     match &end {
         End::BadInput(_) => {
             core.stats.bad_request();
             tracing::warn!(%peer, reason = %end, "closing oracle connection");
         }
+        End::Refused(_) => {
+            core.stats.connection_rejected();
+            tracing::warn!(%peer, reason = %end, "refused an oracle client");
+        }
         _ => tracing::debug!(%peer, reason = %end, "oracle connection closed"),
     }
     core.stats.connection_closed();
 }
 
-async fn handshake(stream: &mut TcpStream, config: &ServerConfig) -> Result<(), End> {
-    let mut hello = [0u8; protocol::HELLO_LEN];
-    match tokio::time::timeout(config.handshake_timeout, stream.read_exact(&mut hello)).await {
-        Err(_) => {
-            return Err(End::BadInput(format!(
-                "no hello within {:?}",
-                config.handshake_timeout
-            )))
-        }
+async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
+    mut stream: S,
+    certificate: Result<(), Refusal>,
+    core: &Core,
+    config: &ServerConfig,
+    security: &Security,
+    mut stop: watch::Receiver<bool>,
+) -> End {
+    match handshake(&mut stream, certificate, config, security).await {
+        Ok(()) => serve_requests(&mut stream, core, config, &mut stop).await,
+        Err(end) => end,
+    }
+}
+
+async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(
+    stream: &mut S,
+    certificate: Result<(), Refusal>,
+    config: &ServerConfig,
+    security: &Security,
+) -> Result<(), End> {
+    let limit = config.handshake_timeout;
+    let read = async {
+        let mut hello = [0u8; protocol::HELLO_LEN];
+        stream.read_exact(&mut hello).await?;
+        let token = match protocol::check_client_hello(&hello) {
+            Ok(true) => {
+                let mut len = [0u8; 2];
+                stream.read_exact(&mut len).await?;
+                match protocol::decode_token_len(len) {
+                    Ok(len) => {
+                        let mut token = vec![0u8; len];
+                        stream.read_exact(&mut token).await?;
+                        Some(token)
+                    }
+                    Err(e) => return Ok(Err(e)),
+                }
+            }
+            Ok(false) => None,
+            Err(e) => return Ok(Err(e)),
+        };
+        Ok::<_, std::io::Error>(Ok(token))
+    };
+    let checked = match tokio::time::timeout(limit, read).await {
+        Err(_) => return Err(End::BadInput(format!("no hello within {limit:?}"))),
         Ok(Err(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
             return Err(End::BadInput("closed during the hello".into()))
         }
         Ok(Err(e)) => return Err(End::Io(e)),
-        Ok(Ok(_)) => {}
-    }
-    match protocol::check_client_hello(&hello) {
-        Ok(()) => {
-            stream
-                .write_all(&protocol::server_hello(HelloStatus::Ok))
-                .await?;
-            Ok(())
-        }
+        Ok(Ok(checked)) => checked,
+    };
+    let token = match checked {
+        Ok(token) => token,
         Err(e @ HelloError::UnsupportedVersion(_)) => {
-            let reply = protocol::server_hello(HelloStatus::UnsupportedVersion);
             // Best effort: the peer learns why before the close.
-            let _ = stream.write_all(&reply).await;
-            Err(End::BadInput(e.to_string()))
+            let _ = reply(stream, HelloStatus::UnsupportedVersion).await;
+            return Err(End::BadInput(e.to_string()));
         }
-        Err(e) => Err(End::BadInput(e.to_string())),
+        Err(e) => return Err(End::BadInput(e.to_string())),
+    };
+    let checked = certificate.and_then(|()| {
+        security
+            .check_token(token.as_deref())
+            .map_err(Refusal::from)
+    });
+    if let Err(refusal) = checked {
+        let _ = reply(stream, refusal.status).await;
+        return Err(End::Refused(refusal.why));
     }
+    reply(stream, HelloStatus::Ok).await?;
+    Ok(())
 }
 
-async fn serve_requests(
-    stream: &mut TcpStream,
+async fn reply<S: AsyncWrite + Unpin>(stream: &mut S, status: HelloStatus) -> std::io::Result<()> {
+    stream.write_all(&protocol::server_hello(status)).await?;
+    // TLS holds written records until flushed; plain TCP has nothing to flush.
+    stream.flush().await
+}
+
+async fn serve_requests<S: AsyncRead + AsyncWrite + Unpin>(
+    stream: &mut S,
     core: &Core,
     config: &ServerConfig,
     stop: &mut watch::Receiver<bool>,
@@ -111,7 +170,7 @@ async fn serve_requests(
         let (consumed, verdict) = answer_all(&input, &mut output, core, config).await;
         input.drain(..consumed);
         if !output.is_empty() {
-            if let Err(e) = stream.write_all(&output).await {
+            if let Err(e) = write_out(stream, &output).await {
                 return End::Io(e);
             }
             output.clear();
@@ -141,6 +200,11 @@ async fn serve_requests(
             }
         }
     }
+}
+
+async fn write_out<S: AsyncWrite + Unpin>(stream: &mut S, bytes: &[u8]) -> std::io::Result<()> {
+    stream.write_all(bytes).await?;
+    stream.flush().await
 }
 
 fn stalled(input: &[u8], limit: Duration) -> String {

@@ -2,8 +2,10 @@
 //! store fences it); [`OracleServer::start`] runs one in-process on its own thread, and
 //! [`OracleServer::start_on`] as tasks on a runtime the caller runs.
 
+mod auth;
 mod conn;
 mod core;
+mod identity;
 mod standby;
 mod window;
 
@@ -18,9 +20,11 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
+use self::auth::Security;
 use self::core::Core;
 use self::window::Keeper;
 use super::alloc::{Clock, SystemClock};
+use super::auth::{OracleToken, ServerTls};
 use super::protocol::{self, HelloStatus};
 use super::store::{Claim, WindowStore};
 use crate::{Error, Result};
@@ -68,6 +72,10 @@ pub struct ServerConfig {
     /// meanwhile; without it, starting displaces a serving oracle after its lease. See
     /// docs/oracle.md, "Standby oracles".
     pub standby: bool,
+    /// Serve TLS only, with these files (see docs/oracle.md, "Securing the oracle").
+    pub tls: Option<ServerTls>,
+    /// Require clients to present this token in their hello.
+    pub token: Option<OracleToken>,
 }
 
 impl Default for ServerConfig {
@@ -85,6 +93,8 @@ impl Default for ServerConfig {
             worker_threads: 1,
             clock: Arc::new(SystemClock),
             standby: false,
+            tls: None,
+            token: None,
         }
     }
 }
@@ -101,6 +111,8 @@ impl fmt::Debug for ServerConfig {
             .field("request_wait", &self.request_wait)
             .field("worker_threads", &self.worker_threads)
             .field("standby", &self.standby)
+            .field("tls", &self.tls)
+            .field("token", &self.token)
             .finish_non_exhaustive()
     }
 }
@@ -135,9 +147,10 @@ pub async fn run<S: WindowStore>(
 ) -> Result<()> {
     tokio::pin!(shutdown);
     let standby = config.standby;
+    let security = Security::new(&config)?;
     let oracle = tokio::select! {
-        opened = Oracle::open(store, config) => opened?,
-        _ = standby::turn_away(&listener), if standby => unreachable!("turning away never ends"),
+        opened = Oracle::open(store, config, Arc::clone(&security)) => opened?,
+        _ = standby::turn_away(&listener, &security), if standby => unreachable!("turning away never ends"),
         _ = &mut shutdown => {
             tracing::info!("stopped while standing by");
             return Ok(());
@@ -151,13 +164,14 @@ pub(crate) struct Oracle<S> {
     core: Arc<Core>,
     store: Arc<Mutex<S>>,
     config: Arc<ServerConfig>,
+    security: Arc<Security>,
     claim: Claim,
 }
 
 impl<S: WindowStore> Oracle<S> {
     /// Claims the store: from here on, no older oracle on it can extend its window. A standby
     /// first waits until the store is free.
-    pub async fn open(store: S, config: ServerConfig) -> Result<Self> {
+    pub async fn open(store: S, config: ServerConfig, security: Arc<Security>) -> Result<Self> {
         let store = Arc::new(Mutex::new(store));
         let claim = if config.standby {
             standby::claim_when_free(&store).await?
@@ -176,6 +190,7 @@ impl<S: WindowStore> Oracle<S> {
             core: Arc::new(core),
             store,
             config: Arc::new(config),
+            security,
             claim,
         })
     }
@@ -202,7 +217,7 @@ impl<S: WindowStore> Oracle<S> {
             stop_rx.clone(),
         ));
         if let Ok(addr) = listener.local_addr() {
-            tracing::info!(%addr, "timestamp oracle listening");
+            tracing::info!(%addr, tls = self.security.is_tls(), token = self.config.token.is_some(), "timestamp oracle listening");
         }
         let mut connections = JoinSet::new();
         let mut keeper_result = None;
@@ -231,6 +246,7 @@ impl<S: WindowStore> Oracle<S> {
                             peer,
                             Arc::clone(&self.core),
                             Arc::clone(&self.config),
+                            Arc::clone(&self.security),
                             stop_rx.clone(),
                         ));
                     }
@@ -478,8 +494,13 @@ async fn bind_and_open<S: WindowStore>(
     store: S,
     config: ServerConfig,
 ) -> Result<(TcpListener, SocketAddr, Oracle<S>)> {
+    let security = Security::new(&config)?;
     let (listener, local) = bind(addr).await?;
-    Ok((listener, local, Oracle::open(store, config).await?))
+    Ok((
+        listener,
+        local,
+        Oracle::open(store, config, security).await?,
+    ))
 }
 
 async fn bind(addr: &str) -> Result<(TcpListener, SocketAddr)> {

@@ -13,7 +13,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
+
+use super::auth::{skip_hello, Opened, Security};
 
 use crate::oracle::protocol::{self, HelloStatus};
 use crate::oracle::store::{Claim, Holder, WindowStore};
@@ -22,6 +25,8 @@ use crate::{Error, Result};
 
 const MIN_BACKOFF: Duration = Duration::from_millis(50);
 const MAX_BACKOFF: Duration = Duration::from_secs(1);
+/// How long a standby spends on one TLS client it turns away.
+const TLS_TURN_AWAY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// How often a standby reads the record: often enough that taking over adds little to the
 /// lease, rarely enough to cost the store nothing.
@@ -116,10 +121,27 @@ async fn wait_out(error: Error, backoff: Duration) -> Result<Duration> {
     Ok((backoff * 2).min(MAX_BACKOFF))
 }
 
-/// Answers every connection with hello status 3 and closes it; never returns.
-pub(crate) async fn turn_away(listener: &TcpListener) {
+/// Answers every connection with hello status 3 and closes it; never returns. Over TLS the
+/// status is sent once the handshake is done, each connection on a task of its own.
+pub(crate) async fn turn_away(listener: &TcpListener, security: &Arc<Security>) {
     loop {
         match listener.accept().await {
+            Ok((stream, _)) if security.is_tls() => {
+                let security = Arc::clone(security);
+                tokio::spawn(async move {
+                    if let Ok(Opened::Tls(mut tls, _)) =
+                        security.open(stream, TLS_TURN_AWAY_TIMEOUT).await
+                    {
+                        let hello = protocol::server_hello(HelloStatus::Standby);
+                        let _ = tokio::time::timeout(TLS_TURN_AWAY_TIMEOUT, async {
+                            skip_hello(&mut tls).await?;
+                            tls.write_all(&hello).await?;
+                            tls.shutdown().await
+                        })
+                        .await;
+                    }
+                });
+            }
             // Best effort, never blocks: a peer that cannot take 8 bytes learns by the close.
             Ok((stream, _)) => {
                 let _ = stream.try_write(&protocol::server_hello(HelloStatus::Standby));

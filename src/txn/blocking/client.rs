@@ -7,7 +7,7 @@ use tokio::runtime::Handle;
 use crate::error::Result;
 use crate::hbase::{HBaseClient, HBaseConfig};
 use crate::key::CellKey;
-use crate::oracle::{ClientConfig as OracleConfig, OracleClient, TimestampSource};
+use crate::oracle::{OracleClient, TimestampSource};
 use crate::runtime::wait as block_on;
 use crate::txn::client::{AsyncClient, Attempts};
 use crate::txn::options::TxnOptions;
@@ -83,7 +83,7 @@ impl Client {
     ) -> Result<Client> {
         let hbase = HBaseClient::connect(hbase)?;
         crate::txn::setup::create_liveness_table(&hbase, &options.liveness)?;
-        let tso = OracleClient::connect(oracle_addrs, OracleConfig::default())?;
+        let tso = OracleClient::connect(oracle_addrs, options.oracle.clone())?;
         Client::new(Arc::new(hbase.asynchronous()), Arc::new(tso), options)
     }
 

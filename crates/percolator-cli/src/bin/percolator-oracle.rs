@@ -12,7 +12,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
-use percolator::oracle::{run, ClientConfig, OffsetClock, OracleClient, ServerConfig, StoreSpec};
+use percolator::oracle::{
+    run, ClientConfig, OffsetClock, OracleClient, OracleToken, ServerConfig, ServerTls, StoreSpec,
+};
 use percolator::{Error, Result};
 use percolator_cli::cli::oracle::{Cli, Command, ServeArgs};
 use percolator_cli::oracle_bench::{run_bench, BenchConfig};
@@ -31,10 +33,13 @@ fn main() -> ExitCode {
             addr,
             count,
             timeout,
-        }) => bounded(timeout).and_then(|config| fetch(&addr, count, config)),
-        Some(Command::Stats { addr, timeout }) => {
-            bounded(timeout).and_then(|config| stats(&addr, config))
-        }
+            access,
+        }) => bounded(timeout, access).and_then(|config| fetch(&addr, count, config)),
+        Some(Command::Stats {
+            addr,
+            timeout,
+            access,
+        }) => bounded(timeout, access).and_then(|config| stats(&addr, config)),
         Some(Command::Bench {
             addr,
             concurrency,
@@ -43,21 +48,28 @@ fn main() -> ExitCode {
             threads,
             client_thread,
             json,
-        }) => bench(
-            BenchConfig {
-                addrs: addr.as_deref().map(split_addrs),
-                concurrency,
-                duration: Duration::from_secs_f64(seconds),
-                client: ClientConfig {
-                    connections,
-                    ..ClientConfig::default()
-                },
-                threads,
-                client_thread,
-                ..BenchConfig::default()
-            },
-            json,
-        ),
+            access,
+        }) => {
+            percolator_cli::oracle_access::set(access);
+            percolator_cli::oracle_access::client_config(ClientConfig {
+                connections,
+                ..ClientConfig::default()
+            })
+            .and_then(|client| {
+                bench(
+                    BenchConfig {
+                        addrs: addr.as_deref().map(split_addrs),
+                        concurrency,
+                        duration: Duration::from_secs_f64(seconds),
+                        client,
+                        threads,
+                        client_thread,
+                        ..BenchConfig::default()
+                    },
+                    json,
+                )
+            })
+        }
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
@@ -88,8 +100,22 @@ fn serve(args: ServeArgs) -> Result<()> {
     if let Some(addr) = &args.metrics_listen {
         percolator_cli::metrics_http::serve(addr)?;
     }
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some(ServerTls {
+            client_ca: args.tls_client_ca.clone(),
+            allowed_clients: args.allow_client.clone(),
+            ..ServerTls::new(cert, key)
+        }),
+        _ => None,
+    };
+    let token = match &args.token_file {
+        Some(path) => Some(OracleToken::from_file(path)?),
+        None => OracleToken::from_env()?,
+    };
     let store = spec.open(Duration::from_millis(args.lease_ms))?;
     let config = ServerConfig {
+        tls,
+        token,
         window: Duration::from_millis(args.window_ms),
         extend_below: Duration::from_millis(args.window_ms / 2),
         max_connections: args.max_connections,
@@ -136,15 +162,20 @@ async fn shutdown_signal() {
     }
 }
 
-/// A client configuration whose connects and requests wait at most `seconds` each.
-fn bounded(seconds: f64) -> Result<ClientConfig> {
+/// A client configuration whose connects and requests wait at most `seconds` each, secured as
+/// the flags say.
+fn bounded(
+    seconds: f64,
+    access: percolator_cli::oracle_access::OracleAccess,
+) -> Result<ClientConfig> {
     let limit = Duration::try_from_secs_f64(seconds)
         .ok()
         .filter(|d| !d.is_zero())
         .ok_or_else(|| Error::IllegalArgument {
             message: format!("--timeout {seconds} is not a positive number of seconds"),
         })?;
-    Ok(ClientConfig {
+    percolator_cli::oracle_access::set(access);
+    percolator_cli::oracle_access::client_config(ClientConfig {
         connect_timeout: limit,
         request_timeout: limit,
         ..ClientConfig::default()

@@ -27,6 +27,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     }
+    percolator_cli::oracle_access::set(cli.oracle_access.clone());
     let result = match cli.command {
         Command::Demo(config) => demo::run(&config).map(|report| report.violations.is_empty()),
         Command::ObserveDemo(config) => observe_demo::run(&config)

@@ -33,6 +33,8 @@ pub struct Cli {
     pub metrics_listen: Option<String>,
     #[command(flatten)]
     pub gateway: crate::gateway::GatewayOptions,
+    #[command(flatten)]
+    pub oracle_access: crate::oracle_access::OracleAccess,
     #[command(subcommand)]
     pub command: Command,
 }

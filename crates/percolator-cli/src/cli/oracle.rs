@@ -1,7 +1,11 @@
 //! `percolator-oracle`'s command line.
 
+use std::path::PathBuf;
+
 use clap::{Args, Parser, Subcommand};
 use percolator::oracle::{ClientConfig, DEFAULT_LEASE};
+
+use crate::oracle_access::OracleAccess;
 
 /// `percolator-oracle`'s command line: serving (the default, with the [`ServeArgs`]) or one of
 /// the [`Command`]s.
@@ -55,6 +59,25 @@ pub struct ServeArgs {
     /// Serve the server's metrics as Prometheus text at http://ADDR/metrics.
     #[arg(long, value_name = "ADDR")]
     pub metrics_listen: Option<String>,
+    /// Serve TLS only, with this certificate chain (PEM, the server's certificate first);
+    /// with --tls-key.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The TLS certificate's private key, PEM.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// Require every client to show a certificate signed by a CA in this PEM file (mutual
+    /// TLS); needs --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_client_ca: Option<PathBuf>,
+    /// Allow only client certificates with this identity (subject common name or DNS name);
+    /// repeat for several. Needs --tls-client-ca.
+    #[arg(long, value_name = "NAME", requires = "tls_client_ca")]
+    pub allow_client: Vec<String>,
+    /// Require clients to present the token in this file (default: env
+    /// PERCOLATOR_ORACLE_TOKEN, if set).
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
     /// Shift the wall clock the server reads (tests: restarts across a clock step).
     #[arg(long, default_value_t = 0, hide = true, allow_negative_numbers = true)]
     pub clock_offset_ms: i64,
@@ -75,6 +98,8 @@ pub enum Command {
         /// that accepts connections and never answers, the command fails after it, naming it.
         #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
         timeout: f64,
+        #[command(flatten)]
+        access: OracleAccess,
     },
     /// Print a server's counters as JSON.
     Stats {
@@ -84,6 +109,8 @@ pub enum Command {
         /// The most each connect and each request may wait, in seconds.
         #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
         timeout: f64,
+        #[command(flatten)]
+        access: OracleAccess,
     },
     /// Measure timestamps/s and latency with N concurrent one-at-a-time requesters.
     Bench {
@@ -109,5 +136,7 @@ pub enum Command {
         /// Print one JSON object instead of a line of text.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        access: OracleAccess,
     },
 }

@@ -98,6 +98,13 @@ impl GcCommand {
             let txn = TxnOptions::builder()
                 .schema(schema)
                 .liveness(liveness)
+                .oracle(crate::oracle_access::client_config(
+                    percolator::oracle::ClientConfig {
+                        connect_timeout: deadline,
+                        request_timeout: deadline,
+                        ..Default::default()
+                    },
+                )?)
                 .build();
             let hbase = super::hbase_config(&self.hbase, deadline)?;
             let gc = tokio::time::timeout(deadline, GcWorker::connect(hbase, &oracles, txn, opts))

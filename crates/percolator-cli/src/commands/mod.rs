@@ -74,11 +74,11 @@ pub(crate) fn connect_oracle(addrs: &[String], seconds: f64) -> Result<(OracleCl
 /// A client of the oracle at `addrs` whose waits on it last at most `timeout`, and its first
 /// timestamp: a silent oracle is found, and named, before a transaction waits on it.
 fn oracle(addrs: &[String], timeout: Duration) -> Result<(OracleClient, u64)> {
-    let config = ClientConfig {
+    let config = crate::oracle_access::client_config(ClientConfig {
         connect_timeout: timeout,
         request_timeout: timeout,
         ..ClientConfig::default()
-    };
+    })?;
     let client = OracleClient::connect(addrs, config)?;
     let ts = client.get_timestamp()?;
     Ok((client, ts))

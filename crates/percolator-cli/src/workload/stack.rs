@@ -84,12 +84,16 @@ impl Stack {
             config = config.pipeline_per_connection(EMBEDDED_PIPELINE);
         }
         let hbase = HBaseClient::connect(tune(config))?;
-        let config = ClientConfig {
+        let mut config = ClientConfig {
             // One lane batches the most (two made no measurable difference in either profile
             // once the lanes ran on the client's runtime).
             connections: 1,
             ..ClientConfig::default()
         };
+        if oracle.is_none() {
+            // An oracle given on the command line may be secured; the embedded one is plain.
+            config = crate::oracle_access::client_config(config)?;
+        }
         // A list fails over in order: the active oracle and its standbys.
         let addrs: Vec<String> = oracle_addr
             .split(',')
