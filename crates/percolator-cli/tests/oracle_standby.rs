@@ -9,19 +9,16 @@
 
 mod oracle_common;
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hbase_emulator::{self as emulator, EmulatorHandle};
 use oracle_common::{wait_until, OracleProcess};
-use parking_lot::Mutex;
-use percolator::oracle::{
-    ClientConfig, FileStore, MemoryStore, OracleServer, ServerConfig, TimestampSource,
-};
+use percolator::oracle::{ClientConfig, FileStore, MemoryStore, OracleServer, ServerConfig};
 use percolator::txn::LivenessConfig;
-use percolator::{Error, OracleClient, Result};
+use percolator::{Error, OracleClient};
 use percolator_cli::workload::bank::{self, BankConfig, BankReport};
+use percolator_cli::workload::handed::{self, serving, Recording};
 use percolator_cli::workload::stack::Stack;
 
 fn standby() -> ServerConfig {
@@ -37,18 +34,6 @@ fn impatient(addr: &str) -> OracleClient {
         ..ClientConfig::default()
     };
     OracleClient::connect(&[addr.to_owned()], config).expect("an oracle client")
-}
-
-/// Connecting proves the server answered a hello; only a serving oracle answers it with ok.
-fn serves(addr: &str) -> bool {
-    let config = ClientConfig {
-        connect_timeout: Duration::from_millis(300),
-        request_timeout: Duration::from_millis(300),
-        ..ClientConfig::default()
-    };
-    OracleClient::connect(&[addr.to_owned()], config)
-        .and_then(|c| c.server_stats())
-        .is_ok()
 }
 
 #[test]
@@ -99,9 +84,9 @@ fn a_released_store_is_taken_over_at_once_and_continues_above() {
         .unwrap();
     let waiting = OracleServer::start("127.0.0.1:0", store, standby()).unwrap();
     let addr = waiting.local_addr().to_string();
-    assert!(!serves(&addr), "it stands by while the owner serves");
+    assert!(!serving(&addr), "it stands by while the owner serves");
     owner.shutdown().unwrap();
-    wait_until("the standby to take over", || serves(&addr));
+    wait_until("the standby to take over", || serving(&addr));
     assert!(impatient(&addr).get_timestamp().unwrap() > before);
     waiting.shutdown().unwrap();
 }
@@ -121,85 +106,6 @@ fn an_exclusive_store_cannot_be_stood_by_for() {
         matches!(&err, Error::IllegalArgument { message } if message.contains("shared")),
         "{err}"
     );
-}
-
-/// Every timestamp a source hands out, with when it was asked for and when it came back.
-struct Recording {
-    inner: Arc<dyn TimestampSource>,
-    log: Mutex<Vec<Handed>>,
-    failures: AtomicU64,
-}
-
-#[derive(Clone, Copy)]
-struct Handed {
-    asked: Instant,
-    got: Instant,
-    ts: u64,
-}
-
-impl Recording {
-    fn note(&self, asked: Instant, result: Option<u64>) {
-        match result {
-            Some(ts) => self.log.lock().push(Handed {
-                asked,
-                got: Instant::now(),
-                ts,
-            }),
-            None => {
-                self.failures.fetch_add(1, Ordering::Relaxed);
-            }
-        }
-    }
-}
-
-#[async_trait::async_trait]
-impl TimestampSource for Recording {
-    async fn timestamp(&self) -> Result<u64> {
-        let asked = Instant::now();
-        let result = self.inner.timestamp().await;
-        self.note(asked, result.as_ref().ok().copied());
-        result
-    }
-
-    fn recent_timestamp(&self, max_age: Duration) -> Option<u64> {
-        let asked = Instant::now();
-        let ts = self.inner.recent_timestamp(max_age);
-        if ts.is_some() {
-            self.note(asked, ts);
-        }
-        ts
-    }
-}
-
-/// Checks uniqueness and real-time order over everything handed out (a timestamp that came
-/// back before another was asked for is smaller), and returns the longest time without one.
-fn check_handed_out(mut log: Vec<Handed>) -> Duration {
-    let mut seen = std::collections::HashSet::new();
-    for h in &log {
-        assert!(seen.insert(h.ts), "timestamp {} was handed out twice", h.ts);
-    }
-    log.sort_by_key(|h| h.got);
-    let mut highest = Vec::with_capacity(log.len());
-    let mut max = 0;
-    for h in &log {
-        max = max.max(h.ts);
-        highest.push(max);
-    }
-    for h in &log {
-        let before = log.partition_point(|earlier| earlier.got < h.asked);
-        if before > 0 {
-            assert!(
-                highest[before - 1] < h.ts,
-                "{} was handed out after {} had come back",
-                h.ts,
-                highest[before - 1]
-            );
-        }
-    }
-    log.windows(2)
-        .map(|w| w[1].got - w[0].got)
-        .max()
-        .unwrap_or_default()
 }
 
 /// Where the HBase store and the bank live: `HBASE_THRIFT`, or an emulator of this test's.
@@ -252,14 +158,10 @@ fn bank_with_the_serving_oracle_killed(plan: &Failover) -> FailoverReport {
         .map(|_| OracleProcess::start(&args("127.0.0.1:0")))
         .collect();
     let addrs: Vec<String> = oracles.iter().map(|o| o.addr.clone()).collect();
-    wait_until("one oracle to serve", || addrs.iter().any(|a| serves(a)));
+    wait_until("one oracle to serve", || addrs.iter().any(|a| serving(a)));
 
     let mut stack = Stack::start(Some(&hbase), Some(&addrs.join(","))).expect("the stack");
-    let recording = Arc::new(Recording {
-        inner: Arc::clone(&stack.tso),
-        log: Mutex::new(Vec::new()),
-        failures: AtomicU64::new(0),
-    });
+    let recording = Recording::wrap(Arc::clone(&stack.tso));
     stack.tso = recording.clone();
     let liveness = LivenessConfig {
         table: format!("standby_liveness_{suffix}"),
@@ -282,7 +184,7 @@ fn bank_with_the_serving_oracle_killed(plan: &Failover) -> FailoverReport {
         let started = Instant::now();
         while started.elapsed() + plan.kill_every < plan.duration {
             std::thread::sleep(plan.kill_every);
-            let Some(at) = addrs.iter().position(|a| serves(a)) else {
+            let Some(at) = addrs.iter().position(|a| serving(a)) else {
                 continue;
             };
             oracles[at].kill9();
@@ -303,15 +205,15 @@ fn bank_with_the_serving_oracle_killed(plan: &Failover) -> FailoverReport {
         .map(|o| o.child.try_wait())
         .filter(|status| !matches!(status, Ok(None)))
         .count();
-    let log = std::mem::take(&mut *recording.log.lock());
+    let log = recording.take();
     let timestamps = log.len();
     FailoverReport {
         bank: report,
         kills,
         displaced,
         timestamps,
-        failed_requests: recording.failures.load(Ordering::Relaxed),
-        longest_gap: check_handed_out(log),
+        failed_requests: recording.failures(),
+        longest_gap: handed::check(log).unwrap_or_else(|broken| panic!("{broken}")),
     }
 }
 

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use percolator_cli::cli::{Cli, Command, Profile};
-use percolator_cli::workload::{bench, demo, observe_demo, stack::Stack};
+use percolator_cli::workload::{bench, demo, observe_demo, soak, stack::Stack};
 
 /// The cluster profile's service time per call.
 const CLUSTER_LATENCY_US: u64 = 1000;
@@ -30,8 +30,12 @@ fn main() -> ExitCode {
     percolator_cli::oracle_access::set(cli.oracle_access.clone());
     let result = match cli.command {
         Command::Demo(config) => demo::run(&config).map(|report| report.violations.is_empty()),
-        Command::ObserveDemo(config) => observe_demo::run(&config)
-            .map(|r| r.mismatches.is_empty() && r.pending_notifications == 0),
+        Command::ObserveDemo(config) => observe_demo::run(&config).map(|r| {
+            observe_demo::print(&r, config.json);
+            r.mismatches.is_empty() && r.pending_notifications == 0
+        }),
+        Command::Soak(config) => soak::run(&config).map(|r| soak::print(&r, config.json)),
+        Command::SoakClient(config) => soak::run_client(&config).map(|()| true),
         Command::Bench {
             seconds,
             threads,

@@ -6,7 +6,7 @@ pub mod oracle;
 
 use clap::{Parser, Subcommand};
 
-use crate::workload::{bench, demo, gc_bench, observe_demo};
+use crate::workload::{bench, demo, gc_bench, observe_demo, soak};
 
 /// `percolator`'s command line.
 ///
@@ -71,6 +71,14 @@ pub enum Command {
     /// Chained observers (documents -> word counts -> global counts) with workers killed at
     /// random; recomputes the derived data at the end and exits non-zero on any mismatch.
     ObserveDemo(observe_demo::ObserveDemoConfig),
+    /// Everything at once against one HBase (the bank through a standby group of oracles,
+    /// observers with workers killed, GC every few seconds, the serving oracle and a client
+    /// process killed with SIGKILL on timers), then every invariant; `scripts/soak` runs it
+    /// against a local real HBase.
+    Soak(soak::SoakConfig),
+    /// The child process `soak` kills.
+    #[command(hide = true)]
+    SoakClient(soak::SoakClientConfig),
     /// Raw HBase operations vs transactions: ops/s, p50, p99, RPCs per op.
     Bench {
         /// How long each workload runs, in seconds (split over --rounds).

@@ -297,6 +297,21 @@ fn parse_balance(key: &CellKey, v: Option<&[u8]>) -> Result<i64> {
         .ok_or_else(|| corrupt("balance is not a number"))
 }
 
+/// The total of every balance at one snapshot, waiting out locks of clients that may still
+/// be alive (for a minute at most).
+pub fn total(client: &Client, config: &BankConfig) -> Result<i64> {
+    let accounts = config.accounts();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        match read_total(client, &accounts) {
+            Err(e) if e.retry_class() == RetryClass::Retry && Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            other => return other.map(|(total, _)| total),
+        }
+    }
+}
+
 fn read_total(client: &Client, accounts: &[CellKey]) -> Result<(i64, Vec<i64>)> {
     let t = client.begin()?;
     let values = t.get_many(accounts)?;

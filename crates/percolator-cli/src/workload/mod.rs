@@ -8,9 +8,11 @@ pub mod bench;
 pub mod demo;
 mod floor;
 pub mod gc_bench;
+pub mod handed;
 pub mod notify_bench;
 pub mod observe_demo;
 mod rows;
+pub mod soak;
 pub mod stack;
 mod usage;
 

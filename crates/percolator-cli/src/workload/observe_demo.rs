@@ -312,10 +312,15 @@ pub fn run(config: &ObserveDemoConfig) -> Result<ObserveDemoReport> {
     }
     percolator::internals::wait(&runtime, verify(&writer_client, &tables, &mut report))?;
     percolator::internals::wait(&runtime, writer_client.shutdown());
-    if config.json {
+    Ok(report)
+}
+
+/// Prints what `run` found: the report as JSON, or a summary and each mismatch.
+pub fn print(report: &ObserveDemoReport, json: bool) {
+    if json {
         println!(
             "{}",
-            serde_json::to_string_pretty(&report).unwrap_or_default()
+            serde_json::to_string_pretty(report).unwrap_or_default()
         );
     } else {
         println!(
@@ -334,7 +339,6 @@ pub fn run(config: &ObserveDemoConfig) -> Result<ObserveDemoReport> {
             println!("OK: the derived data matches a recomputation from scratch");
         }
     }
-    Ok(report)
 }
 
 /// Counts a worker's runs (when it is replaced or shut down) in the report.
