@@ -11,22 +11,27 @@
 //! client's total at one snapshot (its locks resolved), no lock left anywhere, every timestamp
 //! unique and in real-time order, and memory of every process at start and end.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, ChildStdout, Command, Stdio};
+mod checks;
+mod procs;
+mod report;
+
+pub use procs::{run_client, SoakClientConfig};
+pub use report::{print, Memory, SoakReport};
+
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
-use serde::Serialize;
 
-use crate::workload::bank::{self, BankConfig, BankReport};
+use self::checks::{gc_loop, versions_per_cell};
+use self::procs::{start_oracle, Process};
+use self::report::rss_kb;
+use crate::workload::bank::{self, BankConfig};
 use crate::workload::handed::{self, serving, Recording};
-use crate::workload::observe_demo::{self, ObserveDemoConfig, ObserveDemoReport};
+use crate::workload::observe_demo::{self, ObserveDemoConfig};
 use crate::workload::stack::Stack;
-use percolator::gc::{GcOptions, GcWorker};
-use percolator::hbase::Scan;
-use percolator::txn::{LivenessConfig, TxnOptions};
+use percolator::txn::LivenessConfig;
 use percolator::{Error, Result};
 
 /// `percolator soak` options.
@@ -56,129 +61,6 @@ pub struct SoakConfig {
     /// Print the report as JSON instead of text.
     #[arg(long)]
     pub json: bool,
-}
-
-/// `percolator soak-client`: the child the soak kills (hidden).
-#[derive(Clone, Debug, clap::Args)]
-pub struct SoakClientConfig {
-    #[arg(long)]
-    pub hbase: String,
-    #[arg(long)]
-    pub oracle: String,
-    /// The bank tables, made and filled by the soak.
-    #[arg(long, value_delimiter = ',')]
-    pub tables: Vec<String>,
-    #[arg(long)]
-    pub accounts_per_table: usize,
-    #[arg(long)]
-    pub liveness_table: String,
-}
-
-#[derive(Debug, Default, Serialize)]
-pub struct SoakReport {
-    pub seconds: f64,
-    pub bank: Option<BankReport>,
-    pub observers: Option<ObserveDemoReport>,
-    pub oracle_kills: usize,
-    pub oracles_displaced: usize,
-    pub timestamps: usize,
-    pub timestamp_requests_failed: u64,
-    pub longest_without_a_timestamp_ms: u128,
-    pub client_kills: usize,
-    pub killed_client_total: i64,
-    pub killed_client_expected: i64,
-    pub gc_rounds: u64,
-    pub gc_failed_rounds: u64,
-    pub gc_versions_collected: u64,
-    pub locks_left: usize,
-    /// Write records and data versions per cell of the GC'd tables at the end.
-    pub versions_per_cell_mean: f64,
-    pub versions_per_cell_max: u64,
-    pub memory: Vec<Memory>,
-    /// The soak process's resident memory every 30 s (seconds, kB): it holds the clients of
-    /// the bank, the observers and GC, and also the run's own records (the bank's ledger of
-    /// every transfer, every timestamp handed out), which grow with the run by design.
-    pub soak_memory_trace: Vec<(u64, u64)>,
-    pub violations: Vec<String>,
-}
-
-/// A process's resident memory at the start and the end.
-#[derive(Debug, Default, Serialize)]
-pub struct Memory {
-    pub process: String,
-    pub start_kb: u64,
-    pub end_kb: u64,
-}
-
-/// Resident memory of `pid` in kB, from /proc (0 where there is none).
-fn rss_kb(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("VmRSS:"))
-                .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        })
-        .unwrap_or(0)
-}
-
-/// A child process of the soak, killed when dropped.
-struct Process {
-    child: Child,
-    /// Kept open: a child writing to a closed pipe would fail.
-    _stdout: Option<BufReader<ChildStdout>>,
-}
-
-impl Process {
-    fn kill(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-
-    fn exited(&mut self) -> bool {
-        !matches!(self.child.try_wait(), Ok(None))
-    }
-}
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
-/// A sibling binary of this one (`percolator-oracle`, or `percolator` itself).
-fn sibling(name: &str) -> Result<std::path::PathBuf> {
-    let me = std::env::current_exe().map_err(|e| Error::io("finding this binary", e))?;
-    Ok(me.with_file_name(name))
-}
-
-/// A standby-mode oracle on `store`, listening on `listen`; returns it and its address.
-fn start_oracle(listen: &str, store: &str, lease_ms: u64) -> Result<(Process, String)> {
-    let mut child = Command::new(sibling("percolator-oracle")?)
-        .args(["--listen", listen, "--store", store, "--standby"])
-        .arg(format!("--lease-ms={lease_ms}"))
-        .arg("--stats-interval-s=3600")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| Error::io("starting percolator-oracle", e))?;
-    let mut stdout = BufReader::new(child.stdout.take().expect("piped"));
-    let mut line = String::new();
-    stdout
-        .read_line(&mut line)
-        .map_err(|e| Error::io("reading the oracle's address", e))?;
-    let addr = line
-        .trim()
-        .strip_prefix("listening on ")
-        .ok_or_else(|| Error::IllegalArgument {
-            message: format!("percolator-oracle printed {line:?} instead of its address"),
-        })?
-        .to_string();
-    let process = Process {
-        child,
-        _stdout: Some(stdout),
-    };
-    Ok((process, addr))
 }
 
 pub fn run(config: &SoakConfig) -> Result<SoakReport> {
@@ -243,30 +125,8 @@ pub fn run(config: &SoakConfig) -> Result<SoakReport> {
         .cloned()
         .collect();
 
-    let start_client = || -> Result<Process> {
-        let child = Command::new(sibling("percolator")?)
-            .args([
-                "soak-client",
-                "--hbase",
-                &config.hbase,
-                "--oracle",
-                &oracle_list,
-            ])
-            .arg(format!("--tables={}", killed_config.tables.join(",")))
-            .arg(format!(
-                "--accounts-per-table={}",
-                killed_config.accounts_per_table
-            ))
-            .arg(format!("--liveness-table={}", liveness.table))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|e| Error::io("starting the soak client", e))?;
-        Ok(Process {
-            child,
-            _stdout: None,
-        })
-    };
+    let start_client =
+        || procs::start_client(&config.hbase, &oracle_list, &killed_config, &liveness.table);
     let mut client = start_client()?;
 
     let mut report = SoakReport::default();
@@ -430,154 +290,7 @@ pub fn run(config: &SoakConfig) -> Result<SoakReport> {
     Ok(report)
 }
 
-/// Prints the report (text or JSON); true when every invariant held.
-pub fn print(r: &SoakReport, json: bool) -> bool {
-    if json {
-        println!(
-            "{}",
-            serde_json::to_string(r).expect("the soak report serializes")
-        );
-        return r.violations.is_empty();
-    }
-    println!("soak: {:.0} s", r.seconds);
-    if let Some(b) = &r.bank {
-        println!(
-            "  bank: {} transfers committed, {} retried, {} client crashes, {} undetermined, {} audits",
-            b.committed, b.conflicts, b.crashes, b.undetermined, b.audits
-        );
-    }
-    if let Some(o) = &r.observers {
-        println!(
-            "  observers: {} documents written, {} runs processed, {} workers died, {} words checked",
-            o.documents_written, o.processed, o.workers_died, o.words_checked
-        );
-    }
-    println!(
-        "  oracle: {} kills, {} timestamps, {} requests failed, longest without a timestamp {} ms",
-        r.oracle_kills, r.timestamps, r.timestamp_requests_failed, r.longest_without_a_timestamp_ms
-    );
-    println!(
-        "  killed client: {} kills, total {} (expected {})",
-        r.client_kills, r.killed_client_total, r.killed_client_expected
-    );
-    println!(
-        "  gc: {} rounds ({} failed), {} versions collected; versions per cell at the end: mean {:.2}, max {}",
-        r.gc_rounds, r.gc_failed_rounds, r.gc_versions_collected, r.versions_per_cell_mean, r.versions_per_cell_max
-    );
-    for m in &r.memory {
-        println!(
-            "  memory {:<9} start {:>8} kB  end {:>8} kB",
-            m.process, m.start_kb, m.end_kb
-        );
-    }
-    let trace: Vec<String> = r
-        .soak_memory_trace
-        .iter()
-        .map(|(s, kb)| format!("{s}s {}MB", kb / 1024))
-        .collect();
-    println!("  soak memory every 30 s: {}", trace.join(", "));
-    if r.violations.is_empty() {
-        println!("all invariants hold");
-    }
-    for v in &r.violations {
-        println!("VIOLATION: {v}");
-    }
-    r.violations.is_empty()
-}
-
 /// A random time within `secs` seconds, at least one.
 fn random_within(secs: u64) -> Duration {
     Duration::from_millis(rand::random::<u64>() % (secs.max(1) * 1000)).max(Duration::from_secs(1))
-}
-
-/// GC rounds over `tables` every `every` seconds until `stop`; tallies rounds, failed rounds
-/// and versions collected.
-fn gc_loop(
-    stack: &Stack,
-    options: &TxnOptions,
-    tables: &[String],
-    every: u64,
-    stop: &AtomicBool,
-    tally: &Mutex<(u64, u64, u64)>,
-) -> Result<()> {
-    let client = stack.client(options.clone())?;
-    let gc = GcOptions::default()
-        .with_life_time(percolator::gc::MIN_LIFE_TIME)?
-        .resolving_locks_in(tables.to_vec());
-    let worker = GcWorker::new(client.asynchronous(), stack.hbase.clone(), gc);
-    let runtime = tokio::runtime::Runtime::new().map_err(|e| Error::io("a GC runtime", e))?;
-    while !stop.load(Ordering::SeqCst) {
-        match runtime.block_on(worker.run_once(tables, &|_| {})) {
-            Ok(r) => {
-                let mut t = tally.lock();
-                t.0 += 1;
-                t.2 += r.removed();
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "a GC round failed");
-                tally.lock().1 += 1;
-            }
-        }
-        let until = Instant::now() + Duration::from_secs(every);
-        while Instant::now() < until && !stop.load(Ordering::SeqCst) {
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-    client.shutdown();
-    Ok(())
-}
-
-/// Write records and data versions per cell, over the percolator write family and the user
-/// data of `tables` (mean, max).
-fn versions_per_cell(
-    stack: &Stack,
-    schema: &percolator::txn::Schema,
-    tables: &[String],
-) -> Result<(f64, u64)> {
-    let (mut cells, mut versions, mut max) = (0u64, 0u64, 0u64);
-    for table in tables {
-        for family in [
-            schema.write_family.clone(),
-            bank::FAMILY.as_bytes().to_vec(),
-        ] {
-            let scan = Scan::new().family(family).max_versions(i32::MAX);
-            for row in stack.hbase.scan(table, &scan)? {
-                let row = row?;
-                let mut per_column = std::collections::HashMap::new();
-                for cell in &row.cells {
-                    *per_column.entry(cell.qualifier.clone()).or_insert(0u64) += 1;
-                }
-                for n in per_column.into_values() {
-                    cells += 1;
-                    versions += n;
-                    max = max.max(n);
-                }
-            }
-        }
-    }
-    let mean = if cells == 0 {
-        0.0
-    } else {
-        versions as f64 / cells as f64
-    };
-    Ok((mean, max))
-}
-
-/// The child the soak kills: transfers on the given tables until it is killed.
-pub fn run_client(config: &SoakClientConfig) -> Result<()> {
-    let stack = Stack::start(Some(&config.hbase), Some(&config.oracle))?;
-    let liveness = LivenessConfig {
-        table: config.liveness_table.clone(),
-        ttl_secs: 1,
-    };
-    let bank_config = BankConfig {
-        tables: config.tables.clone(),
-        accounts_per_table: config.accounts_per_table,
-        initial_balance: 1000,
-        clients: 4,
-        auditors: 0,
-        duration: Duration::from_secs(86_400),
-        options: stack.txn_options(liveness)?,
-    };
-    bank::run(&stack, &bank_config, &|_, _| {}).map(|_| ())
 }
