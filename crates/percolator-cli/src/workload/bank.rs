@@ -76,10 +76,19 @@ struct Unsettled {
     start_ts: u64,
 }
 
+/// What the committed transfers moved, as each account's net change (a run of any length
+/// keeps one number per account), and the transfers still to settle.
 #[derive(Default)]
 struct Ledger {
-    committed: Vec<Transfer>,
+    net: HashMap<CellKey, i64>,
     unsettled: Vec<Unsettled>,
+}
+
+impl Ledger {
+    fn committed(&mut self, tr: &Transfer) {
+        *self.net.entry(tr.from.clone()).or_default() -= tr.moved;
+        *self.net.entry(tr.to.clone()).or_default() += tr.moved;
+    }
 }
 
 impl BankConfig {
@@ -227,7 +236,7 @@ fn transfer_loop(
             Ok(_) => {
                 failures = 0;
                 progress.committed.fetch_add(1, Ordering::Relaxed);
-                ledger.lock().committed.push(transfer);
+                ledger.lock().committed(&transfer);
             }
             Err(Error::ClientCrashed { start_ts, .. }) => {
                 ledger
@@ -368,7 +377,7 @@ fn settle(
             .is_some()
         {
             settled_committed += 1;
-            ledger.committed.push(u.transfer);
+            ledger.committed(&u.transfer);
         }
     }
     // The final read resolves every remaining lock (each account is read).
@@ -424,14 +433,15 @@ fn ledger_mismatches(
     balances: &[i64],
     ledger: &Ledger,
 ) -> Vec<String> {
-    let mut expected: HashMap<&CellKey, i64> = accounts
+    let expected: HashMap<&CellKey, i64> = accounts
         .iter()
-        .map(|k| (k, config.initial_balance))
+        .map(|k| {
+            (
+                k,
+                config.initial_balance + ledger.net.get(k).copied().unwrap_or(0),
+            )
+        })
         .collect();
-    for tr in &ledger.committed {
-        *expected.entry(&tr.from).or_default() -= tr.moved;
-        *expected.entry(&tr.to).or_default() += tr.moved;
-    }
     let mut out: Vec<String> = accounts
         .iter()
         .zip(balances)
