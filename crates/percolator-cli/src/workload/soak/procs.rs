@@ -49,6 +49,23 @@ impl Drop for Process {
     }
 }
 
+/// `command`, set to receive SIGKILL when this process dies: a soak stopped by a signal
+/// leaves no oracle or client behind.
+fn dies_with_us(mut command: Command) -> Command {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: prctl is async-signal-safe and touches nothing of the parent's state.
+    unsafe {
+        command.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == 0 {
+                Ok(())
+            } else {
+                Err(std::io::Error::last_os_error())
+            }
+        });
+    }
+    command
+}
+
 /// A sibling binary of this one (`percolator-oracle`, or `percolator` itself).
 fn sibling(name: &str) -> Result<std::path::PathBuf> {
     let me = std::env::current_exe().map_err(|e| Error::io("finding this binary", e))?;
@@ -57,7 +74,7 @@ fn sibling(name: &str) -> Result<std::path::PathBuf> {
 
 /// A standby-mode oracle on `store`, listening on `listen`; returns it and its address.
 pub(super) fn start_oracle(listen: &str, store: &str, lease_ms: u64) -> Result<(Process, String)> {
-    let mut child = Command::new(sibling("percolator-oracle")?)
+    let mut child = dies_with_us(Command::new(sibling("percolator-oracle")?))
         .args(["--listen", listen, "--store", store, "--standby"])
         .arg(format!("--lease-ms={lease_ms}"))
         .arg("--stats-interval-s=3600")
@@ -91,7 +108,7 @@ pub(super) fn start_client(
     config: &BankConfig,
     liveness_table: &str,
 ) -> Result<Process> {
-    let child = Command::new(sibling("percolator")?)
+    let child = dies_with_us(Command::new(sibling("percolator")?))
         .args(["soak-client", "--hbase", hbase, "--oracle", oracles])
         .arg(format!("--tables={}", config.tables.join(",")))
         .arg(format!(
