@@ -12,15 +12,19 @@ use percolator::{Error, Result};
 /// `percolator soak-client`: the child the soak kills (hidden).
 #[derive(Clone, Debug, clap::Args)]
 pub struct SoakClientConfig {
+    /// HBase Thrift2 gateway.
     #[arg(long)]
     pub hbase: String,
+    /// The oracles of the soak's standby group, comma-separated.
     #[arg(long)]
     pub oracle: String,
     /// The bank tables, made and filled by the soak.
     #[arg(long, value_delimiter = ',')]
     pub tables: Vec<String>,
+    /// Accounts in each table.
     #[arg(long)]
     pub accounts_per_table: usize,
+    /// The liveness table the soak's clients share.
     #[arg(long)]
     pub liveness_table: String,
 }
