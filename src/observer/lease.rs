@@ -403,8 +403,11 @@ impl Leases<'_> {
         if parse_lease(stored).is_none_or(|(owner, _)| owner != self.owner) {
             return Ok(());
         }
+        // An expired lease of ours, not a delete: a delete marker hides every put up to its
+        // millisecond, so a worker taking the partition within it would hold an invisible
+        // lease and another could take it too, leaving a partition of its own unowned.
         let cam = CheckAndMutate::new(row.clone(), META_FAMILY, LEASE_Q, CompareOp::Equal, stored)
-            .delete(Delete::new(row).column(META_FAMILY, LEASE_Q));
+            .put(Put::new(row).add(META_FAMILY, LEASE_Q, lease_value(self.owner, 0)));
         self.ctx
             .store()
             .check_and_mutate(self.meta(), &cam)

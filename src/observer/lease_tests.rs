@@ -147,3 +147,37 @@ fn worker_rows_beyond_one_read_are_all_counted_and_long_dead_ones_removed() {
     assert_eq!(left.len(), 7, "the killed workers' rows are gone: {left:?}");
     assert!(left.iter().all(|r| r.contains("/live")), "{left:?}");
 }
+
+/// A released partition taken at once by another worker stays taken: the release must not
+/// hide that worker's lease (a delete marker hides every put of its millisecond), or a third
+/// worker takes the partition too and one of the second's stays unowned until it notices.
+#[test]
+fn a_lease_taken_right_after_its_release_is_not_taken_again() {
+    let (stack, client) = stack_and_client();
+    let runtime = client.asynchronous().runtime().clone();
+    let async_client = client.asynchronous();
+    let leases = |owner| Leases {
+        ctx: async_client.ctx(),
+        owner,
+        ttl_ms: 60_000,
+        worker_ttl_ms: 60_000,
+    };
+    let none = HashSet::new();
+    macro_rules! wait {
+        ($f:expr) => {
+            crate::runtime::wait(&runtime, $f)
+        };
+    }
+    // Many rounds, so that many a release and the next take share a millisecond.
+    for (i, p) in Partition::all("handover", 200).iter().enumerate() {
+        assert!(wait!(leases("w1").acquire(p, &none)).unwrap().is_some());
+        wait!(leases("w1").release(p)).unwrap();
+        assert!(wait!(leases("w2").acquire(p, &none)).unwrap().is_some());
+        assert_eq!(
+            wait!(leases("w3").acquire(p, &none)).unwrap(),
+            None,
+            "round {i}: w3 took the partition w2 had just taken"
+        );
+    }
+    let _ = &stack;
+}
