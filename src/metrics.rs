@@ -155,7 +155,11 @@ pub(crate) fn transaction_outcome<T>(result: &Result<T, Error>) -> &'static str 
 }
 
 pub(crate) fn count(name: &'static str) {
-    counter!(name).increment(1);
+    count_n(name, 1);
+}
+
+pub(crate) fn count_n(name: &'static str, n: u64) {
+    counter!(name).increment(n);
 }
 
 pub(crate) fn count_as(name: &'static str, label: &'static str, value: &'static str) {

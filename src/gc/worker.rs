@@ -368,7 +368,7 @@ impl GcWorker {
         };
         for table in tables {
             let collected = pass.collect(table).await?;
-            ::metrics::counter!(metrics::GC_COLLECTED).increment(collected.removed());
+            metrics::count_n(metrics::GC_COLLECTED, collected.removed());
             report.tables.push(collected);
         }
         report.collect_secs = started.elapsed().as_secs_f64();

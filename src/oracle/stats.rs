@@ -29,7 +29,7 @@ impl Stats {
         self.requests.fetch_add(1, Relaxed);
         self.timestamps.fetch_add(u64::from(count), Relaxed);
         metrics::count(metrics::ORACLE_REQUESTS);
-        ::metrics::counter!(metrics::ORACLE_TIMESTAMPS).increment(u64::from(count));
+        metrics::count_n(metrics::ORACLE_TIMESTAMPS, u64::from(count));
         self.last_timestamp
             .fetch_max(first + u64::from(count) - 1, Relaxed);
         let bucket = (31 - count.leading_zeros()) as usize;

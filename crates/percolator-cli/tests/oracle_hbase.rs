@@ -17,11 +17,12 @@ use std::time::{Duration, Instant};
 
 use hbase_emulator::{self as emulator, EmulatorHandle};
 use oracle_common::{
-    assert_unique_and_increasing, patient_client, wait_until, OracleProcess, Requesters,
+    assert_unique_and_increasing, impatient_client, patient_client, wait_until, OracleProcess,
+    Requesters,
 };
 use percolator::hbase::{Get, Put};
-use percolator::oracle::{ClientConfig, HBaseStore, WindowRecord, WindowStore};
-use percolator::{Error, HBaseClient, HBaseConfig, OracleClient};
+use percolator::oracle::{HBaseStore, WindowRecord, WindowStore};
+use percolator::{Error, HBaseClient, HBaseConfig};
 
 const LEASE: Duration = Duration::from_millis(300);
 
@@ -209,7 +210,7 @@ fn a_second_process_fences_the_first_which_exits_with_a_reason() {
         &serve_args("127.0.0.1:0", &store_spec, 0),
         log.reopen().unwrap(),
     );
-    let old_client = Arc::new(impatient(&first.addr));
+    let old_client = Arc::new(impatient_client(&first.addr));
     assert!(
         old_client.get_timestamp().is_ok(),
         "the first oracle serves"
@@ -230,7 +231,7 @@ fn a_second_process_fences_the_first_which_exits_with_a_reason() {
     std::thread::sleep(Duration::from_millis(200));
 
     let mut second = OracleProcess::start(&serve_args("127.0.0.1:0", &store_spec, 0));
-    let new_client = impatient(&second.addr);
+    let new_client = impatient_client(&second.addr);
     let mut first_new = None;
     wait_until("the second oracle to serve", || {
         first_new = new_client
@@ -268,13 +269,4 @@ fn a_second_process_fences_the_first_which_exits_with_a_reason() {
     assert!(old_seq.last().unwrap() < &first_new);
     assert_unique_and_increasing(&[old_seq, new_seq]);
     assert!(second.terminate());
-}
-
-/// A client that gives up on a request after 200 ms (a fenced oracle stops answering).
-fn impatient(addr: &str) -> OracleClient {
-    let config = ClientConfig {
-        request_timeout: Duration::from_millis(200),
-        ..ClientConfig::default()
-    };
-    OracleClient::connect(&[addr.to_owned()], config).expect("connect to the oracle")
 }

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hbase_emulator::{self as emulator, EmulatorHandle};
-use oracle_common::{wait_until, OracleProcess};
+use oracle_common::{impatient_client, wait_until, OracleProcess};
 use percolator::oracle::{ClientConfig, FileStore, MemoryStore, OracleServer, ServerConfig};
 use percolator::txn::LivenessConfig;
 use percolator::{Error, OracleClient};
@@ -28,21 +28,13 @@ fn standby() -> ServerConfig {
     }
 }
 
-fn impatient(addr: &str) -> OracleClient {
-    let config = ClientConfig {
-        request_timeout: Duration::from_millis(300),
-        ..ClientConfig::default()
-    };
-    OracleClient::connect(&[addr.to_owned()], config).expect("an oracle client")
-}
-
 #[test]
 fn a_standby_never_displaces_a_live_owner_and_turns_clients_away() {
     let lease = Duration::from_millis(200);
     let store = MemoryStore::with_lease(lease);
     let owner = OracleServer::start("127.0.0.1:0", store.clone(), ServerConfig::default()).unwrap();
     let waiting = OracleServer::start("127.0.0.1:0", store, standby()).unwrap();
-    let owner_client = impatient(&owner.local_addr().to_string());
+    let owner_client = impatient_client(&owner.local_addr().to_string());
     let mut last = owner_client.get_timestamp().unwrap();
     // Ten leases: every one renewed by the owner, so the standby must keep waiting.
     let until = Instant::now() + lease * 10;
@@ -79,7 +71,7 @@ fn a_released_store_is_taken_over_at_once_and_continues_above() {
     // A lease far longer than the test: only the release can let the standby in.
     let store = MemoryStore::with_lease(Duration::from_secs(600));
     let owner = OracleServer::start("127.0.0.1:0", store.clone(), ServerConfig::default()).unwrap();
-    let before = impatient(&owner.local_addr().to_string())
+    let before = impatient_client(&owner.local_addr().to_string())
         .get_timestamp()
         .unwrap();
     let waiting = OracleServer::start("127.0.0.1:0", store, standby()).unwrap();
@@ -87,7 +79,7 @@ fn a_released_store_is_taken_over_at_once_and_continues_above() {
     assert!(!serving(&addr), "it stands by while the owner serves");
     owner.shutdown().unwrap();
     wait_until("the standby to take over", || serving(&addr));
-    assert!(impatient(&addr).get_timestamp().unwrap() > before);
+    assert!(impatient_client(&addr).get_timestamp().unwrap() > before);
     waiting.shutdown().unwrap();
 }
 

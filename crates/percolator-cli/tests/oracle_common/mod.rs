@@ -87,6 +87,16 @@ pub fn patient_client(addrs: &[String]) -> OracleClient {
     .expect("connect to the oracle")
 }
 
+/// A client that gives up on a request after 200 ms (a fenced or standing-by oracle stops
+/// answering).
+pub fn impatient_client(addr: &str) -> OracleClient {
+    let config = ClientConfig {
+        request_timeout: Duration::from_millis(200),
+        ..ClientConfig::default()
+    };
+    OracleClient::connect(&[addr.to_owned()], config).expect("connect to the oracle")
+}
+
 /// Threads that each fetch timestamps in a loop from a shared source and keep them in order.
 pub struct Requesters {
     stop: Arc<AtomicBool>,
