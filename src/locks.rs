@@ -8,7 +8,7 @@ use crate::clock::{Clock, SystemClock};
 use crate::error::{Error, Result};
 use crate::hbase::{Get, HBaseClient, Scan};
 use crate::key::CellKey;
-use crate::txn::codec::{decode_lock_state, split_column_qualifier, LockState};
+use crate::txn::codec::{decode_lock_state, lock_column, LockState};
 use crate::txn::{Client, LivenessConfig, Schema};
 
 /// One lock found in a table.
@@ -99,8 +99,9 @@ pub fn list_locks(hbase: &HBaseClient, schema: &Schema, table: &str) -> Result<V
             else {
                 continue;
             };
+            // A row lock is listed once, under its first column.
             let (family, qualifier) =
-                split_column_qualifier(&cell.qualifier).map_err(|e| corrupt(e.0))?;
+                lock_column(&cell.qualifier, &lock).map_err(|e| corrupt(e.0))?;
             out.push(LockInfo {
                 key: CellKey::new(table, row.row.clone(), family, qualifier)?,
                 primary: lock.primary,

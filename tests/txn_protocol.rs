@@ -43,7 +43,13 @@ impl<'a> Script<'a> {
         }
     }
 
-    fn lock(&self, value: Option<&[u8]>) -> Lock {
+    /// This transaction's lock on `key`, as the fixture's tables store it (a row lock listing
+    /// just that cell when they lock rows).
+    fn lock(&self, key: &CellKey, value: Option<&[u8]>) -> Lock {
+        self.env.as_stored(key, self.cell_lock(value))
+    }
+
+    fn cell_lock(&self, value: Option<&[u8]>) -> Lock {
         Lock {
             start_ts: self.start_ts,
             kind: MutationKind::of(value),
@@ -52,16 +58,17 @@ impl<'a> Script<'a> {
             wall_ms: self.wall_ms,
             ttl_ms: 60_000,
             short_value: value.map(<[u8]>::to_vec),
+            row: None,
+            primary_row: false,
         }
     }
 
     /// Prewrite as the client does it: one CAS, and the absent-cell variant when the lock cell
     /// does not exist yet.
     fn prewrite(&self, key: &CellKey, value: &[u8]) -> bool {
-        let lock = self.lock(Some(value));
-        let bytes = encode_lock(&lock);
+        let lock = self.lock(key, Some(value));
         for absent in [false, true] {
-            let cam = actions::prewrite(&self.env.schema, key, &lock, &bytes, Some(value), absent);
+            let cam = self.env.prewrite_cas(key, &lock, Some(value), absent);
             if self.env.hbase.check_and_mutate(&key.table, &cam).unwrap() {
                 return true;
             }
@@ -74,13 +81,13 @@ impl<'a> Script<'a> {
 
     /// Rolls back this transaction's lock on `key` (written with `value`), as a resolver does.
     fn rollback(&self, key: &CellKey, value: &[u8]) -> bool {
-        let lock = self.lock(Some(value));
+        let lock = self.lock(key, Some(value));
         let cam = actions::rollback(&self.env.schema, key, &lock, &encode_lock(&lock));
         self.env.hbase.check_and_mutate(&key.table, &cam).unwrap()
     }
 
     fn commit(&self, key: &CellKey, value: &[u8], commit_ts: u64) -> bool {
-        let lock = self.lock(Some(value));
+        let lock = self.lock(key, Some(value));
         let cam = actions::commit(&self.env.schema, key, &lock, &encode_lock(&lock), commit_ts);
         self.env.hbase.check_and_mutate(&key.table, &cam).unwrap()
     }
@@ -167,11 +174,9 @@ fn prewrite_refused_after_a_newer_commit_without_any_read() {
     let t = env.table("acct");
     let x = env.key(&t, "x");
     let older = Script::dead(&env, &x);
-    let lock = older.lock(Some(b"old"));
-    let bytes = encode_lock(&lock);
+    let lock = older.lock(&x, Some(b"old"));
     // Built now, applied after the newer transaction commits.
-    let stale_cam: CheckAndMutate =
-        actions::prewrite(&env.schema, &x, &lock, &bytes, Some(b"old"), false);
+    let stale_cam: CheckAndMutate = env.prewrite_cas(&x, &lock, Some(b"old"), false);
 
     let newer = Script::dead(&env, &x);
     assert!(newer.prewrite(&x, b"new"));
@@ -193,15 +198,14 @@ fn absent_variant_only_matches_a_never_written_cell() {
     let t = env.table("acct");
     let x = env.key(&t, "x");
     let txn = Script::dead(&env, &x);
-    let lock = txn.lock(Some(b"v"));
-    let bytes = encode_lock(&lock);
-    let probe = actions::prewrite(&env.schema, &x, &lock, &bytes, Some(b"v"), false);
+    let lock = txn.lock(&x, Some(b"v"));
+    let probe = env.prewrite_cas(&x, &lock, Some(b"v"), false);
     assert!(!env.hbase.check_and_mutate(&t, &probe).unwrap());
     assert_eq!(env.lock_state(&x), LockState::Absent);
 
     let other = Script::dead(&env, &x);
     assert!(other.prewrite(&x, b"w"));
-    let absent = actions::prewrite(&env.schema, &x, &lock, &bytes, Some(b"v"), true);
+    let absent = env.prewrite_cas(&x, &lock, Some(b"v"), true);
     assert!(!env.hbase.check_and_mutate(&t, &absent).unwrap());
     must_be_locked_by(&env, &x, other.start_ts);
 }

@@ -11,7 +11,10 @@ use crate::gc::{GcProgress, TableReport};
 use crate::hbase::{Delete, DeleteType, RowResult, Scan};
 use crate::key::Binary;
 use crate::txn::actions::ts;
-use crate::txn::codec::{decode_lock_state, decode_write, split_column_qualifier};
+use crate::txn::codec::{
+    column_qualifier, decode_lock_state, decode_write, split_column_qualifier, LockState,
+    ROW_LOCK_QUALIFIER,
+};
 use crate::txn::store::next_page_start;
 use crate::txn::{HBaseAccess, Schema};
 
@@ -72,7 +75,25 @@ impl Pass<'_> {
         let mut damaged: Vec<Vec<u8>> = Vec::new();
         for cell in &row.cells {
             let version = u64::try_from(cell.timestamp).unwrap_or(0);
-            if cell.family == schema.lock_family {
+            if cell.family == schema.lock_family && cell.qualifier == ROW_LOCK_QUALIFIER {
+                // A row lock holds the data versions of every column it lists.
+                match decode_lock_state(Some(&cell.value)) {
+                    Ok(LockState::Locked(lock)) => {
+                        for c in lock.row.iter().flatten() {
+                            let q = column_qualifier(&c.family, &c.qualifier);
+                            columns.entry(q).or_default().lock =
+                                Some(LockState::Locked(lock.clone()));
+                        }
+                    }
+                    Ok(_) => {}
+                    Err(_) => {
+                        // Which columns it holds is unknown: leave the whole row alone.
+                        report.damaged += 1;
+                        tracing::warn!(table, row = %Binary(&row.row), "GC skipped a row with a damaged row lock");
+                        return None;
+                    }
+                }
+            } else if cell.family == schema.lock_family {
                 match decode_lock_state(Some(&cell.value)) {
                     Ok(lock) => {
                         columns.entry(cell.qualifier.clone()).or_default().lock = Some(lock)

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 use crate::hbase::Scan;
 use crate::key::CellKey;
-use crate::txn::codec::{decode_lock_state, split_column_qualifier, LockState};
+use crate::txn::codec::{decode_lock_state, lock_column, LockState};
 use crate::txn::context::Context;
 use crate::txn::resolver::LockResolver;
 use crate::txn::session::Session;
@@ -51,7 +51,7 @@ pub(crate) async fn resolve_below(
                     if lock.start_ts >= safe_point {
                         continue;
                     }
-                    let Ok((family, qualifier)) = split_column_qualifier(&cell.qualifier) else {
+                    let Ok((family, qualifier)) = lock_column(&cell.qualifier, &lock) else {
                         continue;
                     };
                     let key = CellKey::new(table, row.row.clone(), family, qualifier)?;

@@ -53,6 +53,7 @@ fn a_live_lock_at_the_safe_point_met_through_a_primary_is_waited_on_not_rolled_b
         wall_ms: 0,
         ttl_ms: 1_000,
         short_value_limit: usize::MAX,
+        primary_row: false,
     };
     prewrite(&abandoned, t1, &s);
     // T2, this live client's transaction, has since locked p as its own primary, and the safe
@@ -64,6 +65,7 @@ fn a_live_lock_at_the_safe_point_met_through_a_primary_is_waited_on_not_rolled_b
         wall_ms: now_ms(),
         ttl_ms: 60_000,
         short_value_limit: usize::MAX,
+        primary_row: false,
     };
     let t2_primary = prewrite(&live, t2, &p);
 

@@ -21,6 +21,7 @@ use crate::migrate::state::{
 };
 use crate::progress::{Progress, ProgressMode};
 use crate::txn::codec::{column_qualifier, encode_write, WriteKind, WriteRecord};
+use crate::txn::granularity::{LockGranularity, LOCK_GRANULARITY};
 use crate::txn::meta::{META_REFRESH, MIG_STATE};
 use crate::txn::store::row_after;
 use crate::txn::{Schema, TxnOptions};
@@ -47,6 +48,9 @@ pub struct ApplyOptions {
     pub short_value_limit: usize,
     /// A fresh oracle timestamp, when an oracle was named: checked to be above wall-clock ms.
     pub oracle_ts: Option<u64>,
+    /// What one lock of the table covers (docs/design.md invariant 14). Recorded with the
+    /// marker, before the families are added, and fixed from then on.
+    pub lock_granularity: LockGranularity,
     /// Stops the run at a step (tests of resumption; feature `testing`).
     #[cfg(feature = "testing")]
     pub crash_at: Option<CrashHook>,
@@ -71,6 +75,7 @@ impl Default for ApplyOptions {
             settle: META_REFRESH,
             short_value_limit: TxnOptions::default().short_value_limit(),
             oracle_ts: None,
+            lock_granularity: LockGranularity::Cell,
             #[cfg(feature = "testing")]
             crash_at: None,
         }
@@ -151,6 +156,10 @@ pub fn apply_planned(
     };
     let marker = Marker::read(hbase, schema, table)?;
     let mut total_rows = None;
+    if marker.state().is_some() {
+        // Begun or done with a granularity already: a run may not change it.
+        crate::txn::setup::check_granularity(hbase, schema, table, opts.lock_granularity)?;
+    }
     let marker = if marker.state() == Some(state::APPLYING) {
         // A resumed run has no plan to refuse it; it would change the families of a table
         // HBase has disabled and then fail at its scan.
@@ -190,6 +199,10 @@ pub fn apply_planned(
                 (MIG_STATE, state::APPLYING.to_vec()),
                 (state::ORIGINAL, original),
                 (state::SINCE, now),
+                (
+                    LOCK_GRANULARITY,
+                    opts.lock_granularity.to_string().into_bytes(),
+                ),
             ],
         )?;
         state::crash(opts.crash_hook(), table, Step::Marked)?;

@@ -19,6 +19,7 @@ use crate::locks::{list_locks, resolve_locks};
 use crate::migrate::state::{self, issue, write_marker, CrashHook, Marker, Step, LEGACY_TS_LIMIT};
 use crate::progress::{Progress, ProgressMode};
 use crate::txn::codec::{decode_write, split_column_qualifier, WriteKind};
+use crate::txn::granularity::LOCK_GRANULARITY;
 use crate::txn::meta::{META_REFRESH, MIG_STATE};
 use crate::txn::{Client, Schema, ALL_VERSIONS};
 
@@ -200,6 +201,8 @@ pub fn disable(
             state::TTL_CUT,
             state::PASS,
             state::ADOPTED_AT,
+            // A plain table again: the next `apply` chooses anew.
+            LOCK_GRANULARITY,
         ],
     )?;
     if report.versions_deleted > 0 {

@@ -86,6 +86,7 @@ fn commit_by_hand(
         wall_ms: 0,
         ttl_ms: 60_000,
         short_value_limit: usize::MAX,
+        primary_row: false,
     };
     let m = template.mutation(start_ts, key, Write::Put(value.to_vec()), false);
     let prewrite = m.prewrite_cas(&schema, false);

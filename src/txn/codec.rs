@@ -14,6 +14,15 @@ use crate::key::CellKey;
 const RELEASED: u8 = 0x00;
 const LOCKED: u8 = 0x01;
 const LOCK_FORMAT: u8 = 1;
+/// A lock of a row-granularity transaction (a row's one lock, or a cell lock whose primary is
+/// a row lock): the format 1 fields, then the row part. Format 1 stays for everything else, so
+/// cell-granularity tables keep the bytes they always had.
+const LOCK_FORMAT_ROW: u8 = 2;
+
+/// The lock-family qualifier of a row's one lock in a table that locks rows (docs/design.md
+/// invariant 14). Every column's qualifier starts with its family's length, at least 1, so the
+/// empty qualifier never names a column.
+pub const ROW_LOCK_QUALIFIER: &[u8] = b"";
 
 /// What went wrong decoding a stored record; the caller adds table, row and column.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,6 +64,66 @@ pub struct Lock {
     pub ttl_ms: u64,
     /// The value itself when small, so a roll-forward can write it into the write record.
     pub short_value: Option<Vec<u8>>,
+    /// Set on a row's one lock (a table that locks rows): every column the transaction writes
+    /// in the row, so whoever rolls it forward or back knows them. `kind` and `short_value`
+    /// above are then unused (`Lock` and `None`).
+    pub row: Option<Vec<RowColumn>>,
+    /// The primary's lock is its row's lock (the primary's table locks rows).
+    pub primary_row: bool,
+}
+
+/// One column of a row lock.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RowColumn {
+    pub family: Vec<u8>,
+    pub qualifier: Vec<u8>,
+    pub kind: MutationKind,
+    pub short_value: Option<Vec<u8>>,
+}
+
+impl Lock {
+    /// The lock-family qualifier this lock is stored under on `key`'s row.
+    pub fn qualifier(&self, key: &CellKey) -> Vec<u8> {
+        match self.row {
+            Some(_) => ROW_LOCK_QUALIFIER.to_vec(),
+            None => column_qualifier(&key.family, &key.qualifier),
+        }
+    }
+
+    /// Whether this lock, found on `key`, is the transaction's primary lock: the cell itself,
+    /// or for a row lock any column of the primary's row.
+    pub fn is_primary_lock(&self, key: &CellKey) -> bool {
+        match self.row {
+            Some(_) => {
+                self.primary_row && key.table == self.primary.table && key.row == self.primary.row
+            }
+            None => *key == self.primary,
+        }
+    }
+
+    /// Whether a read of `family:qualifier` in the lock's row must reckon with this lock. A
+    /// row lock only holds back the columns it lists: the others cannot change with it.
+    pub fn covers(&self, family: &[u8], qualifier: &[u8]) -> bool {
+        match &self.row {
+            Some(columns) => columns
+                .iter()
+                .any(|c| c.family == family && c.qualifier == qualifier),
+            None => true,
+        }
+    }
+
+    /// The columns this lock writes on `key`'s row: the row lock's list, or the cell itself.
+    pub fn columns(&self, key: &CellKey) -> Vec<RowColumn> {
+        match &self.row {
+            Some(columns) => columns.clone(),
+            None => vec![RowColumn {
+                family: key.family.clone(),
+                qualifier: key.qualifier.clone(),
+                kind: self.kind,
+                short_value: self.short_value.clone(),
+            }],
+        }
+    }
 }
 
 /// The state of a cell's lock column.
@@ -98,14 +167,15 @@ pub fn encode_released(max_ts: u64) -> Vec<u8> {
 
 pub fn encode_lock(lock: &Lock) -> Vec<u8> {
     let mut w = Writer(Vec::with_capacity(96));
+    let row_format = lock.row.is_some() || lock.primary_row;
     w.u8(LOCKED);
-    w.u8(LOCK_FORMAT);
-    w.u64(lock.start_ts);
-    w.u8(match lock.kind {
-        MutationKind::Put => 1,
-        MutationKind::Delete => 2,
-        MutationKind::Lock => 3,
+    w.u8(if row_format {
+        LOCK_FORMAT_ROW
+    } else {
+        LOCK_FORMAT
     });
+    w.u64(lock.start_ts);
+    w.u8(kind_byte(lock.kind));
     w.u64(lock.wall_ms);
     w.u64(lock.ttl_ms);
     w.bytes16(lock.owner.as_bytes());
@@ -114,7 +184,72 @@ pub fn encode_lock(lock: &Lock) -> Vec<u8> {
     w.bytes16(&lock.primary.family);
     w.bytes16(&lock.primary.qualifier);
     w.opt_bytes(lock.short_value.as_deref());
+    if row_format {
+        w.u8(u8::from(lock.primary_row));
+        match &lock.row {
+            None => w.u8(0),
+            Some(columns) => {
+                w.u8(1);
+                w.u32(columns.len() as u32);
+                for c in columns {
+                    w.bytes16(&c.family);
+                    w.bytes16(&c.qualifier);
+                    w.u8(kind_byte(c.kind));
+                    w.opt_bytes(c.short_value.as_deref());
+                }
+            }
+        }
+    }
     w.0
+}
+
+fn kind_byte(kind: MutationKind) -> u8 {
+    match kind {
+        MutationKind::Put => 1,
+        MutationKind::Delete => 2,
+        MutationKind::Lock => 3,
+    }
+}
+
+fn kind_of(byte: u8) -> Decoded<MutationKind> {
+    match byte {
+        1 => Ok(MutationKind::Put),
+        2 => Ok(MutationKind::Delete),
+        3 => Ok(MutationKind::Lock),
+        k => Err(CodecError(format!("unknown lock kind {k}"))),
+    }
+}
+
+/// The row part of a format 2 lock: whether the primary is a row lock, and the row's columns.
+fn decode_row_part(r: &mut Reader<'_>) -> Decoded<(bool, Option<Vec<RowColumn>>)> {
+    let primary_row = match r.u8()? {
+        0 => false,
+        1 => true,
+        f => return Err(CodecError(format!("bad primary flag {f}"))),
+    };
+    let row = match r.u8()? {
+        0 => None,
+        1 => {
+            let n = r.u32()? as usize;
+            // Each column takes at least 6 bytes: a count beyond what is left is damage, and
+            // must not reserve memory for it.
+            let mut columns = Vec::with_capacity(n.min(r.buf.len() / 6));
+            for _ in 0..n {
+                columns.push(RowColumn {
+                    family: r.bytes16()?,
+                    qualifier: r.bytes16()?,
+                    kind: kind_of(r.u8()?)?,
+                    short_value: r.opt_bytes()?,
+                });
+            }
+            if columns.is_empty() {
+                return Err(CodecError("a row lock with no column".into()));
+            }
+            Some(columns)
+        }
+        f => return Err(CodecError(format!("bad row flag {f}"))),
+    };
+    Ok((primary_row, row))
 }
 
 pub fn decode_lock_state(cell: Option<&[u8]>) -> Decoded<LockState> {
@@ -130,16 +265,11 @@ pub fn decode_lock_state(cell: Option<&[u8]>) -> Decoded<LockState> {
         }
         LOCKED => {
             let format = r.u8()?;
-            if format != LOCK_FORMAT {
+            if format != LOCK_FORMAT && format != LOCK_FORMAT_ROW {
                 return Err(CodecError(format!("unknown lock format {format}")));
             }
             let start_ts = r.u64()?;
-            let kind = match r.u8()? {
-                1 => MutationKind::Put,
-                2 => MutationKind::Delete,
-                3 => MutationKind::Lock,
-                k => return Err(CodecError(format!("unknown lock kind {k}"))),
-            };
+            let kind = kind_of(r.u8()?)?;
             let wall_ms = r.u64()?;
             let ttl_ms = r.u64()?;
             let owner = r.string16()?;
@@ -148,6 +278,11 @@ pub fn decode_lock_state(cell: Option<&[u8]>) -> Decoded<LockState> {
             let family = r.bytes16()?;
             let qualifier = r.bytes16()?;
             let short_value = r.opt_bytes()?;
+            let (primary_row, row_columns) = if format == LOCK_FORMAT_ROW {
+                decode_row_part(&mut r)?
+            } else {
+                (false, None)
+            };
             r.end()?;
             Ok(LockState::Locked(Lock {
                 start_ts,
@@ -162,6 +297,8 @@ pub fn decode_lock_state(cell: Option<&[u8]>) -> Decoded<LockState> {
                 wall_ms,
                 ttl_ms,
                 short_value,
+                row: row_columns,
+                primary_row,
             }))
         }
         tag => Err(CodecError(format!("unknown lock state tag {tag:#04x}"))),
@@ -214,6 +351,18 @@ pub fn column_qualifier(family: &[u8], qualifier: &[u8]) -> Vec<u8> {
     out
 }
 
+/// The column a lock stored under lock-family qualifier `qualifier` stands for: the column
+/// the qualifier names, or a row lock's first column (any of them resolves the whole row).
+pub fn lock_column(qualifier: &[u8], lock: &Lock) -> Decoded<(Vec<u8>, Vec<u8>)> {
+    if qualifier != ROW_LOCK_QUALIFIER {
+        return split_column_qualifier(qualifier);
+    }
+    match lock.row.as_deref() {
+        Some([first, ..]) => Ok((first.family.clone(), first.qualifier.clone())),
+        _ => Err(CodecError("a cell lock stored as a row lock".into())),
+    }
+}
+
 /// Inverse of [`column_qualifier`].
 pub fn split_column_qualifier(encoded: &[u8]) -> Decoded<(Vec<u8>, Vec<u8>)> {
     let (&len, rest) = encoded
@@ -233,6 +382,9 @@ impl Writer {
         self.0.push(v);
     }
     fn u64(&mut self, v: u64) {
+        self.0.extend_from_slice(&v.to_be_bytes());
+    }
+    fn u32(&mut self, v: u32) {
         self.0.extend_from_slice(&v.to_be_bytes());
     }
     fn bytes16(&mut self, b: &[u8]) {
@@ -342,7 +494,88 @@ mod tests {
             wall_ms: 1_700_000_000_000,
             ttl_ms: 3000,
             short_value: Some(b"v".to_vec()),
+            row: None,
+            primary_row: false,
         }
+    }
+
+    fn row_lock(start_ts: u64) -> Lock {
+        Lock {
+            kind: MutationKind::Lock,
+            short_value: None,
+            row: Some(vec![
+                RowColumn {
+                    family: b"f".to_vec(),
+                    qualifier: b"a".to_vec(),
+                    kind: MutationKind::Put,
+                    short_value: Some(b"1".to_vec()),
+                },
+                RowColumn {
+                    family: b"f".to_vec(),
+                    qualifier: Vec::new(),
+                    kind: MutationKind::Delete,
+                    short_value: None,
+                },
+            ]),
+            primary_row: true,
+            ..lock(start_ts)
+        }
+    }
+
+    #[test]
+    fn row_locks_round_trip_and_cell_locks_keep_format_1() {
+        for l in [
+            row_lock(42),
+            Lock {
+                primary_row: true,
+                ..lock(43)
+            },
+        ] {
+            let bytes = encode_lock(&l);
+            assert_eq!(bytes[1], LOCK_FORMAT_ROW);
+            assert_eq!(
+                decode_lock_state(Some(&bytes)).unwrap(),
+                LockState::Locked(l)
+            );
+        }
+        assert_eq!(encode_lock(&lock(44))[1], LOCK_FORMAT);
+    }
+
+    #[test]
+    fn a_row_lock_is_stored_apart_from_every_column_and_covers_only_its_own() {
+        let l = row_lock(42);
+        let key = CellKey::new("t", b"r1".to_vec(), b"f".to_vec(), b"a".to_vec()).unwrap();
+        assert_eq!(l.qualifier(&key), ROW_LOCK_QUALIFIER);
+        assert_ne!(column_qualifier(b"f", b""), ROW_LOCK_QUALIFIER);
+        assert!(l.covers(b"f", b"a") && l.covers(b"f", b""));
+        assert!(!l.covers(b"f", b"b") && !l.covers(b"g", b"a"));
+        let other_row = CellKey::new("t", b"r2".to_vec(), b"f".to_vec(), b"a".to_vec()).unwrap();
+        let other_column = CellKey::new("t", b"r1".to_vec(), b"g".to_vec(), b"z".to_vec()).unwrap();
+        assert!(l.is_primary_lock(&other_column) && !l.is_primary_lock(&other_row));
+        assert!(!lock(42).is_primary_lock(&other_column));
+    }
+
+    #[test]
+    fn damaged_row_locks_are_errors_not_panics() {
+        let good = encode_lock(&row_lock(9));
+        for cut in 0..good.len() {
+            assert!(
+                decode_lock_state(Some(&good[..cut])).is_err(),
+                "cut at {cut}"
+            );
+        }
+        let mut huge_count = encode_lock(&Lock {
+            row: Some(Vec::new()),
+            ..row_lock(9)
+        });
+        let n = huge_count.len();
+        huge_count[n - 4..].copy_from_slice(&u32::MAX.to_be_bytes());
+        assert!(decode_lock_state(Some(&huge_count)).is_err());
+        let empty = encode_lock(&Lock {
+            row: Some(Vec::new()),
+            ..row_lock(9)
+        });
+        assert!(decode_lock_state(Some(&empty)).is_err());
     }
 
     #[test]

@@ -39,6 +39,7 @@ pub(crate) async fn commit_primary(
         stored.bytes(),
         commit_ts,
     );
+    let primary_row = stored.lock().primary_row;
     let rides = extra.filter(|d| d.row == primary.row);
     let cam = match rides {
         Some(delete) => cam.delete(delete.clone()),
@@ -47,7 +48,7 @@ pub(crate) async fn commit_primary(
     match session.cas(&primary.table, &cam).await {
         Ok(true) => Ok(rides.is_some()),
         Ok(false) | Err(Error::OutcomeUnknown { .. }) => {
-            settle(session, primary, start_ts, commit_ts).await?;
+            settle(session, primary, start_ts, commit_ts, primary_row).await?;
             Ok(false)
         }
         Err(e) => Err(e),
@@ -55,7 +56,13 @@ pub(crate) async fn commit_primary(
 }
 
 /// After a failed or unanswered commit CAS: the primary tells what happened.
-async fn settle(session: &Session, primary: &CellKey, start_ts: u64, commit_ts: u64) -> Result<()> {
+async fn settle(
+    session: &Session,
+    primary: &CellKey,
+    start_ts: u64,
+    commit_ts: u64,
+    primary_row: bool,
+) -> Result<()> {
     let undetermined = |reason: String| Error::CommitUndetermined {
         start_ts,
         commit_ts,
@@ -64,7 +71,10 @@ async fn settle(session: &Session, primary: &CellKey, start_ts: u64, commit_ts: 
     };
     let resolver = LockResolver::new(session);
     for _ in 0..3 {
-        let (raw, status) = match resolver.primary_status(primary, start_ts).await {
+        let (raw, status) = match resolver
+            .primary_status(primary, start_ts, primary_row)
+            .await
+        {
             Ok(found) => found,
             Err(e) => return Err(undetermined(format!("re-reading the primary failed: {e}"))),
         };

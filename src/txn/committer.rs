@@ -3,6 +3,7 @@
 //! `commit_point`), then the secondaries, in the background unless asked to wait. Failure
 //! handling follows docs/design.md invariants 1-4, 7 and 9.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -14,6 +15,7 @@ use crate::key::CellKey;
 use crate::metrics;
 use crate::txn::actions::{self, after_failed_prewrite, PrewriteNext};
 use crate::txn::commit_point;
+use crate::txn::granularity::LockGranularity;
 use crate::txn::mutation::{LockTemplate, Mutation, Write};
 use crate::txn::options::Seam;
 use crate::txn::resolver::LockResolver;
@@ -41,6 +43,12 @@ pub(crate) struct Committer {
     primary_extra: Option<Delete>,
 }
 
+/// What one prewrite locks: a cell, or every write to one row of a table that locks rows.
+enum Unit {
+    Cell(CellKey, Write, bool),
+    Row(Vec<(CellKey, Write, bool)>),
+}
+
 /// A commit that went through.
 pub(crate) struct Committed {
     pub commit_ts: u64,
@@ -50,33 +58,69 @@ pub(crate) struct Committed {
 
 impl Committer {
     /// `writes` in commit order: the first is the primary; `notify[i]` says whether write i
-    /// leaves an observer notification.
-    pub fn new(
+    /// leaves an observer notification. Checks every table and family written, and learns
+    /// each table's lock granularity: in a table that locks rows, a row's writes become one
+    /// mutation (docs/design.md invariant 14).
+    pub async fn new(
         session: Session,
         start_ts: u64,
         writes: Vec<(CellKey, Write)>,
         notify: Vec<bool>,
-    ) -> Committer {
+    ) -> Result<Committer> {
         let ctx = session.ctx();
+        let keys: Vec<&CellKey> = writes.iter().map(|(k, _)| k).collect();
+        ctx.check_families(keys).await?;
+        let mut row_tables: HashMap<String, bool> = HashMap::new();
+        for (key, _) in &writes {
+            if !row_tables.contains_key(&key.table) {
+                let row = ctx.lock_granularity(&key.table).await? == LockGranularity::Row;
+                row_tables.insert(key.table.clone(), row);
+            }
+        }
         let opts = ctx.opts();
+        let primary = writes[0].0.clone();
         let template = LockTemplate {
-            primary: writes[0].0.clone(),
+            primary_row: row_tables[&primary.table],
+            primary,
             owner: ctx.liveness().owner().to_string(),
             wall_ms: ctx.now_ms(),
             ttl_ms: opts.lock_ttl.as_millis() as u64,
             short_value_limit: opts.short_value_limit,
         };
-        let muts = writes
+        let mut units: Vec<Unit> = Vec::new();
+        let mut rows: HashMap<(String, Vec<u8>), usize> = HashMap::new();
+        for ((key, write), notify) in writes.into_iter().zip(notify) {
+            if !row_tables[&key.table] {
+                units.push(Unit::Cell(key, write, notify));
+                continue;
+            }
+            let at = *rows
+                .entry((key.table.clone(), key.row.clone()))
+                .or_insert_with(|| {
+                    units.push(Unit::Row(Vec::new()));
+                    units.len() - 1
+                });
+            if let Unit::Row(members) = &mut units[at] {
+                members.push((key, write, notify));
+            }
+        }
+        let muts = units
             .into_iter()
-            .zip(notify)
-            .map(|((key, write), notify)| Arc::new(template.mutation(start_ts, key, write, notify)))
+            .map(|unit| {
+                Arc::new(match unit {
+                    Unit::Cell(key, write, notify) => {
+                        template.mutation(start_ts, key, write, notify)
+                    }
+                    Unit::Row(members) => template.row_mutation(start_ts, members),
+                })
+            })
             .collect();
-        Committer {
+        Ok(Committer {
             session,
             start_ts,
             muts,
             primary_extra: None,
-        }
+        })
     }
 
     /// Makes `delete` (in the primary's row) land with the commit point.
@@ -88,9 +132,6 @@ impl Committer {
     /// Commits and returns commit_ts.
     pub async fn commit(self) -> Result<Committed> {
         let ctx = Arc::clone(self.session.ctx());
-        let keys: Vec<&CellKey> = self.muts.iter().map(|m| &m.key).collect();
-        ctx.check_families(keys).await?;
-
         let started = Instant::now();
         let results = self
             .prewrite_all()
@@ -245,7 +286,10 @@ impl Committer {
                 Ok(false) | Err(Error::OutcomeUnknown { .. }) => guessed = false,
                 Err(e) => return Err(e),
             }
-            let raw = self.session.lock_cell(&m.key).await?;
+            let raw = self
+                .session
+                .lock_cell(&m.key, m.lock.qualifier(&m.key))
+                .await?;
             match after_failed_prewrite(&m.key, m.lock.start_ts, &m.bytes, raw.as_deref())? {
                 PrewriteNext::AlreadyLocked => return Ok(()),
                 PrewriteNext::RetryAbsent => absent = true,

@@ -13,6 +13,7 @@ use crate::oracle::TimestampSource;
 use crate::txn::background::Background;
 use crate::txn::families::{Families, TableFamilies};
 use crate::txn::fusion::ReadFusion;
+use crate::txn::granularity::LockGranularity;
 use crate::txn::liveness::Liveness;
 use crate::txn::lock_guess::LockCellGuess;
 use crate::txn::meta::{
@@ -137,6 +138,12 @@ impl Context {
             .await
     }
 
+    /// `table`'s lock granularity, from its meta row (cached like every meta row: the choice
+    /// never changes once the table is transactional, see `granularity`).
+    pub async fn lock_granularity(&self, table: &str) -> Result<LockGranularity> {
+        LockGranularity::of_meta_row(table, &*self.table_meta(table).await?)
+    }
+
     /// A row of the meta table read now (whoever changed it sees the change at once).
     pub async fn refresh_meta_row(&self, row: &[u8]) -> Result<Arc<RowResult>> {
         self.meta
@@ -240,6 +247,10 @@ impl Context {
                 Stats::bump(&self.stats.hbase_rpcs);
                 let desc = self.store.table_descriptor(table).await?;
                 self.opts.schema.check(&desc)?;
+                // The meta row (lock granularity, migration marker) is written before the
+                // families are added: read now, after they were seen, it is the final one,
+                // whatever an earlier read of it cached.
+                self.refresh_meta_row(&meta_row(table)).await?;
                 let families: Families =
                     Arc::new(desc.families.into_iter().map(|f| f.name).collect());
                 Ok(families)

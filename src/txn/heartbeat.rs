@@ -86,7 +86,7 @@ async fn refresh_primaries(ctx: &Context) {
         let mut lock = due.lock.clone();
         lock.wall_ms = now;
         let bytes = encode_lock(&lock);
-        let cam = actions::refresh_lock(ctx.schema(), &due.key, &due.bytes, &bytes);
+        let cam = actions::refresh_lock(ctx.schema(), &due.key, &due.lock, &due.bytes, &bytes);
         Stats::bump(&ctx.stats().hbase_rpcs);
         match ctx.store().check_and_mutate(&due.key.table, &cam).await {
             Ok(true) => {

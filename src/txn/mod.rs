@@ -24,6 +24,7 @@ mod committer;
 pub(crate) mod context;
 mod families;
 mod fusion;
+pub(crate) mod granularity;
 mod heartbeat;
 pub(crate) mod liveness;
 mod lock_guess;
@@ -64,6 +65,7 @@ pub use crate::clock::{Clock, SystemClock};
 pub use crate::key::{CellKey, InvalidKey};
 pub use blocking::{Client, RowIter, Transaction};
 pub use client::{AsyncClient, TxnBody};
+pub use granularity::LockGranularity;
 pub use liveness::LivenessConfig;
 pub use meta::{meta_row, meta_table_descriptor};
 #[cfg(feature = "testing")]

@@ -3,7 +3,8 @@
 use crate::hbase::CheckAndMutate;
 use crate::key::CellKey;
 use crate::txn::actions;
-use crate::txn::codec::{encode_lock, Lock, MutationKind};
+use crate::txn::codec::{encode_lock, Lock, MutationKind, RowColumn};
+use crate::txn::notify_cells::notification_put;
 use crate::txn::schema::Schema;
 
 /// What a transaction buffered for one cell.
@@ -33,32 +34,53 @@ pub struct Mutation {
     /// Leave an observer notification in the same checkAndMutate as the lock (before the
     /// commit point, so a commit never lacks its notification).
     pub notify: bool,
+    /// A row lock's columns (docs/design.md invariant 14), in the order the lock lists them:
+    /// each one's value and whether it leaves a notification. Empty for a cell lock, which
+    /// uses `value` and `notify`.
+    pub row_values: Vec<Option<Vec<u8>>>,
+    pub row_notify: Vec<bool>,
 }
 
 impl Mutation {
     /// This cell's prewrite CAS (`absent`: the variant for a never-written cell).
     pub fn prewrite_cas(&self, schema: &Schema, absent: bool) -> CheckAndMutate {
-        let cam = actions::prewrite(
+        let notification = |key: &CellKey| notification_put(schema, key, self.lock.start_ts);
+        let Some(columns) = &self.lock.row else {
+            let cam = actions::prewrite(
+                schema,
+                &self.key,
+                &self.lock,
+                &self.bytes,
+                self.value.as_deref(),
+                absent,
+            );
+            return if self.notify {
+                cam.put(notification(&self.key))
+            } else {
+                cam
+            };
+        };
+        let mut cam = actions::prewrite_row(
             schema,
             &self.key,
             &self.lock,
             &self.bytes,
-            self.value.as_deref(),
+            &self.row_values,
             absent,
         );
-        if self.notify {
-            cam.put(crate::txn::notify_cells::notification_put(
-                schema,
-                &self.key,
-                self.lock.start_ts,
-            ))
-        } else {
-            cam
+        for (column, _) in columns.iter().zip(&self.row_notify).filter(|(_, n)| **n) {
+            let key = CellKey {
+                family: column.family.clone(),
+                qualifier: column.qualifier.clone(),
+                ..self.key.clone()
+            };
+            cam = cam.put(notification(&key));
         }
+        cam
     }
 
     pub fn is_primary(&self) -> bool {
-        self.key == self.lock.primary
+        self.lock.is_primary_lock(&self.key)
     }
 }
 
@@ -69,6 +91,8 @@ pub struct LockTemplate {
     pub wall_ms: u64,
     pub ttl_ms: u64,
     pub short_value_limit: usize,
+    /// The primary's table locks rows.
+    pub primary_row: bool,
 }
 
 impl LockTemplate {
@@ -79,16 +103,9 @@ impl LockTemplate {
             Write::Delete | Write::Lock => None,
         };
         let lock = Lock {
-            start_ts,
             kind,
-            primary: self.primary.clone(),
-            owner: self.owner.clone(),
-            wall_ms: self.wall_ms,
-            ttl_ms: self.ttl_ms,
-            short_value: value
-                .as_ref()
-                .filter(|v| v.len() <= self.short_value_limit)
-                .cloned(),
+            short_value: self.short(value.as_ref()),
+            ..self.lock(start_ts, None)
         };
         let bytes = encode_lock(&lock);
         Mutation {
@@ -97,6 +114,63 @@ impl LockTemplate {
             bytes,
             value,
             notify,
+            row_values: Vec::new(),
+            row_notify: Vec::new(),
+        }
+    }
+
+    /// The one mutation of a row in a table that locks rows: `writes` (with their notification
+    /// flags) are every write of the transaction to that row; the first one's key names the
+    /// lock.
+    pub fn row_mutation(&self, start_ts: u64, writes: Vec<(CellKey, Write, bool)>) -> Mutation {
+        let mut columns = Vec::with_capacity(writes.len());
+        let mut row_values = Vec::with_capacity(writes.len());
+        let mut row_notify = Vec::with_capacity(writes.len());
+        let mut key = None;
+        for (k, write, notify) in writes {
+            let kind = write.kind();
+            let value = match write {
+                Write::Put(v) => Some(v),
+                Write::Delete | Write::Lock => None,
+            };
+            columns.push(RowColumn {
+                family: k.family.clone(),
+                qualifier: k.qualifier.clone(),
+                kind,
+                short_value: self.short(value.as_ref()),
+            });
+            row_values.push(value);
+            row_notify.push(notify);
+            key.get_or_insert(k);
+        }
+        let lock = self.lock(start_ts, Some(columns));
+        let bytes = encode_lock(&lock);
+        Mutation {
+            key: key.expect("a row mutation has at least one write"),
+            lock,
+            bytes,
+            value: None,
+            notify: false,
+            row_values,
+            row_notify,
+        }
+    }
+
+    fn short(&self, value: Option<&Vec<u8>>) -> Option<Vec<u8>> {
+        value.filter(|v| v.len() <= self.short_value_limit).cloned()
+    }
+
+    fn lock(&self, start_ts: u64, row: Option<Vec<RowColumn>>) -> Lock {
+        Lock {
+            start_ts,
+            kind: MutationKind::Lock,
+            primary: self.primary.clone(),
+            owner: self.owner.clone(),
+            wall_ms: self.wall_ms,
+            ttl_ms: self.ttl_ms,
+            short_value: None,
+            row,
+            primary_row: self.primary_row,
         }
     }
 }

@@ -13,6 +13,7 @@ use crate::key::CellKey;
 use crate::metrics;
 use crate::txn::actions::{self, corrupted, ts, TxnStatus};
 use crate::txn::codec::{decode_lock_state, Lock, MutationKind};
+use crate::txn::granularity::LockGranularity;
 use crate::txn::session::Session;
 use crate::txn::stats::Stats;
 
@@ -73,10 +74,12 @@ impl<'a> LockResolver<'a> {
             let schema = ctx.schema();
             let primary = &lock.primary;
             for _ in 0..MAX_ROUNDS {
-                let (primary_raw, status) = self.primary_status(primary, lock.start_ts).await?;
+                let (primary_raw, status) = self
+                    .primary_status(primary, lock.start_ts, lock.primary_row)
+                    .await?;
                 match status {
                     TxnStatus::Committed { commit_ts } => {
-                        if key != primary {
+                        if !lock.is_primary_lock(key) {
                             let cam = actions::commit(schema, key, lock, lock_bytes, commit_ts);
                             if self.cas_settled(&key.table, &cam).await? {
                                 Stats::bump(&ctx.stats().rolled_forward);
@@ -90,15 +93,10 @@ impl<'a> LockResolver<'a> {
                         return Ok(true);
                     }
                     TxnStatus::RolledBack => {
-                        if key != primary {
+                        if !lock.is_primary_lock(key) {
                             let cam = actions::rollback(schema, key, lock, lock_bytes);
                             if self.cas_settled(&key.table, &cam).await? {
                                 Stats::bump(&ctx.stats().rolled_back);
-                                metrics::count_as(
-                                    metrics::LOCKS_RESOLVED,
-                                    "outcome",
-                                    "rolled_back",
-                                );
                                 metrics::count_as(
                                     metrics::LOCKS_RESOLVED,
                                     "outcome",
@@ -125,7 +123,13 @@ impl<'a> LockResolver<'a> {
                         if !self.may_clean(lock).await? {
                             return Ok(false);
                         }
-                        let cam = actions::fence(schema, primary, lock.start_ts, absent);
+                        let cam = actions::fence(
+                            schema,
+                            primary,
+                            lock.start_ts,
+                            absent,
+                            lock.primary_row,
+                        );
                         self.cas_settled(&primary.table, &cam).await?;
                     }
                     TxnStatus::BlockedBy { lock: other } => {
@@ -152,6 +156,8 @@ impl<'a> LockResolver<'a> {
         primary: &CellKey,
         start_ts: u64,
     ) -> Result<Option<u64>> {
+        let primary_row =
+            self.session.ctx().lock_granularity(&primary.table).await? == LockGranularity::Row;
         // The transaction as its primary stands for it, owned by no one and long stale: every
         // "may it be cleaned" about it is yes, while a lock still on the primary is judged on
         // its own owner and wall time.
@@ -163,9 +169,11 @@ impl<'a> LockResolver<'a> {
             wall_ms: 0,
             ttl_ms: 0,
             short_value: None,
+            row: None,
+            primary_row,
         };
         for _ in 0..3 {
-            match self.primary_status(primary, start_ts).await?.1 {
+            match self.primary_status(primary, start_ts, primary_row).await?.1 {
                 TxnStatus::Committed { commit_ts } => return Ok(Some(commit_ts)),
                 TxnStatus::RolledBack => return Ok(None),
                 _ => {
@@ -178,25 +186,29 @@ impl<'a> LockResolver<'a> {
         Ok(None)
     }
 
-    /// Reads the primary's lock cell and its write records at or after `start_ts` (two Gets of
-    /// one row in one round trip: the lock cell carries server time, below every oracle
-    /// timestamp, so one time range cannot cover both).
+    /// Reads the primary's lock cell (its row's when `primary_row`) and its write records at or
+    /// after `start_ts` (two Gets of one row in one round trip: the lock cell carries server
+    /// time, below every oracle timestamp, so one time range cannot cover both).
     pub async fn primary_status(
         &self,
         primary: &CellKey,
         start_ts: u64,
+        primary_row: bool,
     ) -> Result<(Option<Vec<u8>>, TxnStatus)> {
         let schema = self.session.ctx().schema();
         let q = schema.qualifier(primary);
+        let lock_q = actions::primary_lock_qualifier(schema, primary, primary_row);
         let gets = [
-            Get::new(primary.row.clone()).column(schema.lock_family.clone(), q.clone()),
+            Get::new(primary.row.clone()).column(schema.lock_family.clone(), lock_q.clone()),
             Get::new(primary.row.clone())
                 .column(schema.write_family.clone(), q.clone())
                 .time_range(TimeRange::new(ts(start_ts), i64::MAX))
                 .max_versions(i32::MAX),
         ];
         let rows = self.session.get_many(&primary.table, &gets).await?;
-        let raw = rows[0].value(&schema.lock_family, &q).map(<[u8]>::to_vec);
+        let raw = rows[0]
+            .value(&schema.lock_family, &lock_q)
+            .map(<[u8]>::to_vec);
         let state = decode_lock_state(raw.as_deref()).map_err(|e| corrupted("lock", primary, e))?;
         let writes: Vec<_> = rows[1]
             .versions(&schema.write_family, &q)

@@ -50,10 +50,9 @@ impl Session {
         Ok(rows)
     }
 
-    /// The raw lock cell of `key` (one Get).
-    pub async fn lock_cell(&self, key: &CellKey) -> Result<Option<Vec<u8>>> {
+    /// The raw lock cell `q` of `key`'s row (one Get): the cell's own, or its row's.
+    pub async fn lock_cell(&self, key: &CellKey, q: Vec<u8>) -> Result<Option<Vec<u8>>> {
         let schema = self.ctx.schema();
-        let q = schema.qualifier(key);
         let get = Get::new(key.row.clone()).column(schema.lock_family.clone(), q.clone());
         let rows = self.get_many(&key.table, &[get]).await?;
         Ok(rows[0].value(&schema.lock_family, &q).map(<[u8]>::to_vec))

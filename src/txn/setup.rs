@@ -1,9 +1,10 @@
 //! Schema helpers: create transactional tables, and the liveness table.
 
 use crate::error::{Error, Result};
-use crate::hbase::{HBaseClient, TableDescriptor};
+use crate::hbase::{Get, HBaseClient, Put, TableDescriptor};
+use crate::txn::granularity::LockGranularity;
 use crate::txn::liveness::LivenessConfig;
-use crate::txn::meta::meta_table_descriptor;
+use crate::txn::meta::{meta_row, meta_table_descriptor, META_FAMILY};
 use crate::txn::schema::Schema;
 
 /// Creates `name` with the given user families plus the percolator families. An existing
@@ -41,13 +42,38 @@ pub fn create_table(
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn create(hbase: &HBaseClient, schema: &Schema, table: &TableDescriptor) -> Result<bool> {
+    create_with(hbase, schema, table, LockGranularity::Cell)
+}
+
+/// [`create`], with the table's lock granularity (docs/design.md invariant 14), which is
+/// fixed from then on. An existing table must already have that granularity.
+///
+/// ```
+/// use percolator::txn::LockGranularity;
+/// let emulator = hbase_emulator::start_local()?;
+/// let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
+/// let schema = percolator::txn::Schema::default();
+/// let table = schema.table("users", &["f"]);
+/// assert!(percolator::txn::setup::create_with(&hbase, &schema, &table, LockGranularity::Row)?);
+/// assert!(percolator::txn::setup::create_with(&hbase, &schema, &table, LockGranularity::Cell).is_err());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn create_with(
+    hbase: &HBaseClient,
+    schema: &Schema,
+    table: &TableDescriptor,
+    granularity: LockGranularity,
+) -> Result<bool> {
     create_meta_table(hbase, schema)?;
     let admin = hbase.admin();
     if admin.table_exists(&table.name)? {
         schema.check(&admin.table_descriptor(&table.name)?)?;
+        check_granularity(hbase, schema, &table.name, granularity)?;
         return Ok(false);
     }
     schema.check(table)?;
+    // Before the families exist: a client that sees them reads this (see `granularity`).
+    write_granularity(hbase, schema, &table.name, granularity)?;
     admin.create_table(table)?;
     Ok(true)
 }
@@ -66,9 +92,26 @@ pub fn create(hbase: &HBaseClient, schema: &Schema, table: &TableDescriptor) -> 
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn enable_transactions(hbase: &HBaseClient, schema: &Schema, name: &str) -> Result<()> {
+    enable_transactions_with(hbase, schema, name, LockGranularity::Cell)
+}
+
+/// [`enable_transactions`], with the table's lock granularity (docs/design.md invariant 14),
+/// fixed from then on: a table that already has the percolator families must already have it.
+/// Existing data is not adopted (`percolator migrate apply` does that).
+pub fn enable_transactions_with(
+    hbase: &HBaseClient,
+    schema: &Schema,
+    name: &str,
+    granularity: LockGranularity,
+) -> Result<()> {
     create_meta_table(hbase, schema)?;
     let admin = hbase.admin();
     let desc = admin.table_descriptor(name)?;
+    if desc.families.iter().any(|f| f.name == schema.lock_family) {
+        check_granularity(hbase, schema, name, granularity)?;
+    } else {
+        write_granularity(hbase, schema, name, granularity)?;
+    }
     add_percolator_families(hbase, schema, &desc)?;
     for user in desc
         .families
@@ -82,6 +125,39 @@ pub fn enable_transactions(hbase: &HBaseClient, schema: &Schema, name: &str) -> 
         }
     }
     schema.check(&admin.table_descriptor(name)?)
+}
+
+/// Records `granularity` in `table`'s meta row.
+pub(crate) fn write_granularity(
+    hbase: &HBaseClient,
+    schema: &Schema,
+    table: &str,
+    granularity: LockGranularity,
+) -> Result<()> {
+    let put = granularity.put_into(Put::new(meta_row(table)));
+    hbase.put(&schema.meta_table, &put)
+}
+
+/// `IllegalArgument` unless the transactional table `table` already has `wanted`.
+pub(crate) fn check_granularity(
+    hbase: &HBaseClient,
+    schema: &Schema,
+    table: &str,
+    wanted: LockGranularity,
+) -> Result<()> {
+    let row = hbase.get(
+        &schema.meta_table,
+        &Get::new(meta_row(table)).family(META_FAMILY),
+    )?;
+    let stored = LockGranularity::of_meta_row(table, &row)?;
+    if stored == wanted {
+        return Ok(());
+    }
+    Err(Error::IllegalArgument {
+        message: format!(
+            "table {table} locks by {stored}, not {wanted}: a table's lock granularity is fixed once transactions are enabled (`percolator migrate disable`, then apply again, changes it)"
+        ),
+    })
 }
 
 /// Adds the percolator families missing from the table `desc` describes, and gives those

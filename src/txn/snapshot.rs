@@ -9,7 +9,11 @@ use crate::error::{Error, Result};
 use crate::hbase::{Cell, Get, RowResult, Scan, TimeRange};
 use crate::key::CellKey;
 use crate::txn::actions::{corrupted, newest_change, read_column, ts, ReadDecision};
-use crate::txn::codec::{decode_lock_state, split_column_qualifier, Lock, LockState};
+use crate::txn::codec::{
+    column_qualifier, decode_lock_state, split_column_qualifier, Lock, LockState,
+    ROW_LOCK_QUALIFIER,
+};
+use crate::txn::granularity::LockGranularity;
 use crate::txn::resolver::LockResolver;
 use crate::txn::schema::Schema;
 use crate::txn::session::Session;
@@ -150,6 +154,7 @@ impl<'a> SnapshotReader<'a> {
         // A table without the percolator families is a typed error, not FamilyNotFound; a key
         // in a family the table lacks is FamilyNotFound, not "absent".
         ctx.check_families(keys).await?;
+        let granularity = ctx.lock_granularity(table).await?;
         let schema = ctx.schema();
         let resolver = LockResolver::new(self.session);
         let qualifiers: Vec<Vec<u8>> = keys.iter().map(|k| schema.qualifier(k)).collect();
@@ -161,7 +166,15 @@ impl<'a> SnapshotReader<'a> {
         let mut waits = 0u32;
         while !pending.is_empty() {
             let up_to = (!newest).then_some(self.snapshot);
-            let (gets, members) = row_gets(schema, keys, &qualifiers, &pending, up_to, versions);
+            let (gets, members) = row_gets(
+                schema,
+                granularity,
+                keys,
+                &qualifiers,
+                &pending,
+                up_to,
+                versions,
+            );
             let rows = self.session.get_many(table, &gets).await?;
             let mut retry = Vec::new();
             let mut fetch = Vec::new();
@@ -171,7 +184,8 @@ impl<'a> SnapshotReader<'a> {
                 for &i in members {
                     let key = &keys[i];
                     let q = &qualifiers[i];
-                    let column = fetched_column(schema, row, q, key, self.snapshot, versions)?;
+                    let column =
+                        fetched_column(schema, granularity, row, q, key, self.snapshot, versions)?;
                     if newest && !matches!(column.decision, ReadDecision::Blocked(_)) {
                         newest_changes[i] = newest_change(&column.writes, column.complete)
                             .map_err(|e| corrupted("write record", key, e))?;
@@ -185,7 +199,9 @@ impl<'a> SnapshotReader<'a> {
                             retry.push(i);
                         }
                         ReadDecision::Blocked(l) => {
-                            let raw = row.value(&schema.lock_family, q).unwrap_or_default();
+                            let raw = row
+                                .value(&schema.lock_family, &l.qualifier(key))
+                                .unwrap_or_default();
                             if !resolver.resolve(key, &l, raw).await? {
                                 waiting = true;
                             }
@@ -199,8 +215,9 @@ impl<'a> SnapshotReader<'a> {
                 versions = versions.saturating_mul(8);
             }
             if waiting {
-                self.wait_for_lock(&keys[retry[0]], started, &mut waits)
-                    .await?;
+                let key = &keys[retry[0]];
+                let lock_q = lock_qualifier(schema, granularity, key);
+                self.wait_for_lock(key, lock_q, started, &mut waits).await?;
             }
             pending = retry;
         }
@@ -249,10 +266,16 @@ impl<'a> SnapshotReader<'a> {
     }
 
     /// Backs off while a live transaction holds a lock; gives up after `max_lock_wait`.
-    async fn wait_for_lock(&self, key: &CellKey, started: Instant, waits: &mut u32) -> Result<()> {
+    async fn wait_for_lock(
+        &self,
+        key: &CellKey,
+        lock_q: Vec<u8>,
+        started: Instant,
+        waits: &mut u32,
+    ) -> Result<()> {
         let opts = self.session.ctx().opts();
         if started.elapsed() >= opts.max_lock_wait {
-            let holder = self.describe_lock(key).await;
+            let holder = self.describe_lock(key, lock_q).await;
             return Err(Error::KeyLocked {
                 table: key.table.clone(),
                 row: key.row.clone(),
@@ -267,8 +290,8 @@ impl<'a> SnapshotReader<'a> {
     }
 
     /// For the error only: who holds the lock now (best effort).
-    async fn describe_lock(&self, key: &CellKey) -> Option<Lock> {
-        let raw = self.session.lock_cell(key).await.ok()?;
+    async fn describe_lock(&self, key: &CellKey, lock_q: Vec<u8>) -> Option<Lock> {
+        let raw = self.session.lock_cell(key, lock_q).await.ok()?;
         match decode_lock_state(raw.as_deref()).ok()? {
             LockState::Locked(l) => Some(l),
             _ => None,
@@ -284,6 +307,7 @@ impl<'a> SnapshotReader<'a> {
         }
         let ctx = self.session.ctx();
         ctx.check_table(&cursor.table).await?;
+        let granularity = ctx.lock_granularity(&cursor.table).await?;
         let scan = cursor.scan(ctx.schema(), self.snapshot);
         let page = self
             .session
@@ -301,7 +325,7 @@ impl<'a> SnapshotReader<'a> {
                 cursor.done = true;
                 break;
             }
-            if let Some(r) = self.scanned_row(&cursor.table, row).await? {
+            if let Some(r) = self.scanned_row(&cursor.table, granularity, row).await? {
                 out.push(r);
             }
         }
@@ -316,11 +340,32 @@ impl<'a> SnapshotReader<'a> {
         Ok(out)
     }
 
-    async fn scanned_row(&self, table: &str, row: &RowResult) -> Result<Option<ScannedRow>> {
+    async fn scanned_row(
+        &self,
+        table: &str,
+        granularity: LockGranularity,
+        row: &RowResult,
+    ) -> Result<Option<ScannedRow>> {
         let schema = self.session.ctx().schema();
         let mut columns: BTreeMap<Vec<u8>, ()> = BTreeMap::new();
         for c in &row.cells {
-            if schema.is_percolator_family(&c.family) {
+            if c.family == schema.lock_family && c.qualifier == ROW_LOCK_QUALIFIER {
+                // A row lock names no column itself: the columns it lists may have no
+                // write record yet, and a read must still reckon with them.
+                let state = decode_lock_state(Some(&c.value)).map_err(|e| Error::Corrupted {
+                    what: "lock",
+                    table: table.to_string(),
+                    row: row.row.clone(),
+                    // The row lock's own cell, `_pl:`: which columns it held is unknown.
+                    column: [c.family.as_slice(), b":"].concat(),
+                    reason: format!("row lock: {}", e.0),
+                })?;
+                if let LockState::Locked(lock) = state {
+                    for column in lock.row.iter().flatten() {
+                        columns.insert(column_qualifier(&column.family, &column.qualifier), ());
+                    }
+                }
+            } else if schema.is_percolator_family(&c.family) {
                 columns.insert(c.qualifier.clone(), ());
             }
         }
@@ -341,7 +386,15 @@ impl<'a> SnapshotReader<'a> {
                 continue;
             }
             let key = CellKey::new(table, row.row.clone(), family, qualifier)?;
-            let column = fetched_column(schema, row, q, &key, self.snapshot, FIRST_VERSIONS)?;
+            let column = fetched_column(
+                schema,
+                granularity,
+                row,
+                q,
+                &key,
+                self.snapshot,
+                FIRST_VERSIONS,
+            )?;
             let value = match column.decision {
                 ReadDecision::Value(v) => Some(v),
                 ReadDecision::Missing => None,
@@ -379,14 +432,24 @@ pub struct FetchedColumn {
 
 pub fn fetched_column(
     schema: &Schema,
+    granularity: LockGranularity,
     row: &RowResult,
     qualifier: &[u8],
     key: &CellKey,
     snapshot: u64,
     versions: i32,
 ) -> Result<FetchedColumn> {
-    let lock = decode_lock_state(row.value(&schema.lock_family, qualifier))
-        .map_err(|e| corrupted("lock", key, e))?;
+    let lock_q = match granularity {
+        LockGranularity::Cell => qualifier,
+        LockGranularity::Row => ROW_LOCK_QUALIFIER,
+    };
+    let lock = match decode_lock_state(row.value(&schema.lock_family, lock_q))
+        .map_err(|e| corrupted("lock", key, e))?
+    {
+        // A row lock that does not list the column cannot change it (invariant 14).
+        LockState::Locked(l) if !l.covers(&key.family, &key.qualifier) => LockState::Absent,
+        state => state,
+    };
     let writes: Vec<Cell> = row
         .versions(&schema.write_family, qualifier)
         .cloned()
@@ -401,10 +464,19 @@ pub fn fetched_column(
     })
 }
 
+/// Where `key`'s lock lives in a table of `granularity`.
+fn lock_qualifier(schema: &Schema, granularity: LockGranularity, key: &CellKey) -> Vec<u8> {
+    match granularity {
+        LockGranularity::Cell => schema.qualifier(key),
+        LockGranularity::Row => ROW_LOCK_QUALIFIER.to_vec(),
+    }
+}
+
 /// One Get per row of the pending keys (lock and write columns, up to the snapshot if given),
 /// and for each Get the indices of the keys it serves.
 pub fn row_gets(
     schema: &Schema,
+    granularity: LockGranularity,
     keys: &[CellKey],
     qualifiers: &[Vec<u8>],
     pending: &[usize],
@@ -421,10 +493,14 @@ pub fn row_gets(
             if let Some(snapshot) = up_to {
                 get = get.time_range(TimeRange::up_to(ts(snapshot)));
             }
+            if granularity == LockGranularity::Row {
+                get = get.column(schema.lock_family.clone(), ROW_LOCK_QUALIFIER.to_vec());
+            }
             for &i in &members {
-                get = get
-                    .column(schema.lock_family.clone(), qualifiers[i].clone())
-                    .column(schema.write_family.clone(), qualifiers[i].clone());
+                if granularity == LockGranularity::Cell {
+                    get = get.column(schema.lock_family.clone(), qualifiers[i].clone());
+                }
+                get = get.column(schema.write_family.clone(), qualifiers[i].clone());
             }
             (get, members)
         })

@@ -423,8 +423,7 @@ impl Clock for At {
 /// very millisecond a reader still waits for it; one millisecond later it cleans it.
 #[test]
 fn a_lock_is_stale_only_once_its_ttl_has_passed() {
-    use percolator::txn::actions;
-    use percolator::txn::codec::{encode_lock, Lock, MutationKind};
+    use percolator::txn::codec::{Lock, MutationKind};
 
     let env = Env::start();
     let t = seeded(&env);
@@ -439,15 +438,11 @@ fn a_lock_is_stale_only_once_its_ttl_has_passed() {
         wall_ms,
         ttl_ms,
         short_value: Some(b"x".to_vec()),
+        row: None,
+        primary_row: false,
     };
-    let cam = actions::prewrite(
-        &env.schema,
-        &p,
-        &lock,
-        &encode_lock(&lock),
-        Some(b"x"),
-        false,
-    );
+    let lock = env.as_stored(&p, lock);
+    let cam = env.prewrite_cas(&p, &lock, Some(b"x"), false);
     assert!(env.hbase.check_and_mutate(&t, &cam).unwrap());
     let at_expiry = reader_with(
         &env,

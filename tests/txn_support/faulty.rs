@@ -12,10 +12,10 @@ use percolator::hbase::{
     CheckAndMutate, CompareOp, Delete, Get, Mutation, Put, RowResult, Scan, TableDescriptor,
 };
 use percolator::txn::codec::{decode_lock_state, decode_write, LockState, WriteKind};
-use percolator::txn::{CellKey, HBaseAccess, Schema};
+use percolator::txn::{CellKey, HBaseAccess, LockGranularity, Schema};
 use percolator::{Error, HBaseClient, Peer, Result, TimestampSource};
 
-use super::{raw_lock, Env};
+use super::{raw_lock_in, Env};
 
 /// The protocol step a checkAndMutate performs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -298,6 +298,7 @@ pub struct ProbingTso {
     inner: Arc<dyn TimestampSource>,
     hbase: HBaseClient,
     schema: Schema,
+    granularity: LockGranularity,
     watch: Vec<CellKey>,
     nth: usize,
     calls: AtomicUsize,
@@ -310,6 +311,7 @@ impl ProbingTso {
             inner: env.tso.clone(),
             hbase: env.hbase.clone(),
             schema: env.schema.clone(),
+            granularity: env.granularity,
             watch,
             nth,
             calls: AtomicUsize::new(0),
@@ -335,7 +337,7 @@ impl TimestampSource for ProbingTso {
                 .watch
                 .iter()
                 .map(|k| {
-                    let raw = raw_lock(&self.hbase, &self.schema, k);
+                    let raw = raw_lock_in(&self.hbase, &self.schema, self.granularity, k);
                     decode_lock_state(raw.as_deref()).expect("decodable lock")
                 })
                 .collect();

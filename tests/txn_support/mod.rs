@@ -20,10 +20,17 @@ use std::time::Duration;
 
 use hbase_emulator::{self as emulator, EmulatorHandle};
 use parking_lot::Mutex;
+use percolator::hbase::CheckAndMutate;
 use percolator::hbase::{Get, TimeRange};
 use percolator::oracle::TimestampSource;
-use percolator::txn::codec::{decode_lock_state, decode_write, LockState, WriteRecord};
-use percolator::txn::{self, CellKey, Client, HBaseAccess, LivenessConfig, Schema, TxnOptions};
+use percolator::txn::actions;
+use percolator::txn::codec::{
+    decode_lock_state, decode_write, encode_lock, Lock, LockState, MutationKind, RowColumn,
+    WriteRecord, ROW_LOCK_QUALIFIER,
+};
+use percolator::txn::{
+    self, CellKey, Client, HBaseAccess, LivenessConfig, LockGranularity, Schema, TxnOptions,
+};
 use percolator::{HBaseClient, HBaseConfig};
 
 pub const FAMILY: &str = "f";
@@ -37,6 +44,10 @@ pub struct Env {
     pub tso: Arc<dyn TimestampSource>,
     pub liveness: LivenessConfig,
     pub schema: Schema,
+    /// The lock granularity of the tables [`Env::table`] makes:
+    /// `PERCOLATOR_TEST_LOCK_GRANULARITY` (`cell` or `row`), cell when unset, so that a suite
+    /// can be run again with every table locking rows.
+    pub granularity: LockGranularity,
     /// Tables this fixture created on a real HBase, dropped with it.
     tables: Mutex<Vec<String>>,
     _oracle: oracle_fixture::Oracle,
@@ -130,6 +141,7 @@ impl Env {
             hbase,
             liveness,
             schema: Schema::default(),
+            granularity: granularity_from_env(),
             tables: Mutex::new(Vec::new()),
             _oracle: oracle,
         }
@@ -140,13 +152,72 @@ impl Env {
         self.emulator.is_none()
     }
 
-    /// A new transactional table with user family `f`.
+    /// A new transactional table with user family `f`, of the fixture's lock granularity.
     pub fn table(&self, prefix: &str) -> String {
+        self.table_with(prefix, self.granularity)
+    }
+
+    /// A new transactional table with user family `f` that locks by `granularity`.
+    pub fn table_with(&self, prefix: &str, granularity: LockGranularity) -> String {
         let name = unique(prefix);
-        txn::setup::create_table(&self.hbase, &self.schema, &name, &[FAMILY])
+        let desc = self.schema.table(&name, &[FAMILY]);
+        txn::setup::create_with(&self.hbase, &self.schema, &desc, granularity)
             .expect("create table");
         self.created(&name);
         name
+    }
+
+    /// The lock-family qualifier `key` answers to in the fixture's tables.
+    pub fn lock_qualifier(&self, key: &CellKey) -> Vec<u8> {
+        lock_qualifier(&self.schema, self.granularity, key)
+    }
+
+    /// `lock`, a cell's lock as a cell table stores it, as the fixture's tables store it: in
+    /// a table that locks rows, the row's lock listing that one cell. For scripts that write
+    /// locks by hand.
+    pub fn as_stored(&self, key: &CellKey, lock: Lock) -> Lock {
+        if !self.rows_locked() {
+            return lock;
+        }
+        Lock {
+            kind: MutationKind::Lock,
+            short_value: None,
+            row: Some(vec![RowColumn {
+                family: key.family.clone(),
+                qualifier: key.qualifier.clone(),
+                kind: lock.kind,
+                short_value: lock.short_value.clone(),
+            }]),
+            primary_row: true,
+            ..lock
+        }
+    }
+
+    /// The prewrite CAS of `lock` (as [`Env::as_stored`] made it) on `key`, writing `value`.
+    pub fn prewrite_cas(
+        &self,
+        key: &CellKey,
+        lock: &Lock,
+        value: Option<&[u8]>,
+        absent: bool,
+    ) -> CheckAndMutate {
+        let bytes = encode_lock(lock);
+        match lock.row {
+            Some(_) => actions::prewrite_row(
+                &self.schema,
+                key,
+                lock,
+                &bytes,
+                &[value.map(<[u8]>::to_vec)],
+                absent,
+            ),
+            None => actions::prewrite(&self.schema, key, lock, &bytes, value, absent),
+        }
+    }
+
+    /// Whether the fixture's tables lock rows.
+    pub fn rows_locked(&self) -> bool {
+        self.granularity == LockGranularity::Row
     }
 
     /// Records a table made outside [`Env::table`] so that it is dropped with the fixture.
@@ -201,7 +272,7 @@ impl Env {
 
     /// The lock column of `key`, raw.
     pub fn raw_lock(&self, key: &CellKey) -> Option<Vec<u8>> {
-        raw_lock(&self.hbase, &self.schema, key)
+        raw_lock_in(&self.hbase, &self.schema, self.granularity, key)
     }
 
     /// Every version of the write column of `key`, raw (newest first), for damaged records.
@@ -294,6 +365,36 @@ pub fn raw_lock(hbase: &HBaseClient, schema: &Schema, key: &CellKey) -> Option<V
     let get = Get::new(key.row.clone()).column(schema.lock_family.clone(), q.clone());
     let row = hbase.get(&key.table, &get).expect("get lock");
     row.value(&schema.lock_family, &q).map(<[u8]>::to_vec)
+}
+
+/// The lock `key` answers to in a table of `granularity`, raw: its own, or its row's.
+pub fn raw_lock_in(
+    hbase: &HBaseClient,
+    schema: &Schema,
+    granularity: LockGranularity,
+    key: &CellKey,
+) -> Option<Vec<u8>> {
+    let q = lock_qualifier(schema, granularity, key);
+    let get = Get::new(key.row.clone()).column(schema.lock_family.clone(), q.clone());
+    let row = hbase.get(&key.table, &get).expect("get lock");
+    row.value(&schema.lock_family, &q).map(<[u8]>::to_vec)
+}
+
+/// The lock-family qualifier `key` answers to in a table of `granularity`.
+pub fn lock_qualifier(schema: &Schema, granularity: LockGranularity, key: &CellKey) -> Vec<u8> {
+    match granularity {
+        LockGranularity::Cell => schema.qualifier(key),
+        LockGranularity::Row => ROW_LOCK_QUALIFIER.to_vec(),
+    }
+}
+
+fn granularity_from_env() -> LockGranularity {
+    match std::env::var("PERCOLATOR_TEST_LOCK_GRANULARITY") {
+        Ok(v) => v
+            .parse()
+            .unwrap_or_else(|e| panic!("PERCOLATOR_TEST_LOCK_GRANULARITY: {e}")),
+        Err(_) => LockGranularity::Cell,
+    }
 }
 
 mod oracle_fixture {

@@ -562,7 +562,7 @@ fn create_makes_a_transactional_table_through_an_http_gateway() {
 
     let (code, out, err) = percolator(&["create", "--hbase", &url, "accounts", "f", "g:3"]);
     assert_eq!(code, 0, "{err}");
-    assert_eq!(out.trim(), "created accounts (transactional)");
+    assert_eq!(out.trim(), "created accounts (transactional, cell locks)");
     let client = HBaseClient::connect(percolator::HBaseConfig::new(url.clone())).unwrap();
     let desc = client.admin().table_descriptor("accounts").unwrap();
     let schema = percolator::txn::Schema::default();
@@ -579,6 +579,26 @@ fn create_makes_a_transactional_table_through_an_http_gateway() {
     let (code, out, err) = percolator(&["create", "--hbase", &url, "--json", "accounts", "f"]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("\"created\": false"), "{out}");
+
+    // A table's lock granularity is chosen at creation and kept.
+    let rows = [
+        "create",
+        "--hbase",
+        &url,
+        "--lock-granularity",
+        "row",
+        "users",
+        "f",
+    ];
+    let (code, out, err) = percolator(&rows);
+    assert_eq!(
+        (code, out.trim()),
+        (0, "created users (transactional, row locks)"),
+        "{err}"
+    );
+    let (code, _, err) = percolator(&["create", "--hbase", &url, "users", "f"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("users locks by row, not cell"), "{err}");
 
     // The data commands go through the same gateway.
     let put = [

@@ -435,6 +435,8 @@ fn prewrite(env: &Env, key: &CellKey, start_ts: u64, primary: &CellKey, owner: &
             .as_millis() as u64,
         ttl_ms: 60_000,
         short_value: Some(b"x".to_vec()),
+        row: None,
+        primary_row: false,
     };
     let bytes = encode_lock(&lock);
     let cam = actions::prewrite(&env.schema, key, &lock, &bytes, Some(b"x"), false);

@@ -580,6 +580,7 @@ fn the_bank_workload_runs_on_an_adopted_table() {
         auditors: 1,
         duration: Duration::from_secs(3),
         options: env.options(),
+        lock_granularity: percolator::txn::LockGranularity::Cell,
     };
     // Accounts opened by a plain client, then adopted.
     for key in config.accounts() {

@@ -167,6 +167,7 @@ fn bank_with_the_serving_oracle_killed(plan: &Failover) -> FailoverReport {
         auditors: 2,
         duration: plan.duration,
         options: stack.txn_options(liveness).expect("options"),
+        lock_granularity: percolator::txn::LockGranularity::Cell,
     };
     bank::setup(&stack, &config).expect("bank setup");
 

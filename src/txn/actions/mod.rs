@@ -9,7 +9,7 @@ mod rollback;
 mod status;
 
 pub use commit::{commit, refresh_lock};
-pub use prewrite::{after_failed_prewrite, prewrite, PrewriteNext};
+pub use prewrite::{after_failed_prewrite, prewrite, prewrite_row, PrewriteNext};
 pub use read::{newest_change, read_column, ReadDecision};
 pub use rollback::{fence, rollback};
 pub use status::{txn_status, TxnStatus};
@@ -17,7 +17,9 @@ pub use status::{txn_status, TxnStatus};
 use crate::error::Error;
 use crate::hbase::{CompareOp, Delete, DeleteType, Put};
 use crate::key::CellKey;
-use crate::txn::codec::{encode_released, encode_write, CodecError, WriteRecord};
+use crate::txn::codec::{
+    column_qualifier, encode_released, encode_write, CodecError, WriteRecord, ROW_LOCK_QUALIFIER,
+};
 use crate::txn::schema::Schema;
 
 /// The CAS condition "the cell is released with every recorded commit and rollback below
@@ -32,32 +34,55 @@ fn unlocked_below(start_ts: u64, absent: bool) -> (CompareOp, Vec<u8>) {
     }
 }
 
-/// Puts the released lock state with high-water mark `max_ts` (server timestamp, see
-/// docs/design.md).
-fn put_released(schema: &Schema, key: &CellKey, put: Put, max_ts: u64) -> Put {
-    put.add(
-        schema.lock_family.clone(),
-        schema.qualifier(key),
-        encode_released(max_ts),
-    )
+/// Where the lock of `primary` lives: its row's lock when `primary_row`, else its own cell's.
+pub(crate) fn primary_lock_qualifier(
+    schema: &Schema,
+    primary: &CellKey,
+    primary_row: bool,
+) -> Vec<u8> {
+    if primary_row {
+        ROW_LOCK_QUALIFIER.to_vec()
+    } else {
+        schema.qualifier(primary)
+    }
 }
 
-fn put_write_record(schema: &Schema, key: &CellKey, put: Put, at: u64, rec: &WriteRecord) -> Put {
+/// Puts the released lock state with high-water mark `max_ts` into lock cell `lock_q` (server
+/// timestamp, see docs/design.md).
+fn put_released(schema: &Schema, lock_q: Vec<u8>, put: Put, max_ts: u64) -> Put {
+    put.add(schema.lock_family.clone(), lock_q, encode_released(max_ts))
+}
+
+/// Puts a write record for column `family:qualifier` at version `at`.
+fn put_write_record(
+    schema: &Schema,
+    (family, qualifier): (&[u8], &[u8]),
+    put: Put,
+    at: u64,
+    rec: &WriteRecord,
+) -> Put {
     put.add_at(
         schema.write_family.clone(),
-        schema.qualifier(key),
+        column_qualifier(family, qualifier),
         ts(at),
         encode_write(rec),
     )
 }
 
-/// Removes the data version a rolled-back prewrite left at exactly `start_ts`. A marker at one
-/// exact version hides only that version, and no one writes that version again: timestamps are
-/// unique and the raised high-water mark stops a late duplicate prewrite.
-fn delete_data_version(key: &CellKey, start_ts: u64) -> Delete {
-    Delete::new(key.row.clone())
-        .column_at(key.family.clone(), key.qualifier.clone(), ts(start_ts))
-        .delete_type(DeleteType::Column)
+/// Removes the data versions a rolled-back prewrite left at exactly `start_ts` in `columns`
+/// (those it wrote a value to; `None` when there are none). A marker at one exact version hides
+/// only that version, and no one writes that version again: timestamps are unique and the
+/// raised high-water mark stops a late duplicate prewrite.
+fn delete_data_versions<'c>(
+    row: &[u8],
+    columns: impl IntoIterator<Item = (&'c [u8], &'c [u8])>,
+    start_ts: u64,
+) -> Option<Delete> {
+    let mut delete = Delete::new(row.to_vec()).delete_type(DeleteType::Column);
+    for (family, qualifier) in columns {
+        delete = delete.column_at(family.to_vec(), qualifier.to_vec(), ts(start_ts));
+    }
+    (!delete.columns.is_empty()).then_some(delete)
 }
 
 /// Oracle timestamps are below 2^63 (physical ms << 18), so they fit HBase's signed versions.
@@ -80,7 +105,7 @@ pub(crate) fn corrupted(what: &'static str, key: &CellKey, e: CodecError) -> Err
 pub(crate) mod fixtures {
     use crate::hbase::Cell;
     use crate::key::CellKey;
-    use crate::txn::codec::{encode_write, Lock, MutationKind, WriteKind, WriteRecord};
+    use crate::txn::codec::{encode_write, Lock, MutationKind, RowColumn, WriteKind, WriteRecord};
 
     /// A write-record cell as HBase returns it, at version `at`.
     pub fn write_cell(at: i64, kind: WriteKind, start_ts: u64, value: Option<&[u8]>) -> Cell {
@@ -109,6 +134,33 @@ pub(crate) mod fixtures {
             wall_ms: 1000,
             ttl_ms: 3000,
             short_value: Some(b"v".to_vec()),
+            row: None,
+            primary_row: false,
+        }
+    }
+
+    /// A row lock on row `row` of table `t`, listing `f:a` (a put of "1") and `f:b` (a
+    /// delete), whose primary is the row lock of `primary`.
+    pub fn row_lock(start_ts: u64, primary: &str) -> Lock {
+        Lock {
+            kind: MutationKind::Lock,
+            short_value: None,
+            row: Some(vec![
+                RowColumn {
+                    family: b"f".to_vec(),
+                    qualifier: b"a".to_vec(),
+                    kind: MutationKind::Put,
+                    short_value: Some(b"1".to_vec()),
+                },
+                RowColumn {
+                    family: b"f".to_vec(),
+                    qualifier: b"b".to_vec(),
+                    kind: MutationKind::Delete,
+                    short_value: None,
+                },
+            ]),
+            primary_row: true,
+            ..lock(start_ts, primary)
         }
     }
 }

@@ -18,12 +18,7 @@ pub fn prewrite(
     value: Option<&[u8]>,
     absent: bool,
 ) -> CheckAndMutate {
-    let (op, expected) = unlocked_below(lock.start_ts, absent);
-    let mut put = Put::new(key.row.clone()).add(
-        schema.lock_family.clone(),
-        schema.qualifier(key),
-        lock_bytes.to_vec(),
-    );
+    let mut put = Put::new(key.row.clone());
     if lock.kind == MutationKind::Put {
         put = put.add_at(
             key.family.clone(),
@@ -32,14 +27,49 @@ pub fn prewrite(
             value.unwrap_or_default().to_vec(),
         );
     }
-    CheckAndMutate::new(
-        key.row.clone(),
-        schema.lock_family.clone(),
-        schema.qualifier(key),
-        op,
-        expected,
-    )
-    .put(put)
+    locking(schema, key, lock, lock_bytes, put, absent)
+}
+
+/// The prewrite CAS of a row lock (docs/design.md invariant 14): the row's one lock cell, under
+/// the same condition as a cell's, and the data version of every column it lists that is a
+/// put, `values` in the order of the lock's columns.
+pub fn prewrite_row(
+    schema: &Schema,
+    key: &CellKey,
+    lock: &Lock,
+    lock_bytes: &[u8],
+    values: &[Option<Vec<u8>>],
+    absent: bool,
+) -> CheckAndMutate {
+    let mut put = Put::new(key.row.clone());
+    for (column, value) in lock.row.iter().flatten().zip(values) {
+        if column.kind == MutationKind::Put {
+            put = put.add_at(
+                column.family.clone(),
+                column.qualifier.clone(),
+                ts(lock.start_ts),
+                value.clone().unwrap_or_default(),
+            );
+        }
+    }
+    locking(schema, key, lock, lock_bytes, put, absent)
+}
+
+/// `data` with the lock in front, conditional on the lock cell being free below start_ts.
+fn locking(
+    schema: &Schema,
+    key: &CellKey,
+    lock: &Lock,
+    lock_bytes: &[u8],
+    data: Put,
+    absent: bool,
+) -> CheckAndMutate {
+    let (op, expected) = unlocked_below(lock.start_ts, absent);
+    let q = lock.qualifier(key);
+    let mut put =
+        Put::new(key.row.clone()).add(schema.lock_family.clone(), q.clone(), lock_bytes.to_vec());
+    put.cells.extend(data.cells);
+    CheckAndMutate::new(key.row.clone(), schema.lock_family.clone(), q, op, expected).put(put)
 }
 
 /// What to do after a prewrite CAS failed (or its reply was lost), given the lock cell as read
@@ -91,9 +121,8 @@ mod tests {
     use crate::error::Error;
     use crate::hbase::CompareOp;
     use crate::hbase::Mutation;
-    use crate::txn::actions::fixtures::{key, lock};
-    use crate::txn::codec::encode_lock;
-    use crate::txn::codec::encode_released;
+    use crate::txn::actions::fixtures::{key, lock, row_lock};
+    use crate::txn::codec::{encode_lock, encode_released, ROW_LOCK_QUALIFIER};
 
     #[test]
     fn prewrite_is_one_cas_on_the_lock_cell_with_lock_and_data() {
@@ -125,6 +154,37 @@ mod tests {
             panic!("expected a put")
         };
         assert_eq!(put.cells.len(), 1);
+    }
+
+    #[test]
+    fn a_row_prewrite_is_one_cas_on_the_row_lock_with_every_put_column() {
+        let schema = Schema::default();
+        let l = row_lock(100, "r1");
+        let bytes = encode_lock(&l);
+        let values = [Some(b"1".to_vec()), None];
+        let cam = prewrite_row(&schema, &key("r1"), &l, &bytes, &values, false);
+        assert_eq!(
+            (cam.op, cam.value.clone()),
+            (CompareOp::Greater, encode_released(100))
+        );
+        assert_eq!(cam.qualifier, ROW_LOCK_QUALIFIER);
+        let Mutation::Put(put) = &cam.mutations.mutations[0] else {
+            panic!("expected a put")
+        };
+        assert_eq!(
+            put.cells.len(),
+            2,
+            "the lock and f:a's data; f:b is a delete"
+        );
+        assert_eq!(
+            (put.cells[0].qualifier.as_slice(), &put.cells[0].value),
+            (ROW_LOCK_QUALIFIER, &bytes)
+        );
+        assert_eq!(put.cells[1].qualifier, b"a");
+        assert_eq!(
+            (put.cells[1].timestamp, put.cells[1].value.as_slice()),
+            (Some(100), &b"1"[..])
+        );
     }
 
     #[test]

@@ -2,7 +2,9 @@
 
 use crate::hbase::{CheckAndMutate, CompareOp, Put};
 use crate::key::CellKey;
-use crate::txn::actions::{delete_data_version, put_released, put_write_record, unlocked_below};
+use crate::txn::actions::{
+    delete_data_versions, primary_lock_qualifier, put_released, put_write_record, unlocked_below,
+};
 use crate::txn::codec::{Lock, MutationKind, WriteKind, WriteRecord};
 use crate::txn::schema::Schema;
 
@@ -17,13 +19,16 @@ fn rollback_record(start_ts: u64) -> WriteRecord {
 /// Rolls back `lock` on `key`, conditional on its exact bytes (docs/design.md invariant 4). The
 /// release sets the high-water mark to start_ts, so a late or duplicated prewrite of this
 /// transaction fails. On the primary a Rollback record at start_ts makes the outcome explicit
-/// for anyone checking the transaction's status.
+/// for anyone checking the transaction's status. A row lock is rolled back whole: every data
+/// version it wrote goes in the same CAS.
 pub fn rollback(schema: &Schema, key: &CellKey, lock: &Lock, lock_bytes: &[u8]) -> CheckAndMutate {
-    let mut put = put_released(schema, key, Put::new(key.row.clone()), lock.start_ts);
-    if *key == lock.primary {
+    let q = lock.qualifier(key);
+    let mut put = put_released(schema, q.clone(), Put::new(key.row.clone()), lock.start_ts);
+    if lock.is_primary_lock(key) {
+        let primary = &lock.primary;
         put = put_write_record(
             schema,
-            key,
+            (&primary.family, &primary.qualifier),
             put,
             lock.start_ts,
             &rollback_record(lock.start_ts),
@@ -32,30 +37,48 @@ pub fn rollback(schema: &Schema, key: &CellKey, lock: &Lock, lock_bytes: &[u8]) 
     let cam = CheckAndMutate::new(
         key.row.clone(),
         schema.lock_family.clone(),
-        schema.qualifier(key),
+        q,
         CompareOp::Equal,
         lock_bytes.to_vec(),
     )
     .put(put);
-    if lock.kind == MutationKind::Put {
-        cam.delete(delete_data_version(key, lock.start_ts))
-    } else {
-        cam
+    let columns = lock.columns(key);
+    let written = columns
+        .iter()
+        .filter(|c| c.kind == MutationKind::Put)
+        .map(|c| (c.family.as_slice(), c.qualifier.as_slice()));
+    match delete_data_versions(&key.row, written, lock.start_ts) {
+        Some(delete) => cam.delete(delete),
+        None => cam,
     }
 }
 
 /// Makes a prewrite of the primary at `start_ts` impossible, so that the transaction can be
 /// declared rolled back while its primary prewrite may still be in flight (parallel prewrite).
 /// Passes under the same condition as that prewrite would (released below start_ts), so
-/// exactly one of the two wins. `absent` as in [`super::prewrite`].
-pub fn fence(schema: &Schema, primary: &CellKey, start_ts: u64, absent: bool) -> CheckAndMutate {
+/// exactly one of the two wins. `absent` as in [`super::prewrite`]; `primary_row`: the
+/// primary's lock is its row's lock.
+pub fn fence(
+    schema: &Schema,
+    primary: &CellKey,
+    start_ts: u64,
+    absent: bool,
+    primary_row: bool,
+) -> CheckAndMutate {
     let (op, expected) = unlocked_below(start_ts, absent);
-    let put = put_released(schema, primary, Put::new(primary.row.clone()), start_ts);
-    let put = put_write_record(schema, primary, put, start_ts, &rollback_record(start_ts));
+    let q = primary_lock_qualifier(schema, primary, primary_row);
+    let put = put_released(schema, q.clone(), Put::new(primary.row.clone()), start_ts);
+    let put = put_write_record(
+        schema,
+        (&primary.family, &primary.qualifier),
+        put,
+        start_ts,
+        &rollback_record(start_ts),
+    );
     CheckAndMutate::new(
         primary.row.clone(),
         schema.lock_family.clone(),
-        schema.qualifier(primary),
+        q,
         op,
         expected,
     )
@@ -66,9 +89,10 @@ pub fn fence(schema: &Schema, primary: &CellKey, start_ts: u64, absent: bool) ->
 mod tests {
     use super::*;
     use crate::hbase::{DeleteType, Mutation};
-    use crate::txn::actions::fixtures::{key, lock};
+    use crate::txn::actions::fixtures::{key, lock, row_lock};
     use crate::txn::codec::{
         decode_lock_state, decode_write, encode_lock, encode_released, LockState,
+        ROW_LOCK_QUALIFIER,
     };
 
     fn puts(cam: &CheckAndMutate) -> &Put {
@@ -115,12 +139,45 @@ mod tests {
 
     #[test]
     fn fence_passes_exactly_when_the_prewrite_would() {
-        let cam = fence(&Schema::default(), &key("p"), 100, false);
+        let cam = fence(&Schema::default(), &key("p"), 100, false, false);
         assert_eq!(
             (cam.op, cam.value),
             (CompareOp::Greater, encode_released(100))
         );
-        let cam = fence(&Schema::default(), &key("p"), 100, true);
+        let cam = fence(&Schema::default(), &key("p"), 100, true, false);
         assert_eq!((cam.op, cam.value), (CompareOp::Equal, Vec::new()));
+        let cam = fence(&Schema::default(), &key("p"), 100, false, true);
+        assert_eq!(
+            cam.qualifier, ROW_LOCK_QUALIFIER,
+            "a row primary is fenced on its row lock"
+        );
+    }
+
+    #[test]
+    fn rollback_of_a_row_lock_removes_every_data_version_it_wrote_and_records_on_the_primary() {
+        let schema = Schema::default();
+        let l = row_lock(100, "r1");
+        let bytes = encode_lock(&l);
+        let cam = rollback(&schema, &key("r1"), &l, &bytes);
+        assert_eq!(cam.qualifier, ROW_LOCK_QUALIFIER);
+        let put = puts(&cam);
+        let rec = put
+            .cells
+            .iter()
+            .find(|c| c.family == schema.write_family)
+            .expect("the primary's row records the rollback");
+        assert_eq!(rec.qualifier, schema.qualifier(&l.primary));
+        let Mutation::Delete(d) = &cam.mutations.mutations[1] else {
+            panic!("expected the data delete")
+        };
+        // f:a was a put, f:b a delete: only f:a left a data version.
+        assert_eq!(d.columns.len(), 1);
+        assert_eq!(d.columns[0].qualifier.as_deref(), Some(&b"a"[..]));
+        assert_eq!(d.columns[0].timestamp, Some(100));
+        let secondary = rollback(&schema, &key("r2"), &l, &bytes);
+        assert!(puts(&secondary)
+            .cells
+            .iter()
+            .all(|c| c.family != schema.write_family));
     }
 }

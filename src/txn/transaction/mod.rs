@@ -244,10 +244,11 @@ impl AsyncTransaction {
         ordered.extend(writes);
         let notify =
             crate::txn::notify::notify_flags(self.session.ctx(), &ordered, &self.notified).await?;
-        let committed = Committer::new(self.session.clone(), start_ts, ordered, notify)
-            .with_primary_extra(extra)
-            .commit()
-            .await;
+        let committed = match Committer::new(self.session.clone(), start_ts, ordered, notify).await
+        {
+            Ok(committer) => committer.with_primary_extra(extra).commit().await,
+            Err(e) => Err(e),
+        };
         metrics::count_as(
             metrics::TRANSACTIONS,
             "outcome",

@@ -50,6 +50,7 @@ fn main() -> ExitCode {
             pool,
             pipeline,
             api,
+            lock_granularity,
         } => {
             let workloads = match workloads {
                 Some(list) => list.split(',').map(|s| s.trim().to_string()).collect(),
@@ -78,6 +79,7 @@ fn main() -> ExitCode {
                 workloads,
                 rounds: rounds.max(1),
                 api,
+                lock_granularity,
             };
             let tune = move |c: percolator::HBaseConfig| {
                 let c = c.pool_size(pool.max(1));
@@ -191,17 +193,21 @@ fn print_ratios(report: &bench::BenchReport) {
         ("txn_get", "raw_get"),
         ("txn_put1", "raw_put"),
         ("txn_transfer2", "raw_rmw2"),
+        (bench::TXN_ROW10, bench::RAW_ROW10),
     ];
     let floors = [
         ("txn_get", "floor_get", "raw_get"),
         ("txn_put1", "floor_put1", "raw_put"),
         ("txn_transfer2", "floor_transfer2", "raw_rmw2"),
     ];
-    for ((txn, raw), (_, floor, _)) in pairs.into_iter().zip(floors) {
+    for (txn, raw) in pairs {
         if let Some((t, r)) = both(report, txn, raw) {
-            let floor_ratio = both(report, floor, raw).map_or(String::new(), |(f, r)| {
-                format!(" ({floor} / {raw} = {:.2})", f.ops_per_s / r.ops_per_s)
-            });
+            let floor = floors.iter().find(|f| f.0 == txn).map(|f| f.1);
+            let floor_ratio = floor
+                .and_then(|floor| Some((floor, both(report, floor, raw)?)))
+                .map_or(String::new(), |(floor, (f, r))| {
+                    format!(" ({floor} / {raw} = {:.2})", f.ops_per_s / r.ops_per_s)
+                });
             println!(
                 "{txn} / {raw} = {:.2}{floor_ratio}; p50 {:.2}x, p99 {:.2}x",
                 t.ops_per_s / r.ops_per_s,

@@ -99,12 +99,16 @@ pub enum Command {
         #[arg(long, default_value_t = 5)]
         rounds: usize,
         /// Comma-separated subset of raw_get,raw_put,raw_cas,raw_rmw2,txn_get,txn_put1,
-        /// txn_transfer2,floor_get,floor_put1,floor_transfer2,notify,notify_kill. Default:
-        /// all but the notify ones (and, with --api sync, the floor workloads, which run on
-        /// tasks only). notify_kill runs two observer workers and kills and replaces one
-        /// every 5 s.
+        /// txn_transfer2,floor_get,floor_put1,floor_transfer2,raw_row10,txn_row10,notify,
+        /// notify_kill. Default: all but the wide-row and notify ones (and, with --api sync,
+        /// the floor workloads, which run on tasks only). raw_row10 puts 10 columns of a row,
+        /// txn_row10 writes them in a transaction; notify_kill runs two observer workers and
+        /// kills and replaces one every 5 s.
         #[arg(long)]
         workloads: Option<String>,
+        /// The lock granularity of the table the txn_ workloads write: `cell` or `row`.
+        #[arg(long, value_name = "cell|row", default_value = "cell")]
+        lock_granularity: percolator::txn::LockGranularity,
         /// Print one JSON report instead of the table and the ratios.
         #[arg(long)]
         json: bool,

@@ -2,7 +2,7 @@
 //! cluster (the library's `txn::setup::create_table` as a command).
 
 use percolator::hbase::TableDescriptor;
-use percolator::txn::{setup, Schema};
+use percolator::txn::{setup, LockGranularity, Schema};
 use percolator::{Error, Result};
 
 use super::{connect_hbase, print_json, DEFAULT_TIMEOUT_S};
@@ -30,6 +30,11 @@ pub struct CreateArgs {
     /// only that many, which bounds how far back a snapshot can read the family.
     #[arg(required = true, value_name = "FAMILY[:VERSIONS]")]
     pub families: Vec<String>,
+    /// What one lock covers: `cell` (writers of different columns of a row never conflict)
+    /// or `row` (a transaction's writes to a row cost one prewrite and one commit, and any
+    /// two writers of a row conflict). Fixed once the table exists.
+    #[arg(long, value_name = "cell|row", default_value = "cell")]
+    pub lock_granularity: LockGranularity,
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
@@ -92,11 +97,18 @@ pub fn create(args: &CreateArgs) -> Result<bool> {
     let schema = Schema::default();
     let table = descriptor(&schema, args)?;
     let hbase = connect_hbase(&args.hbase, args.timeout)?;
-    let created = setup::create(&hbase, &schema, &table)?;
+    let created = setup::create_with(&hbase, &schema, &table, args.lock_granularity)?;
     if args.json {
-        print_json(&serde_json::json!({ "table": args.table, "created": created }));
+        print_json(&serde_json::json!({
+            "table": args.table,
+            "created": created,
+            "lock_granularity": args.lock_granularity.to_string(),
+        }));
     } else if created {
-        println!("created {} (transactional)", args.table);
+        println!(
+            "created {} (transactional, {} locks)",
+            args.table, args.lock_granularity
+        );
     } else {
         println!("{} already exists and is transactional", args.table);
     }
@@ -124,6 +136,7 @@ mod tests {
             hbase: "h:1".into(),
             table: "t".into(),
             families: vec![lock],
+            lock_granularity: Default::default(),
             json: false,
             timeout: 1.0,
         };

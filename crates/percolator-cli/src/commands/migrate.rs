@@ -6,7 +6,7 @@ use super::{connect_hbase, connect_oracle, print_json, transactional};
 use crate::tools::progress::unless_json;
 use percolator::hbase::{FamilyDescriptor, HBaseClient, HBaseConfig, Put, TableDescriptor};
 use percolator::migrate::{self, ApplyOptions, ProgressMode};
-use percolator::txn::Schema;
+use percolator::txn::{LockGranularity, Schema};
 use percolator::{Error, MigrationIssue, Result};
 
 /// The `--timeout` of the `migrate` commands, in seconds.
@@ -70,7 +70,12 @@ pub struct MigrateArgs {
 /// ```
 /// use percolator_cli::commands::{ApplyArgs, MigrateArgs};
 /// let common = MigrateArgs { hbase: "h:1".into(), json: false, timeout: 60.0, tables: vec!["t".into()] };
-/// let a = ApplyArgs { common, oracle: None, checkpoint_rows: 1000 };
+/// let a = ApplyArgs {
+///     common,
+///     oracle: None,
+///     checkpoint_rows: 1000,
+///     lock_granularity: Default::default(),
+/// };
 /// assert_eq!(a.checkpoint_rows, 1000);
 /// ```
 #[derive(clap::Args, Debug)]
@@ -83,6 +88,11 @@ pub struct ApplyArgs {
     /// Rows between checkpoints.
     #[arg(long, default_value_t = 1000)]
     pub checkpoint_rows: usize,
+    /// What one lock covers: `cell` (writers of different columns of a row never conflict)
+    /// or `row` (a transaction's writes to a row cost one prewrite and one commit, and any
+    /// two writers of a row conflict). Fixed once the table is transactional.
+    #[arg(long, value_name = "cell|row", default_value = "cell")]
+    pub lock_granularity: LockGranularity,
 }
 
 /// `migrate disable`.
@@ -218,6 +228,7 @@ pub fn migrate(command: &MigrateCommand) -> Result<bool> {
                 progress: unless_json(a.common.json),
                 checkpoint_rows: a.checkpoint_rows.max(1),
                 oracle_ts: ts,
+                lock_granularity: a.lock_granularity,
                 ..ApplyOptions::default()
             };
             // Every table is checked before any is changed; each is planned once.

@@ -14,7 +14,7 @@ use rand::Rng;
 use serde::Serialize;
 
 use crate::workload::stack::Stack;
-use percolator::txn::{self, CellKey, Client, TxnOptions};
+use percolator::txn::{self, CellKey, Client, LockGranularity, TxnOptions};
 use percolator::{Error, Result, RetryClass};
 
 pub const FAMILY: &str = "f";
@@ -31,7 +31,14 @@ pub struct BankConfig {
     pub duration: Duration,
     /// Clients run with these options; set `crash_injector` for crashes without failpoints.
     pub options: TxnOptions,
+    /// The tables' lock granularity. Locking rows, the accounts are laid out
+    /// [`ACCOUNTS_PER_ROW`] to a row (one column each), so that one lock holds several of
+    /// them and transfers between neighbours conflict: the trade the mode makes.
+    pub lock_granularity: LockGranularity,
 }
+
+/// Accounts per row when the tables lock rows.
+pub const ACCOUNTS_PER_ROW: usize = 4;
 
 /// Live counters, for progress output.
 #[derive(Default, Debug)]
@@ -97,8 +104,14 @@ impl BankConfig {
             .iter()
             .flat_map(|t| {
                 (0..self.accounts_per_table).map(move |i| {
-                    CellKey::new(t.clone(), format!("acct{i:05}"), FAMILY, QUALIFIER)
-                        .expect("valid account key")
+                    let (row, column) = match self.lock_granularity {
+                        LockGranularity::Cell => (format!("acct{i:05}"), QUALIFIER.to_string()),
+                        LockGranularity::Row => (
+                            format!("acct{:05}", i / ACCOUNTS_PER_ROW),
+                            format!("{QUALIFIER}{}", i % ACCOUNTS_PER_ROW),
+                        ),
+                    };
+                    CellKey::new(t.clone(), row, FAMILY, column).expect("valid account key")
                 })
             })
             .collect()
@@ -112,7 +125,9 @@ impl BankConfig {
 /// Creates the tables and opens every account with the initial balance, transactionally.
 pub fn setup(stack: &Stack, config: &BankConfig) -> Result<()> {
     for table in &config.tables {
-        txn::setup::create_table(&stack.hbase, config.options.schema(), table, &[FAMILY])?;
+        let schema = config.options.schema();
+        let desc = schema.table(table, &[FAMILY]);
+        txn::setup::create_with(&stack.hbase, schema, &desc, config.lock_granularity)?;
     }
     let client = steady_client(stack, config)?;
     for chunk in config.accounts().chunks(64) {

@@ -55,6 +55,7 @@ fn bank_transfers_keep_every_snapshot_balanced_through_client_crashes() {
         auditors: 2,
         duration: Duration::from_secs(seconds("BANK_SECONDS", 55)),
         options,
+        lock_granularity: percolator::txn::LockGranularity::Cell,
     };
     bank::setup(&stack, &config).expect("open accounts");
     // Crashes start only now: the accounts are opened by a client that must not die.
@@ -109,6 +110,7 @@ fn bank_stays_balanced_and_versions_bounded_with_gc_running() {
         auditors: 2,
         duration: Duration::from_secs(seconds("GC_BANK_SECONDS", 20)),
         options: options.clone(),
+        lock_granularity: percolator::txn::LockGranularity::Cell,
     };
     bank::setup(&stack, &config).expect("open accounts");
     let runtime = tokio::runtime::Runtime::new().unwrap();

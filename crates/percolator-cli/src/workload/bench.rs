@@ -21,7 +21,9 @@ use crate::workload::usage::Usage;
 use percolator::hbase::{
     AsyncHBaseClient, CheckAndMutate, CompareOp, FamilyDescriptor, Get, Put, TableDescriptor,
 };
-use percolator::txn::{self, AsyncClient, CellKey, Client, HBaseAccess, LivenessConfig};
+use percolator::txn::{
+    self, AsyncClient, CellKey, Client, HBaseAccess, LivenessConfig, LockGranularity,
+};
 use percolator::Result;
 
 /// Which API the workloads run through.
@@ -54,12 +56,36 @@ pub const NOTIFY_KILL: &str = "notify_kill";
 /// transactional write makes at least twice.
 pub const RAW_CAS: &str = "raw_cas";
 
+/// One put of [`ROW_COLUMNS`] columns of a row: how HBase applications write an entity.
+pub const RAW_ROW10: &str = "raw_row10";
+
+/// A transaction writing the same columns as [`RAW_ROW10`], blind, in the txn table's lock
+/// granularity (`--lock-granularity`): one prewrite and one commit checkAndMutate when it
+/// locks rows, one of each per column when it locks cells.
+pub const TXN_ROW10: &str = "txn_row10";
+
+/// The wide-row workloads; run only when named.
+pub const ROW_WORKLOADS: [&str; 2] = [RAW_ROW10, TXN_ROW10];
+
+/// Columns written by the wide-row workloads.
+const ROW_COLUMNS: usize = 10;
+
 /// Every workload `--workloads` may name.
 fn known_workloads() -> impl Iterator<Item = &'static str> {
     WORKLOADS
         .into_iter()
         .chain(FLOOR_WORKLOADS)
+        .chain(ROW_WORKLOADS)
         .chain([NOTIFY, NOTIFY_KILL])
+}
+
+/// The wide-row workloads' put: every column of row `r` set to `value`.
+fn wide_put(r: String, value: &str) -> Put {
+    (0..ROW_COLUMNS).fold(Put::new(r), |put, i| put.add(F, wide_column(i), value))
+}
+
+fn wide_column(i: usize) -> String {
+    format!("c{i}")
 }
 
 fn unknown_workload(name: &str) -> percolator::Error {
@@ -84,6 +110,8 @@ pub struct BenchConfig {
     pub rounds: usize,
     /// Async tasks or blocking threads (`threads` of them either way).
     pub api: Api,
+    /// The lock granularity of the table the `txn_` workloads write.
+    pub lock_granularity: LockGranularity,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -182,7 +210,13 @@ pub fn run(
         .hbase
         .admin()
         .create_table(&TableDescriptor::new(tables.raw.clone()).family(FamilyDescriptor::new(F)))?;
-    txn::setup::create_table(&stack.hbase, options.schema(), &tables.txn, &[F])?;
+    let txn_table = options.schema().table(&tables.txn, &[F]);
+    txn::setup::create_with(
+        &stack.hbase,
+        options.schema(),
+        &txn_table,
+        config.lock_granularity,
+    )?;
     if wants_notify {
         txn::setup::create_table(&stack.hbase, options.schema(), &tables.notify, &[F])?;
     }
@@ -329,6 +363,15 @@ fn op(
             &tables.raw,
             &Put::new(row(rng.gen_range(0..rows))).add(F, Q, "7"),
         ),
+        RAW_ROW10 => hbase.put(&tables.raw, &wide_put(row(rng.gen_range(0..rows)), "7")),
+        TXN_ROW10 => {
+            let r = row(rng.gen_range(0..rows));
+            let mut t = client.begin()?;
+            for i in 0..ROW_COLUMNS {
+                t.set(&tables.txn, &r, F, wide_column(i), "7")?;
+            }
+            t.commit().map(drop)
+        }
         "raw_rmw2" => {
             let (a, b) = two_rows(rng, rows);
             let got = hbase.get_many(
@@ -483,6 +526,18 @@ async fn op_async(
         "raw_put" => {
             let put = Put::new(row(rng.gen_range(0..rows))).add(F, Q, "7");
             hbase.put(&tables.raw, &put).await
+        }
+        RAW_ROW10 => {
+            let put = wide_put(row(rng.gen_range(0..rows)), "7");
+            hbase.put(&tables.raw, &put).await
+        }
+        TXN_ROW10 => {
+            let r = row(rng.gen_range(0..rows));
+            let mut txn = c.txn.begin().await?;
+            for i in 0..ROW_COLUMNS {
+                txn.set(&tables.txn, &r, F, wide_column(i), "7")?;
+            }
+            txn.commit().await.map(drop)
         }
         "raw_rmw2" => {
             let (a, b) = two_rows(rng, rows);

@@ -35,6 +35,10 @@ pub struct DemoConfig {
     /// Chance that a client dies at each protocol seam it passes.
     #[arg(long, default_value_t = 0.005)]
     pub crash_rate: f64,
+    /// The tables' lock granularity: `cell`, or `row` (four accounts to a row, one column
+    /// each, under one lock).
+    #[arg(long, value_name = "cell|row", default_value = "cell")]
+    pub lock_granularity: percolator::txn::LockGranularity,
 }
 
 pub fn run(config: &DemoConfig) -> Result<BankReport> {
@@ -71,6 +75,7 @@ pub fn run(config: &DemoConfig) -> Result<BankReport> {
         auditors: config.auditors,
         duration: Duration::from_secs(config.seconds),
         options,
+        lock_granularity: config.lock_granularity,
     };
     bank::setup(&stack, &bank)?;
     println!(

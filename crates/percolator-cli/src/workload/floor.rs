@@ -31,6 +31,7 @@ use percolator::internals::{
 };
 use percolator::oracle::TimestampSource;
 use percolator::txn::actions::{self, ReadDecision};
+use percolator::txn::LockGranularity::Cell;
 use percolator::txn::{CellKey, TxnOptions};
 use percolator::{Error, Result};
 
@@ -169,7 +170,8 @@ impl Floor {
             let got = self.hbase.get_many(&self.table, &gets).await?;
             let mut values = Vec::with_capacity(keys.len());
             for ((row, q), key) in got.iter().zip(&qualifiers).zip(keys) {
-                match fetched_column(schema, row, q, key, start_ts, FIRST_VERSIONS)?.decision {
+                match fetched_column(schema, Cell, row, q, key, start_ts, FIRST_VERSIONS)?.decision
+                {
                     ReadDecision::Value(v) => values.push(Some(v)),
                     ReadDecision::Missing => values.push(None),
                     ReadDecision::Blocked(_) => {
@@ -199,6 +201,7 @@ impl Floor {
         let pending: Vec<usize> = (0..keys.len()).collect();
         let (gets, _) = row_gets(
             schema,
+            Cell,
             keys,
             &qualifiers,
             &pending,
@@ -216,6 +219,7 @@ impl Floor {
             wall_ms: self.options.clock().now_ms(),
             ttl_ms: self.options.lock_ttl().as_millis() as u64,
             short_value_limit: self.options.short_value_limit(),
+            primary_row: false,
         }
     }
 

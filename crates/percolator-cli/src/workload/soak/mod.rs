@@ -105,6 +105,7 @@ pub fn run(config: &SoakConfig) -> Result<SoakReport> {
         auditors: 2,
         duration,
         options: options.clone(),
+        lock_granularity: percolator::txn::LockGranularity::Cell,
     };
     bank::setup(&stack, &bank_config)?;
     let killed_config = BankConfig {

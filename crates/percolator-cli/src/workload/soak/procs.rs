@@ -145,6 +145,7 @@ pub fn run_client(config: &SoakClientConfig) -> Result<()> {
         auditors: 0,
         duration: Duration::from_secs(86_400),
         options: stack.txn_options(liveness)?,
+        lock_granularity: percolator::txn::LockGranularity::Cell,
     };
     bank::run(&stack, &bank_config, &|_, _| {}).map(|_| ())
 }

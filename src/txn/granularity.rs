@@ -1,0 +1,94 @@
+//! Lock granularity, a per-table choice stored in the table's meta row (docs/design.md
+//! invariant 14): a table locks cells (Percolator's choice, the default) or rows (one prewrite
+//! and one commit checkAndMutate per row, whatever the number of columns, at the price of
+//! conflicts between writers of different columns of a row).
+//!
+//! The choice is made when transactions are enabled and never changes afterwards: clients that
+//! disagreed on it would look for locks in different cells and miss each other's. Whoever sets
+//! it writes the meta row before the table gains its percolator families, and a client reads
+//! the meta row again right after it first finds those families, so no client ever uses a
+//! table under the wrong granularity.
+
+use std::fmt;
+use std::str::FromStr;
+
+use crate::error::{Error, Result};
+use crate::hbase::{Put, RowResult};
+use crate::txn::meta::META_FAMILY;
+
+/// The meta-row cell that holds a table's lock granularity (absent: cell).
+pub(crate) const LOCK_GRANULARITY: &[u8] = b"lock:granularity";
+
+/// What one lock of a transactional table covers.
+///
+/// ```
+/// use percolator::txn::LockGranularity;
+/// assert_eq!("row".parse::<LockGranularity>()?, LockGranularity::Row);
+/// assert_eq!(LockGranularity::default().to_string(), "cell");
+/// assert!("page".parse::<LockGranularity>().is_err());
+/// # Ok::<(), percolator::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum LockGranularity {
+    /// One lock per column of a row: writers of different columns never conflict.
+    #[default]
+    Cell,
+    /// One lock per row: a transaction's writes to a row cost one prewrite and one commit
+    /// checkAndMutate, and any two writers of a row conflict.
+    Row,
+}
+
+impl LockGranularity {
+    fn as_bytes(self) -> &'static [u8] {
+        match self {
+            LockGranularity::Cell => b"cell",
+            LockGranularity::Row => b"row",
+        }
+    }
+
+    /// The granularity a table's meta row records; a row without the cell is a cell table.
+    pub(crate) fn of_meta_row(table: &str, meta: &RowResult) -> Result<LockGranularity> {
+        match meta.value(META_FAMILY, LOCK_GRANULARITY) {
+            None | Some(b"cell") => Ok(LockGranularity::Cell),
+            Some(b"row") => Ok(LockGranularity::Row),
+            Some(other) => Err(Error::Corrupted {
+                what: "meta row",
+                table: table.to_string(),
+                row: crate::txn::meta::meta_row(table),
+                column: LOCK_GRANULARITY.to_vec(),
+                reason: format!(
+                    "unknown lock granularity {:?}",
+                    String::from_utf8_lossy(other)
+                ),
+            }),
+        }
+    }
+
+    /// Adds this granularity to a meta-row put.
+    pub(crate) fn put_into(self, put: Put) -> Put {
+        put.add(META_FAMILY, LOCK_GRANULARITY, self.as_bytes().to_vec())
+    }
+}
+
+impl fmt::Display for LockGranularity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            LockGranularity::Cell => "cell",
+            LockGranularity::Row => "row",
+        })
+    }
+}
+
+impl FromStr for LockGranularity {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<LockGranularity> {
+        match s {
+            "cell" => Ok(LockGranularity::Cell),
+            "row" => Ok(LockGranularity::Row),
+            other => Err(Error::IllegalArgument {
+                message: format!("lock granularity must be `cell` or `row`, not {other:?}"),
+            }),
+        }
+    }
+}
