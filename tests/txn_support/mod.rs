@@ -159,10 +159,15 @@ impl Env {
 
     /// A new transactional table with user family `f` that locks by `granularity`.
     pub fn table_with(&self, prefix: &str, granularity: LockGranularity) -> String {
+        self.table_in(&self.schema, prefix, granularity)
+    }
+
+    /// [`Env::table_with`], its granularity recorded in `schema`'s meta table: the one the
+    /// clients that use the table read (a table's granularity is in its meta row).
+    pub fn table_in(&self, schema: &Schema, prefix: &str, granularity: LockGranularity) -> String {
         let name = unique(prefix);
-        let desc = self.schema.table(&name, &[FAMILY]);
-        txn::setup::create_with(&self.hbase, &self.schema, &desc, granularity)
-            .expect("create table");
+        let desc = schema.table(&name, &[FAMILY]);
+        txn::setup::create_with(&self.hbase, schema, &desc, granularity).expect("create table");
         self.created(&name);
         name
     }
@@ -388,7 +393,8 @@ pub fn lock_qualifier(schema: &Schema, granularity: LockGranularity, key: &CellK
     }
 }
 
-fn granularity_from_env() -> LockGranularity {
+/// `PERCOLATOR_TEST_LOCK_GRANULARITY`, or cell.
+pub fn granularity_from_env() -> LockGranularity {
     match std::env::var("PERCOLATOR_TEST_LOCK_GRANULARITY") {
         Ok(v) => v
             .parse()

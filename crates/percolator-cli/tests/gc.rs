@@ -42,11 +42,16 @@ fn options(env: &Env) -> TxnOptions {
         .build()
 }
 
+/// A table of the fixture's granularity, recorded in the meta table of `opts`.
+fn table(env: &Env, opts: &TxnOptions, prefix: &str) -> String {
+    env.table_in(opts.schema(), prefix, env.granularity)
+}
+
 /// A fixture, options of this test's own, a table, a client and the cell `r` of the table.
 fn setup(prefix: &str) -> (Env, TxnOptions, String, Client, CellKey) {
     let env = Env::start();
     let opts = options(&env);
-    let table = env.table(prefix);
+    let table = table(&env, &opts, prefix);
     let client = env.client_with(opts.clone());
     let key = env.key(&table, "r");
     (env, opts, table, client, key)
@@ -219,7 +224,7 @@ fn a_long_running_transaction_holds_the_safe_point_back() {
 fn a_crash_mid_gc_leaves_every_read_right_and_a_rerun_finishes() {
     let env = Env::start();
     let opts = options(&env);
-    let table = env.table("gc_crash");
+    let table = table(&env, &opts, "gc_crash");
     let client = env.client_with(opts.clone());
     let keys: Vec<CellKey> = (0..12)
         .map(|i| env.key(&table, &format!("r{i:02}")))
@@ -266,7 +271,10 @@ fn a_crash_mid_gc_leaves_every_read_right_and_a_rerun_finishes() {
 fn locks_below_the_safe_point_are_decided_before_anything_is_collected() {
     let env = Env::start();
     let opts = options(&env);
-    let (t1, t2) = (env.table("gc_lock_a"), env.table("gc_lock_b"));
+    let (t1, t2) = (
+        table(&env, &opts, "gc_lock_a"),
+        table(&env, &opts, "gc_lock_b"),
+    );
     let client = env.client_with(opts.clone());
     let (primary, secondary) = (env.key(&t1, "p"), env.key(&t2, "s"));
     put(&client, &primary, "p0");
@@ -305,7 +313,7 @@ fn locks_below_the_safe_point_are_decided_before_anything_is_collected() {
 fn background_gc_is_drained_on_shutdown_and_a_short_life_time_is_refused() {
     let env = Env::start();
     let opts = options(&env);
-    let table = env.table("gc_bg");
+    let table = table(&env, &opts, "gc_bg");
     assert!(matches!(
         GcOptions::default().with_life_time(Duration::from_secs(1)),
         Err(Error::IllegalArgument { .. })
@@ -422,8 +430,7 @@ fn two_gc_processes_at_once_leave_one_version_below_the_safe_point_and_reads_rig
 /// A raw prewrite of `key` for a transaction at `start_ts` with `primary`, owned by `owner`,
 /// its wall time now and a long TTL (the parts of a commit a test needs to leave behind).
 fn prewrite(env: &Env, key: &CellKey, start_ts: u64, primary: &CellKey, owner: &str) {
-    use percolator::txn::actions;
-    use percolator::txn::codec::{encode_lock, Lock, MutationKind};
+    use percolator::txn::codec::{Lock, MutationKind};
     let lock = Lock {
         start_ts,
         kind: MutationKind::Put,
@@ -438,8 +445,9 @@ fn prewrite(env: &Env, key: &CellKey, start_ts: u64, primary: &CellKey, owner: &
         row: None,
         primary_row: false,
     };
-    let bytes = encode_lock(&lock);
-    let cam = actions::prewrite(&env.schema, key, &lock, &bytes, Some(b"x"), false);
+    // As the fixture's tables store it: a row lock when they lock rows.
+    let lock = env.as_stored(key, lock);
+    let cam = env.prewrite_cas(key, &lock, Some(b"x"), false);
     assert!(
         env.hbase.check_and_mutate(&key.table, &cam).unwrap(),
         "{key} prewrite"

@@ -15,7 +15,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use parking_lot::Mutex;
 use percolator::hbase::{Delete, FamilyDescriptor, Get, Put, Scan, TableDescriptor, TimeRange};
 use percolator::migrate::{self, ApplyOptions, ProgressMode, Step};
-use percolator::txn::CellKey;
+use percolator::txn::{CellKey, LockGranularity};
 use percolator::{Error, HBaseClient, MigrationIssue};
 use txn_support::Env;
 
@@ -40,11 +40,13 @@ fn now_ms() -> i64 {
         .as_millis() as i64
 }
 
+/// Quick runs, in the granularity the suite runs in (`PERCOLATOR_TEST_LOCK_GRANULARITY`).
 fn quiet() -> ApplyOptions {
     ApplyOptions {
         progress: ProgressMode::Off,
         settle: Duration::ZERO,
         checkpoint_rows: 7,
+        lock_granularity: txn_support::granularity_from_env(),
         ..ApplyOptions::default()
     }
 }
@@ -293,6 +295,63 @@ fn transactions_refuse_a_table_until_its_data_is_adopted() {
             .get(&table, "r001", "g", "b")
             .unwrap(),
         Some(b"b1".to_vec())
+    );
+    client.shutdown();
+}
+
+/// A table adopted to lock rows keeps them: adopted values read back, transactions writing
+/// different columns of a row conflict, and running `apply` again with cell locks, or
+/// enabling the table with them, is refused without change. `disable` forgets the choice.
+#[test]
+fn a_table_adopted_with_row_locks_keeps_them_until_disabled() {
+    let env = Env::start();
+    let table = legacy_table(&env, "mig_rows");
+    let rows = ApplyOptions {
+        lock_granularity: LockGranularity::Row,
+        ..quiet()
+    };
+    migrate::apply(&env.hbase, &env.schema, &table, &rows).unwrap();
+    let client = env.client();
+    let mut first = client.begin().unwrap();
+    assert_eq!(
+        first.get(&table, "r001", "g", "b").unwrap(),
+        Some(b"b1".to_vec())
+    );
+    first.set(&table, "r001", "g", "b", "first").unwrap();
+    client
+        .run(|txn| txn.set(&table, "r001", "f", "a", "second"))
+        .unwrap();
+    assert!(
+        matches!(first.commit(), Err(Error::WriteConflict { .. })),
+        "another column of the row was written since"
+    );
+    let cells = ApplyOptions {
+        lock_granularity: LockGranularity::Cell,
+        ..quiet()
+    };
+    let err = migrate::apply(&env.hbase, &env.schema, &table, &cells).unwrap_err();
+    assert!(err.to_string().contains("locks by row, not cell"), "{err}");
+    assert!(percolator::txn::setup::enable_transactions(&env.hbase, &env.schema, &table).is_err());
+    migrate::apply(&env.hbase, &env.schema, &table, &rows)
+        .expect_err("nothing to do: already adopted");
+    client.shutdown();
+    migrate::disable(
+        &env.hbase,
+        &env.schema,
+        &table,
+        None,
+        &disable_quietly(false),
+    )
+    .unwrap();
+    migrate::apply(&env.hbase, &env.schema, &table, &cells).unwrap();
+    let client = env.client();
+    assert_eq!(
+        client
+            .begin()
+            .unwrap()
+            .get(&table, "r001", "f", "a")
+            .unwrap(),
+        Some(b"second".to_vec())
     );
     client.shutdown();
 }
@@ -844,8 +903,18 @@ fn apply_over_several_tables_refuses_a_disabled_last_table_before_touching_the_f
     // Enabled again, both runs go through.
     admin.enable_table(&plain).unwrap();
     admin.enable_table(&resumed).unwrap();
+    // In the granularity `resumed` was begun with.
+    let granularity = txn_support::granularity_from_env().to_string();
     let (code, _, stderr) = percolator(&[
-        "migrate", "apply", "--hbase", &env.addr, &first, &plain, &resumed,
+        "migrate",
+        "apply",
+        "--hbase",
+        &env.addr,
+        "--lock-granularity",
+        &granularity,
+        &first,
+        &plain,
+        &resumed,
     ]);
     assert_eq!(code, 0, "{stderr}");
     for t in [&first, &plain, &resumed] {
