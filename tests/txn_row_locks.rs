@@ -379,3 +379,36 @@ fn a_damaged_row_lock_is_reported_and_left_intact() {
     );
     client.shutdown();
 }
+
+/// An operator sees a row lock once, under its first column, and resolving it settles the
+/// whole row.
+#[test]
+fn a_row_lock_is_listed_once_and_resolving_it_settles_the_row() {
+    let env = Env::start();
+    let t = env.table_with("listed_once", ROW);
+    let keys = columns(&t, "r", &["x", "y", "z"]);
+    write(&env, &keys, "old");
+    let crashing = env.client_with(
+        env.options()
+            .to_builder()
+            .crash_injector(Arc::new(|at| at == Seam::BeforePrimaryCommit))
+            .build(),
+    );
+    let mut txn = crashing.begin().unwrap();
+    for k in &keys {
+        txn.set(&k.table, &k.row, &k.family, &k.qualifier, "new")
+            .unwrap();
+    }
+    assert!(txn.commit().is_err(), "dies before its commit point");
+    let locks = percolator::locks::list_locks(&env.hbase, &env.schema, &t).unwrap();
+    assert_eq!(locks.len(), 1, "{locks:?}");
+    assert_eq!(locks[0].key, keys[0]);
+    let resolver = env.client();
+    let resolved = percolator::locks::resolve_locks(&resolver, &locks);
+    assert!(resolved.iter().all(|r| r.resolved), "{resolved:?}");
+    assert!(percolator::locks::list_locks(&env.hbase, &env.schema, &t)
+        .unwrap()
+        .is_empty());
+    assert_eq!(read(&env, &keys), vec![Some(b"old".to_vec()); 3]);
+    resolver.shutdown();
+}
