@@ -484,6 +484,7 @@ impl<'a> Reader<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::txn::actions::fixtures::row_lock;
 
     fn lock(start_ts: u64) -> Lock {
         Lock {
@@ -499,33 +500,10 @@ mod tests {
         }
     }
 
-    fn row_lock(start_ts: u64) -> Lock {
-        Lock {
-            kind: MutationKind::Lock,
-            short_value: None,
-            row: Some(vec![
-                RowColumn {
-                    family: b"f".to_vec(),
-                    qualifier: b"a".to_vec(),
-                    kind: MutationKind::Put,
-                    short_value: Some(b"1".to_vec()),
-                },
-                RowColumn {
-                    family: b"f".to_vec(),
-                    qualifier: Vec::new(),
-                    kind: MutationKind::Delete,
-                    short_value: None,
-                },
-            ]),
-            primary_row: true,
-            ..lock(start_ts)
-        }
-    }
-
     #[test]
     fn row_locks_round_trip_and_cell_locks_keep_format_1() {
         for l in [
-            row_lock(42),
+            row_lock(42, "r1"),
             Lock {
                 primary_row: true,
                 ..lock(43)
@@ -543,12 +521,12 @@ mod tests {
 
     #[test]
     fn a_row_lock_is_stored_apart_from_every_column_and_covers_only_its_own() {
-        let l = row_lock(42);
+        let l = row_lock(42, "r1");
         let key = CellKey::new("t", b"r1".to_vec(), b"f".to_vec(), b"a".to_vec()).unwrap();
         assert_eq!(l.qualifier(&key), ROW_LOCK_QUALIFIER);
         assert_ne!(column_qualifier(b"f", b""), ROW_LOCK_QUALIFIER);
-        assert!(l.covers(b"f", b"a") && l.covers(b"f", b""));
-        assert!(!l.covers(b"f", b"b") && !l.covers(b"g", b"a"));
+        assert!(l.covers(b"f", b"a") && l.covers(b"f", b"b"));
+        assert!(!l.covers(b"f", b"") && !l.covers(b"f", b"c") && !l.covers(b"g", b"a"));
         let other_row = CellKey::new("t", b"r2".to_vec(), b"f".to_vec(), b"a".to_vec()).unwrap();
         let other_column = CellKey::new("t", b"r1".to_vec(), b"g".to_vec(), b"z".to_vec()).unwrap();
         assert!(l.is_primary_lock(&other_column) && !l.is_primary_lock(&other_row));
@@ -557,7 +535,7 @@ mod tests {
 
     #[test]
     fn damaged_row_locks_are_errors_not_panics() {
-        let good = encode_lock(&row_lock(9));
+        let good = encode_lock(&row_lock(9, "r1"));
         for cut in 0..good.len() {
             assert!(
                 decode_lock_state(Some(&good[..cut])).is_err(),
@@ -566,14 +544,14 @@ mod tests {
         }
         let mut huge_count = encode_lock(&Lock {
             row: Some(Vec::new()),
-            ..row_lock(9)
+            ..row_lock(9, "r1")
         });
         let n = huge_count.len();
         huge_count[n - 4..].copy_from_slice(&u32::MAX.to_be_bytes());
         assert!(decode_lock_state(Some(&huge_count)).is_err());
         let empty = encode_lock(&Lock {
             row: Some(Vec::new()),
-            ..row_lock(9)
+            ..row_lock(9, "r1")
         });
         assert!(decode_lock_state(Some(&empty)).is_err());
     }
