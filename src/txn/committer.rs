@@ -69,18 +69,16 @@ impl Committer {
     ) -> Result<Committer> {
         let ctx = session.ctx();
         let keys: Vec<&CellKey> = writes.iter().map(|(k, _)| k).collect();
-        ctx.check_families(keys).await?;
-        let mut row_tables: HashMap<String, bool> = HashMap::new();
-        for (key, _) in &writes {
-            if !row_tables.contains_key(&key.table) {
-                let row = ctx.lock_granularity(&key.table).await? == LockGranularity::Row;
-                row_tables.insert(key.table.clone(), row);
-            }
-        }
+        let granularities = ctx.check_families(keys).await?;
+        // Whether each write's table locks rows.
+        let row_locked: Vec<bool> = writes
+            .iter()
+            .map(|(k, _)| granularities.of(&k.table) == LockGranularity::Row)
+            .collect();
         let opts = ctx.opts();
         let primary = writes[0].0.clone();
         let template = LockTemplate {
-            primary_row: row_tables[&primary.table],
+            primary_row: row_locked[0],
             primary,
             owner: ctx.liveness().owner().to_string(),
             wall_ms: ctx.now_ms(),
@@ -89,8 +87,8 @@ impl Committer {
         };
         let mut units: Vec<Unit> = Vec::new();
         let mut rows: HashMap<(String, Vec<u8>), usize> = HashMap::new();
-        for ((key, write), notify) in writes.into_iter().zip(notify) {
-            if !row_tables[&key.table] {
+        for (((key, write), notify), row_locked) in writes.into_iter().zip(notify).zip(row_locked) {
+            if !row_locked {
                 units.push(Unit::Cell(key, write, notify));
                 continue;
             }

@@ -192,29 +192,33 @@ impl Context {
 
     /// Fails with `NotTransactional` unless the table has the percolator families (checked once
     /// per table per client) and is not being migrated (the meta row, cached 5 s).
-    pub async fn check_table(&self, table: &str) -> Result<()> {
-        self.check_not_migrating(table).await?;
-        self.table_families(table, false).await.map(|_| ())
+    pub async fn check_table(&self, table: &str) -> Result<LockGranularity> {
+        // The families first, as in `check_families`.
+        self.table_families(table, false).await?;
+        self.check_not_migrating(table).await
     }
 
     /// [`Context::check_table`] for every key's table, and `FamilyNotFound` if a key names a
     /// family its table does not have: a read would otherwise find no write record and answer
     /// "absent". A family missing from a cached descriptor is looked up once more, since it
-    /// may have been added since (a descriptor just fetched is not fetched again).
+    /// may have been added since (a descriptor just fetched is not fetched again). Returns
+    /// each table's lock granularity, read from the same meta row as its migration marker.
     pub async fn check_families<'k>(
         &self,
         keys: impl IntoIterator<Item = &'k CellKey>,
-    ) -> Result<()> {
-        let mut checked: Option<&str> = None;
+    ) -> Result<Granularities<'k>> {
+        let mut tables = Granularities(Vec::new());
         for key in keys {
-            // Keys come grouped by table: the marker is looked up once per run of a table.
-            if checked != Some(key.table.as_str()) {
-                self.check_not_migrating(&key.table).await?;
-                checked = Some(key.table.as_str());
-            }
+            // The families first: a client that finds them for the first time reads the meta
+            // row again, and the granularity must come from that read (see `granularity`).
             self.check_family(&key.table, &key.family).await?;
+            // Keys come grouped by table: the meta row is looked up once per run of a table.
+            if tables.0.last().map(|(t, _)| *t) != Some(key.table.as_str()) {
+                let granularity = self.check_not_migrating(&key.table).await?;
+                tables.0.push((key.table.as_str(), granularity));
+            }
         }
-        Ok(())
+        Ok(tables)
     }
 
     /// `FamilyNotFound` unless transactional table `table` has `family` (see
@@ -265,7 +269,7 @@ impl Context {
     /// returns it to plain use (docs/design.md invariant 11): a read then would miss values
     /// not yet adopted. The migration writes its marker before it adds the families and
     /// waits out `META_REFRESH`, so a client that sees the families sees the marker.
-    async fn check_not_migrating(&self, table: &str) -> Result<()> {
+    async fn check_not_migrating(&self, table: &str) -> Result<LockGranularity> {
         let meta = self.table_meta(table).await?;
         match meta.value(META_FAMILY, MIG_STATE) {
             Some(state) if MIG_BUSY_STATES.contains(&state) => Err(Error::NotTransactional {
@@ -275,8 +279,21 @@ impl Context {
                     String::from_utf8_lossy(state)
                 ),
             }),
-            _ => Ok(()),
+            _ => LockGranularity::of_meta_row(table, &meta),
         }
+    }
+}
+
+/// The lock granularity of each table [`Context::check_families`] checked.
+pub(crate) struct Granularities<'k>(Vec<(&'k str, LockGranularity)>);
+
+impl Granularities<'_> {
+    /// `table`'s, when it was checked (cell otherwise: only checked tables are written).
+    pub fn of(&self, table: &str) -> LockGranularity {
+        self.0
+            .iter()
+            .find(|(t, _)| *t == table)
+            .map_or(LockGranularity::Cell, |(_, g)| *g)
     }
 }
 

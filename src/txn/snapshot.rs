@@ -153,8 +153,7 @@ impl<'a> SnapshotReader<'a> {
         let ctx = self.session.ctx();
         // A table without the percolator families is a typed error, not FamilyNotFound; a key
         // in a family the table lacks is FamilyNotFound, not "absent".
-        ctx.check_families(keys).await?;
-        let granularity = ctx.lock_granularity(table).await?;
+        let granularity = ctx.check_families(keys).await?.of(table);
         let schema = ctx.schema();
         let resolver = LockResolver::new(self.session);
         let qualifiers: Vec<Vec<u8>> = keys.iter().map(|k| schema.qualifier(k)).collect();
@@ -306,8 +305,7 @@ impl<'a> SnapshotReader<'a> {
             return Ok(Vec::new());
         }
         let ctx = self.session.ctx();
-        ctx.check_table(&cursor.table).await?;
-        let granularity = ctx.lock_granularity(&cursor.table).await?;
+        let granularity = ctx.check_table(&cursor.table).await?;
         let scan = cursor.scan(ctx.schema(), self.snapshot);
         let page = self
             .session
