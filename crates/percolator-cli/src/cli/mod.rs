@@ -102,9 +102,14 @@ pub enum Command {
         /// txn_transfer2,floor_get,floor_put1,floor_transfer2,notify,notify_kill. Default:
         /// all but the notify ones (and, with --api sync, the floor workloads, which run on
         /// tasks only). notify_kill runs two observer workers and kills and replaces one
-        /// every 5 s.
+        /// every 5 s. txn_large (one transaction of --large-cells cells, with raw_large, the
+        /// same cells in putMultiple batches, beside it) runs without the others, each of
+        /// --rounds rounds measuring both once, against a gateway in another process.
         #[arg(long)]
         workloads: Option<String>,
+        /// Cells of the txn_large transaction (100-byte values, 10 columns a row).
+        #[arg(long, default_value_t = 100_000)]
+        large_cells: usize,
         /// Print one JSON report instead of the table and the ratios.
         #[arg(long)]
         json: bool,
