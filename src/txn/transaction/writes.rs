@@ -165,7 +165,7 @@ impl AsyncTransaction {
 
     /// Buffers a lock-only write: the commit checks for conflicts on `key` and writes no value.
     pub(super) fn lock_key(&mut self, key: CellKey) -> Result<()> {
-        if self.writes.contains_key(&key) {
+        if self.writes.contains(&key) {
             // Written already: the write locks it.
             return Ok(());
         }
@@ -194,6 +194,6 @@ impl AsyncTransaction {
         if self.first.is_none() {
             self.first = Some(key.clone());
         }
-        self.writes.insert(key, write);
+        self.writes.insert(&key, &write);
     }
 }
