@@ -1,6 +1,7 @@
 //! Large transactions (docs/design.md, "Large transactions"): a commit sends a bounded window
 //! of checkAndMutates at a time whatever its size, a failed prewrite stops the prewrites and
-//! rolls back what it locked.
+//! rolls back what it locked, and a transaction past `TxnOptions::max_txn_bytes` is refused
+//! before anything of it is written.
 
 mod txn_support;
 
@@ -10,7 +11,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use percolator::hbase::{CheckAndMutate, Delete, Get, Put, RowResult, Scan, TableDescriptor};
 use percolator::txn::{HBaseAccess, Seam};
-use percolator::{Error, Result};
+use percolator::{Error, Result, RetryClass};
 use txn_support::Env;
 
 /// The most checkAndMutates a commit has in flight at once (`txn::batches::WINDOW`).
@@ -178,5 +179,41 @@ fn a_refused_prewrite_stops_the_rest_and_leaves_no_lock_of_ours() {
         Some(&b"theirs"[..])
     );
     assert_eq!(reader.get(&t, row(0), "f", "q").unwrap(), None);
+    client.shutdown();
+}
+
+/// A write past the byte limit is refused where it is made, with the sizes, as fatal; the
+/// transaction's commit then writes nothing, and `run` does not retry it.
+#[test]
+fn a_transaction_past_its_byte_limit_is_refused_before_anything_is_written() {
+    let env = Env::start();
+    let t = env.table("limited");
+    let options = env.options().to_builder().max_txn_bytes(10_000).build();
+    let client = env.client_with(options);
+    let mut attempts = 0;
+    let refused = client
+        .run(|txn| {
+            attempts += 1;
+            for i in 0..1_000 {
+                txn.set(&t, row(i), "f", "q", vec![b'x'; 100])?;
+            }
+            Ok(())
+        })
+        .unwrap_err();
+    assert_eq!(refused.retry_class(), RetryClass::Fatal);
+    let Error::TransactionTooLarge {
+        cells,
+        bytes,
+        limit,
+    } = refused
+    else {
+        panic!("{refused:?}")
+    };
+    // Each cell: a 7-byte row, a 1-byte family and qualifier, 100 bytes of value.
+    assert_eq!((cells, bytes, limit), (92, 92 * 109, 10_000));
+    assert_eq!(attempts, 1, "a fatal error is not retried");
+
+    let rows = env.hbase.scan(&t, &Scan::new()).unwrap().count();
+    assert_eq!(rows, 0, "nothing of the transaction reached the table");
     client.shutdown();
 }
