@@ -36,6 +36,7 @@ fn main() -> ExitCode {
         }),
         Command::Soak(config) => soak::run(&config).map(|r| soak::print(&r, config.json)),
         Command::SoakClient(config) => soak::run_client(&config).map(|()| true),
+        Command::LargeClient(config) => large::run_client(&config).map(|()| true),
         Command::Bench {
             seconds,
             threads,

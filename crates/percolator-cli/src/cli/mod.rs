@@ -79,6 +79,9 @@ pub enum Command {
     /// The child process `soak` kills.
     #[command(hide = true)]
     SoakClient(soak::SoakClientConfig),
+    /// The child the large-transaction crash tests kill.
+    #[command(hide = true)]
+    LargeClient(crate::workload::large::LargeClientConfig),
     /// Raw HBase operations vs transactions: ops/s, p50, p99, RPCs per op.
     Bench {
         /// How long each workload runs, in seconds (split over --rounds).

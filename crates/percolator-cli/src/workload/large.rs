@@ -286,6 +286,106 @@ fn rss_bytes(field: &str) -> u64 {
     kb * 1024
 }
 
+/// `percolator large-client`: the child the large-transaction crash tests kill (hidden).
+/// Commits one transaction writing `--tag`'s value to cells `0..--cells` of `--table`, the
+/// cells and values of `txn_large`, with its secondaries committed before it returns.
+#[derive(Clone, Debug, clap::Args)]
+pub struct LargeClientConfig {
+    /// HBase Thrift2 gateway.
+    #[arg(long)]
+    pub hbase: String,
+    /// Timestamp oracle.
+    #[arg(long)]
+    pub oracle: String,
+    /// A transactional table with family `f`.
+    #[arg(long)]
+    pub table: String,
+    /// Cells to write.
+    #[arg(long)]
+    pub cells: usize,
+    /// What the values start with (see [`tagged_value`]).
+    #[arg(long)]
+    pub tag: String,
+    /// `SEAM[:N]`: at the Nth time (default 1) the commit reaches seam SEAM (`Seam::name`),
+    /// print `paused at SEAM` and stop there until killed.
+    #[arg(long)]
+    pub pause_at: Option<String>,
+    /// `SEAM`: the first time the commit reaches SEAM, print `reached SEAM` and go on.
+    #[arg(long)]
+    pub announce_at: Option<String>,
+}
+
+/// The value a [`LargeClientConfig`] child writes to cell `i`.
+pub fn tagged_value(tag: &str, i: usize) -> Vec<u8> {
+    let mut v = format!("{tag}-{i:016}").into_bytes();
+    v.resize(VALUE_BYTES, b'.');
+    v
+}
+
+/// The row and column of cell `i` of a [`LargeClientConfig`] child's table.
+pub fn client_cell(i: usize) -> (String, String) {
+    cell(0, i)
+}
+
+/// The child's crash injector: it never makes the client die, it stops the commit where the
+/// parent asked (or tells it a seam was passed), so that the parent's SIGKILL lands there.
+fn pausing_injector(config: &LargeClientConfig) -> percolator::txn::CrashInjector {
+    use std::io::Write;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    // Seam names hold `::`: a count is what follows the last colon, when it is a number.
+    let (pause, nth) = match config.pause_at.as_deref() {
+        None => (None, 1),
+        Some(p) => match p.rsplit_once(':').map(|(seam, n)| (seam, n.parse())) {
+            Some((seam, Ok(n))) => (Some(seam.to_string()), n),
+            _ => (Some(p.to_string()), 1),
+        },
+    };
+    let announce = config.announce_at.clone();
+    let (reached, announced) = (AtomicUsize::new(0), AtomicUsize::new(0));
+    std::sync::Arc::new(move |seam: percolator::txn::Seam| {
+        let name = seam.name();
+        if announce.as_deref() == Some(name) && announced.fetch_add(1, Ordering::SeqCst) == 0 {
+            println!("reached {name}");
+            let _ = std::io::stdout().flush();
+        }
+        if pause.as_deref() == Some(name) && reached.fetch_add(1, Ordering::SeqCst) + 1 == nth {
+            println!("paused at {name}");
+            let _ = std::io::stdout().flush();
+            loop {
+                std::thread::sleep(std::time::Duration::from_secs(3600));
+            }
+        }
+        false
+    })
+}
+
+/// The child the crash tests kill: see [`LargeClientConfig`].
+pub fn run_client(config: &LargeClientConfig) -> Result<()> {
+    let stack = Stack::start(Some(&config.hbase), Some(&config.oracle))?;
+    let liveness = LivenessConfig {
+        table: "percolator_liveness".into(),
+        ttl_secs: 1,
+    };
+    let options = stack
+        .txn_options(liveness)?
+        .to_builder()
+        .sync_secondaries(true)
+        .crash_injector(pausing_injector(config))
+        .build();
+    let client = stack.client(options)?.asynchronous();
+    let runtime = percolator::internals::client_runtime(&client).clone();
+    percolator::internals::wait(&runtime, async {
+        let mut txn = client.begin().await?;
+        for i in 0..config.cells {
+            let (row, column) = client_cell(i);
+            txn.set(&config.table, row, F, column, tagged_value(&config.tag, i))?;
+        }
+        txn.commit().await?;
+        client.shutdown().await;
+        Ok(())
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
