@@ -232,17 +232,25 @@ fn run_large(
             config.gateway
         );
         println!(
-            "{:<10} {:>9} {:>9} {:>13} {:>13} {:>12}",
-            "workload", "seconds", "us/cell", "base RSS MiB", "peak RSS MiB", "peak-base MiB"
+            "{:<10} {:>9} {:>9} {:>13} {:>13} {:>13} {:>12}",
+            "workload",
+            "seconds",
+            "us/cell",
+            "base RSS MiB",
+            "buffered MiB",
+            "peak RSS MiB",
+            "peak-base MiB"
         );
     }
     let report = large::run(&stack, config, |name, r| {
         if !json {
             println!(
-                "{name:<10} {:>9.2} {:>9.1} {:>13.1} {:>13.1} {:>12.1}",
+                "{name:<10} {:>9.2} {:>9.1} {:>13.1} {:>13} {:>13.1} {:>12.1}",
                 r.seconds,
                 r.us_per_cell,
                 mib(r.baseline_rss_bytes),
+                r.buffered_rss_bytes
+                    .map_or_else(|| "-".to_string(), |b| format!("{:.1}", mib(b))),
                 mib(r.peak_rss_bytes),
                 mib(r.peak_rss_bytes.saturating_sub(r.baseline_rss_bytes))
             );

@@ -59,6 +59,9 @@ pub struct LargeRun {
     pub baseline_rss_bytes: u64,
     /// The most resident memory of this process while the workload ran.
     pub peak_rss_bytes: u64,
+    /// `txn_large`: resident memory once every write is buffered, before the commit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub buffered_rss_bytes: Option<u64>,
 }
 
 /// A workload's runs and their means.
@@ -175,6 +178,7 @@ pub fn run(
             let baseline = rss_bytes("VmRSS:");
             let started = Instant::now();
             let hbase = stack.hbase.asynchronous();
+            let mut buffered = None;
             percolator::internals::wait(&runtime, async {
                 match name {
                     RAW_LARGE => raw_batches(&hbase, &raw_table, round, config.cells).await,
@@ -184,6 +188,7 @@ pub fn run(
                             let (row, column) = cell(round, i);
                             txn.set(&txn_table, row, F, column, value(i))?;
                         }
+                        buffered = Some(rss_bytes("VmRSS:"));
                         txn.commit().await.map(drop)
                     }
                 }
@@ -194,6 +199,7 @@ pub fn run(
                 us_per_cell: seconds * 1e6 / config.cells.max(1) as f64,
                 baseline_rss_bytes: baseline,
                 peak_rss_bytes: rss_bytes("VmHWM:").max(baseline),
+                buffered_rss_bytes: buffered,
             };
             each(name, &run);
             runs.entry(name).or_default().push(run);
