@@ -217,3 +217,35 @@ fn a_writer_killed_while_its_secondaries_commit_leaves_every_new_value() {
     );
     assert_eq!(tag, "new", "the primary committed");
 }
+
+/// `bench --workloads txn_large` reports, for the transaction and its raw baseline, the time
+/// per cell and the client's peak memory, measured with the gateway in a child process.
+#[test]
+fn the_large_bench_reports_time_and_peak_memory_per_cell() {
+    let out = Command::new(env!("CARGO_BIN_EXE_percolator"))
+        .args(["bench", "--workloads", "txn_large", "--large-cells", "2000"])
+        .args(["--rounds", "1", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(report["gateway"]
+        .as_str()
+        .unwrap()
+        .contains("child process"));
+    for name in ["txn_large", "raw_large"] {
+        let w = &report["workloads"][name];
+        assert_eq!(w["cells"], 2000, "{report:#}");
+        assert!(w["us_per_cell"].as_f64().unwrap() > 0.0, "{report:#}");
+        let (peak, baseline) = (
+            w["peak_rss_bytes"].as_u64(),
+            w["baseline_rss_bytes"].as_u64(),
+        );
+        assert!(peak.unwrap() >= baseline.unwrap(), "{report:#}");
+    }
+    assert!(report["txn_over_raw"].as_f64().unwrap() > 0.0);
+}
