@@ -33,8 +33,20 @@ pub(crate) async fn windowed<T, Fut>(
 ) where
     Fut: Future<Output = T>,
 {
-    let stop = AtomicBool::new(false);
-    let started = items.take_while(|_| !stop.load(Ordering::Relaxed));
+    let (mut items, stop) = (items.peekable(), AtomicBool::new(false));
+    let few: Vec<usize> = items.by_ref().take(WINDOW).collect();
+    if items.peek().is_none() {
+        // All fit in one window: they start together, as one plain join.
+        let outcomes = futures::future::join_all(few.iter().map(|&i| op(i))).await;
+        for (i, outcome) in few.into_iter().zip(outcomes) {
+            each(i, outcome);
+        }
+        return;
+    }
+    let started = few
+        .into_iter()
+        .chain(items)
+        .take_while(|_| !stop.load(Ordering::Relaxed));
     let mut running = futures::stream::iter(started)
         .map(|i| {
             let done = op(i);
@@ -48,15 +60,19 @@ pub(crate) async fn windowed<T, Fut>(
     }
 }
 
-/// A commit's cells and what their locks share; the mutation of a cell is built when it is
-/// needed, except the primary's, which the heartbeat holds while the commit runs.
+/// A commit's cells and what their locks share. The mutations of the first window's cells are
+/// built once and kept for both phases (every cell's in most transactions, and the primary's,
+/// which the heartbeat holds); a later cell's is built each time it is needed.
 pub(crate) struct CommitBatch {
     template: LockTemplate,
     start_ts: u64,
     cells: CommitCells,
     /// Whether cell i leaves an observer notification.
     notify: Vec<bool>,
-    primary: Arc<Mutation>,
+    /// The mutations of cells `0..kept.len()`, the primary's first.
+    kept: Vec<Arc<Mutation>>,
+    /// One key for each table and family the cells after `kept` write.
+    probes: Vec<CellKey>,
 }
 
 impl CommitBatch {
@@ -66,15 +82,25 @@ impl CommitBatch {
         cells: CommitCells,
         notify: Vec<bool>,
     ) -> CommitBatch {
-        let primary =
-            Arc::new(template.mutation(start_ts, cells.key(0), cells.write(0), notify[0]));
-        CommitBatch {
+        let mut batch = CommitBatch {
             template,
             start_ts,
             cells,
             notify,
-            primary,
-        }
+            kept: Vec::new(),
+            probes: Vec::new(),
+        };
+        batch.kept = (0..batch.len().min(WINDOW))
+            .map(|i| batch.build(i))
+            .collect();
+        batch.probes = batch.cells.family_probes(batch.kept.len());
+        batch
+    }
+
+    fn build(&self, i: usize) -> Arc<Mutation> {
+        let (key, write) = (self.cells.key(i), self.cells.write(i));
+        let notify = self.notify[i];
+        Arc::new(self.template.mutation(self.start_ts, key, write, notify))
     }
 
     pub fn len(&self) -> usize {
@@ -82,23 +108,19 @@ impl CommitBatch {
     }
 
     pub fn primary(&self) -> &Arc<Mutation> {
-        &self.primary
+        &self.kept[0]
     }
 
     /// Cell i's mutation (its lock and lock bytes are the same every time).
     pub fn mutation(&self, i: usize) -> Arc<Mutation> {
-        if i == 0 {
-            return Arc::clone(&self.primary);
+        match self.kept.get(i) {
+            Some(m) => Arc::clone(m),
+            None => self.build(i),
         }
-        let (key, write) = (self.cells.key(i), self.cells.write(i));
-        Arc::new(
-            self.template
-                .mutation(self.start_ts, key, write, self.notify[i]),
-        )
     }
 
-    /// One key for each table and family written.
-    pub fn family_probes(&self) -> Vec<CellKey> {
-        self.cells.family_probes()
+    /// Keys naming every table and family written, for `Context::check_families`.
+    pub fn family_keys(&self) -> impl Iterator<Item = &CellKey> {
+        self.kept.iter().map(|m| &m.key).chain(&self.probes)
     }
 }

@@ -85,7 +85,7 @@ impl Committer {
     /// Commits and returns commit_ts.
     pub async fn commit(self) -> Result<Committed> {
         let ctx = Arc::clone(self.session.ctx());
-        ctx.check_families(&self.muts.family_probes()).await?;
+        ctx.check_families(self.muts.family_keys()).await?;
 
         let started = Instant::now();
         let prewritten = self
