@@ -13,8 +13,9 @@ use crate::txn::mutation::{LockTemplate, Mutation};
 use crate::txn::packed::CommitCells;
 
 /// Requests of one phase in flight at once. Enough to keep every connection of the default
-/// pool of 16 busy several calls deep (and a bench's pool of 64); each one holds its
-/// encoded request and its task's state, a few KB.
+/// pool of 16 busy several calls deep (and a bench's pool of 64); each one holds its mutation,
+/// its checkAndMutate, the encoded request and its task's state, about 8 KB in all
+/// (docs/benchmarks.md, section 8).
 pub(crate) const WINDOW: usize = 256;
 
 /// Whether to start more requests after one was answered.
