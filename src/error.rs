@@ -500,6 +500,21 @@ pub enum Error {
         limit: usize,
     },
 
+    /// A write would take the transaction past `TxnOptions::max_txn_bytes` (its buffered rows,
+    /// families, qualifiers and values); the write is refused and nothing of the transaction
+    /// has been written. Split the work into smaller transactions, or raise the limit.
+    #[error(
+        "transaction too large: {cells} cells of {bytes} bytes, over the limit of {limit} bytes"
+    )]
+    TransactionTooLarge {
+        /// Cells the transaction would hold with the refused write.
+        cells: usize,
+        /// Their keys' and values' bytes.
+        bytes: usize,
+        /// The configured limit in bytes.
+        limit: usize,
+    },
+
     /// The client died at an injected crash point (tests and the demo; feature `testing`): the
     /// transaction's outcome is whatever the other clients' resolution makes of its locks.
     #[cfg(feature = "testing")]
@@ -628,6 +643,7 @@ impl Error {
             | Error::Corrupted { .. }
             | Error::NotTransactional { .. }
             | Error::ValueTooLarge { .. }
+            | Error::TransactionTooLarge { .. }
             | Error::Shutdown
             | Error::Migration { .. }
             | Error::Io { .. } => RetryClass::Fatal,
@@ -918,6 +934,15 @@ impl Error {
                 size: *size,
                 limit: *limit,
             },
+            E::TransactionTooLarge {
+                cells,
+                bytes,
+                limit,
+            } => E::TransactionTooLarge {
+                cells: *cells,
+                bytes: *bytes,
+                limit: *limit,
+            },
             #[cfg(feature = "testing")]
             E::ClientCrashed { start_ts, seam } => E::ClientCrashed {
                 start_ts: *start_ts,
@@ -1006,6 +1031,14 @@ mod tests {
                     limit: 10_485_760,
                 },
                 "value for users row big is 20000000 bytes, over the limit of 10485760",
+            ),
+            (
+                Error::TransactionTooLarge {
+                    cells: 700_001,
+                    bytes: 67_108_900,
+                    limit: 67_108_864,
+                },
+                "transaction too large: 700001 cells of 67108900 bytes, over the limit of 67108864 bytes",
             ),
             (
                 Error::KeyExists {

@@ -1,23 +1,23 @@
 //! The committer: two-phase commit of one transaction's buffered writes. Every cell is
-//! prewritten at once (the first is the primary), then the commit point is written (see
-//! `commit_point`), then the secondaries, in the background unless asked to wait. Failure
-//! handling follows docs/design.md invariants 1-4, 7 and 9.
+//! prewritten, a window of them at a time (the first is the primary; see `batches`), then the
+//! commit point is written (see `commit_point`), then the secondaries, in the background
+//! unless asked to wait. Failure handling follows docs/design.md invariants 1-4, 7 and 9.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
 use tracing::Instrument;
 
 use crate::error::{Error, Result};
-use crate::hbase::{CheckAndMutate, Delete};
-use crate::key::CellKey;
+use crate::hbase::Delete;
 use crate::metrics;
 use crate::txn::actions::{self, after_failed_prewrite, PrewriteNext};
+use crate::txn::batches::{windowed, CommitBatch, Flow};
 use crate::txn::commit_point;
 use crate::txn::granularity::LockGranularity;
-use crate::txn::mutation::{LockTemplate, Mutation, Write};
+use crate::txn::mutation::{LockTemplate, Mutation};
 use crate::txn::options::Seam;
+use crate::txn::packed::CommitCells;
 use crate::txn::resolver::LockResolver;
 use crate::txn::session::Session;
 use crate::txn::stats::Stats;
@@ -37,16 +37,10 @@ pub(crate) struct Committer {
     session: Session,
     start_ts: u64,
     /// Shared, not copied: the prewrites and the background secondary commits read them.
-    muts: Vec<Arc<Mutation>>,
+    muts: Arc<CommitBatch>,
     /// A delete in the primary's row that lands with the commit point (observers clear their
     /// notifications so).
     primary_extra: Option<Delete>,
-}
-
-/// What one prewrite locks: a cell, or every write to one row of a table that locks rows.
-enum Unit {
-    Cell(CellKey, Write, bool),
-    Row(Vec<(CellKey, Write, bool)>),
 }
 
 /// A commit that went through.
@@ -64,55 +58,29 @@ impl Committer {
     pub async fn new(
         session: Session,
         start_ts: u64,
-        writes: Vec<(CellKey, Write)>,
+        writes: CommitCells,
         notify: Vec<bool>,
     ) -> Result<Committer> {
         let ctx = session.ctx();
-        let keys: Vec<&CellKey> = writes.iter().map(|(k, _)| k).collect();
-        let granularities = ctx.check_families(keys).await?;
-        // Whether each write's table locks rows.
-        let row_locked: Vec<bool> = writes
+        let probes = writes.family_probes(0);
+        let granularities = ctx.check_families(&probes).await?;
+        let row_tables: Vec<String> = probes
             .iter()
-            .map(|(k, _)| granularities.of(&k.table) == LockGranularity::Row)
+            .filter(|k| granularities.of(&k.table) == LockGranularity::Row)
+            .map(|k| k.table.clone())
             .collect();
         let opts = ctx.opts();
-        let primary = writes[0].0.clone();
         let template = LockTemplate {
-            primary_row: row_locked[0],
-            primary,
+            primary: writes.key(0),
+            primary_row: row_tables.iter().any(|t| t == writes.table(0)),
             owner: ctx.liveness().owner().to_string(),
             wall_ms: ctx.now_ms(),
             ttl_ms: opts.lock_ttl.as_millis() as u64,
             short_value_limit: opts.short_value_limit,
         };
-        let mut units: Vec<Unit> = Vec::new();
-        let mut rows: HashMap<(String, Vec<u8>), usize> = HashMap::new();
-        for (((key, write), notify), row_locked) in writes.into_iter().zip(notify).zip(row_locked) {
-            if !row_locked {
-                units.push(Unit::Cell(key, write, notify));
-                continue;
-            }
-            let at = *rows
-                .entry((key.table.clone(), key.row.clone()))
-                .or_insert_with(|| {
-                    units.push(Unit::Row(Vec::new()));
-                    units.len() - 1
-                });
-            if let Unit::Row(members) = &mut units[at] {
-                members.push((key, write, notify));
-            }
-        }
-        let muts = units
-            .into_iter()
-            .map(|unit| {
-                Arc::new(match unit {
-                    Unit::Cell(key, write, notify) => {
-                        template.mutation(start_ts, key, write, notify)
-                    }
-                    Unit::Row(members) => template.row_mutation(start_ts, members),
-                })
-            })
-            .collect();
+        let muts = Arc::new(CommitBatch::new(
+            template, start_ts, writes, notify, row_tables,
+        ));
         Ok(Committer {
             session,
             start_ts,
@@ -131,10 +99,15 @@ impl Committer {
     pub async fn commit(self) -> Result<Committed> {
         let ctx = Arc::clone(self.session.ctx());
         let started = Instant::now();
-        let results = self
+        let prewritten = self
             .prewrite_all()
             .instrument(tracing::debug_span!("prewrite", cells = self.muts.len()))
             .await;
+        let Prewrites {
+            locked,
+            failure,
+            crashed,
+        } = prewritten;
         let prewritten = Instant::now();
         metrics::seconds_as(
             metrics::COMMIT_PHASE,
@@ -142,14 +115,8 @@ impl Committer {
             "prewrite",
             prewritten - started,
         );
-        let mut locked = Vec::new();
-        let mut failure = None;
-        for (m, r) in self.muts.iter().zip(results) {
-            match r {
-                Prewritten::Locked => locked.push(m),
-                Prewritten::Crashed(seam) => return Err(self.crashed(seam)),
-                Prewritten::Failed(e) => failure = failure.or(Some(e)),
-            }
+        if let Some(seam) = crashed {
+            return Err(self.crashed(seam));
         }
         if let Some(e) = failure {
             self.roll_back_own(&locked).await;
@@ -174,7 +141,7 @@ impl Committer {
             "commit_ts",
             stamped - prewritten,
         );
-        let primary = &self.muts[0].key;
+        let primary = &self.muts.primary().key;
         let extra_applied = commit_point::commit_primary(
             &self.session,
             primary,
@@ -197,16 +164,16 @@ impl Committer {
         }
         let secondaries = Secondaries {
             session: self.session.clone(),
-            muts: self.muts[1..].to_vec(),
+            muts: Arc::clone(&self.muts),
             commit_ts,
         };
         // In the background it outlives the commit's span, still as its child.
-        let span = tracing::debug_span!("secondaries", cells = secondaries.muts.len());
+        let span = tracing::debug_span!("secondaries", cells = secondaries.muts.len() - 1);
         if ctx.opts().sync_secondaries {
             if !secondaries.commit().instrument(span).await {
                 return Err(self.crashed(Seam::BetweenSecondaryCommits));
             }
-        } else if !secondaries.muts.is_empty() && !ctx.is_dead() {
+        } else if secondaries.muts.len() > 1 && !ctx.is_dead() {
             ctx.background().spawn(
                 async move {
                     secondaries.commit().await;
@@ -230,17 +197,43 @@ impl Committer {
         crate::error::client_crashed(self.start_ts, seam.name())
     }
 
-    /// Prewrites every cell at once. Each cell goes on by itself once its first CAS returns,
-    /// so the primary is under heartbeat as soon as it is locked, however long the others
-    /// take.
-    async fn prewrite_all(&self) -> Vec<Prewritten> {
-        futures::future::join_all(self.muts.iter().map(|m| self.prewrite_cell(m))).await
+    /// Prewrites every cell, a window at a time, the primary first. Each cell goes on by
+    /// itself once its first CAS returns, so the primary is under heartbeat as soon as it is
+    /// locked, however long the others take. After a failure or a crash no more cells are
+    /// started: the ones locked already are what a rollback has to undo.
+    async fn prewrite_all(&self) -> Prewrites {
+        let mut out = Prewrites {
+            locked: vec![false; self.muts.len()],
+            ..Prewrites::default()
+        };
+        let cells = 0..self.muts.len();
+        windowed(
+            cells,
+            |i| self.prewrite_cell(i),
+            |i, prewritten| match prewritten {
+                Prewritten::Locked => {
+                    out.locked[i] = true;
+                    Flow::Go
+                }
+                Prewritten::Crashed(seam) => {
+                    out.crashed.get_or_insert(seam);
+                    Flow::Stop
+                }
+                Prewritten::Failed(e) => {
+                    out.failure.get_or_insert(e);
+                    Flow::Stop
+                }
+            },
+        )
+        .await;
+        out
     }
 
     /// One cell's prewrite: on a failed CAS, one read of the lock cell tells why
     /// (invariant 2); a lost reply is settled by that same read (invariant 7).
-    async fn prewrite_cell(&self, m: &Arc<Mutation>) -> Prewritten {
+    async fn prewrite_cell(&self, i: usize) -> Prewritten {
         let ctx = self.session.ctx();
+        let m = &self.muts.mutation(i);
         match self.try_prewrite(m).await {
             Ok(()) => {
                 let seam = if m.is_primary() {
@@ -334,26 +327,37 @@ impl Committer {
 
     /// Rolls back the cells this transaction locked itself (after a failed prewrite round).
     /// Failures are only logged: whoever meets such a lock later settles it.
-    async fn roll_back_own(&self, locked: &[&Arc<Mutation>]) {
-        if locked.is_empty() {
+    async fn roll_back_own(&self, locked: &[bool]) {
+        if !locked.contains(&true) {
             return;
         }
         let ctx = self.session.ctx();
         // A heartbeat may have rewritten the primary's bytes: use what is stored.
         let stored = ctx.primaries().retire(self.start_ts);
-        let cams: Vec<_> = locked
-            .iter()
-            .map(|m| {
-                let bytes = match (&stored, m.is_primary()) {
-                    (Some(s), true) => s.bytes(),
-                    _ => &m.bytes,
-                };
-                actions::rollback(ctx.schema(), &m.key, &m.lock, bytes)
-            })
-            .collect();
-        let outcomes = self.session.cas_all(&calls(locked, &cams)).await;
-        log_failures(locked, outcomes, "rollback of own lock");
+        let stored = &stored;
+        let roll_back = |i| async move {
+            let m = self.muts.mutation(i);
+            let bytes = match (stored, m.is_primary()) {
+                (Some(s), true) => s.bytes(),
+                _ => &m.bytes,
+            };
+            let cam = actions::rollback(ctx.schema(), &m.key, &m.lock, bytes);
+            let outcome = self.session.cas(&m.key.table, &cam).await;
+            log_failure(&m, outcome, "rollback of own lock");
+        };
+        let own = (0..locked.len()).filter(|&i| locked[i]);
+        windowed(own, roll_back, |_, ()| Flow::Go).await;
     }
+}
+
+/// How the prewrites of a commit ended.
+#[derive(Default)]
+struct Prewrites {
+    /// Whether cell i is locked (a byte a cell: the indices of 100,000 would take eight).
+    locked: Vec<bool>,
+    failure: Option<Error>,
+    /// The client died at this seam.
+    crashed: Option<Seam>,
 }
 
 /// A committed transaction's secondaries (docs/design.md invariant 3). Their failures are
@@ -362,26 +366,27 @@ impl Committer {
 /// where a client can die with some committed and some not.
 struct Secondaries {
     session: Session,
-    muts: Vec<Arc<Mutation>>,
+    /// Every cell of the commit; the secondaries are those after the primary.
+    muts: Arc<CommitBatch>,
     commit_ts: u64,
 }
 
 impl Secondaries {
     /// False when the client died at the seam between the rounds.
     async fn commit(&self) -> bool {
-        let Some((first, rest)) = self.muts.split_first() else {
+        if self.muts.len() < 2 {
             return true;
-        };
+        }
         let started = Instant::now();
         let ctx = self.session.ctx();
-        self.round(std::slice::from_ref(first)).await;
+        self.round(1..2).await;
         if ctx.crash_at(Seam::BetweenSecondaryCommits) {
             ctx.die();
         }
         if ctx.is_dead() {
             return false;
         }
-        self.round(rest).await;
+        self.round(2..self.muts.len()).await;
         metrics::seconds_as(
             metrics::COMMIT_PHASE,
             "phase",
@@ -391,36 +396,23 @@ impl Secondaries {
         true
     }
 
-    async fn round(&self, muts: &[Arc<Mutation>]) {
+    /// The cells `cells`, a window at a time; a client that dies meanwhile starts no more.
+    async fn round(&self, cells: std::ops::Range<usize>) {
         let ctx = self.session.ctx();
-        if muts.is_empty() || ctx.is_dead() {
-            return;
-        }
-        let cams: Vec<CheckAndMutate> = muts
-            .iter()
-            .map(|m| actions::commit(ctx.schema(), &m.key, &m.lock, &m.bytes, self.commit_ts))
-            .collect();
-        let outcomes = self.session.cas_all(&calls(muts, &cams)).await;
-        log_failures(muts, outcomes, "secondary commit");
+        let commit = |i| async move {
+            let m = self.muts.mutation(i);
+            let cam = actions::commit(ctx.schema(), &m.key, &m.lock, &m.bytes, self.commit_ts);
+            let outcome = self.session.cas(&m.key.table, &cam).await;
+            log_failure(&m, outcome, "secondary commit");
+        };
+        let alive = cells.take_while(|_| !ctx.is_dead());
+        windowed(alive, commit, |_, ()| Flow::Go).await;
     }
 }
 
-fn log_failures<M: AsRef<Mutation>>(muts: &[M], outcomes: Vec<Result<bool>>, what: &'static str) {
-    for (m, outcome) in muts.iter().zip(outcomes) {
-        if let Err(e) = outcome {
-            let key = &m.as_ref().key;
-            tracing::debug!(%key, error = %e, "{what} failed; left for lazy resolution");
-        }
+fn log_failure(m: &Mutation, outcome: Result<bool>, what: &'static str) {
+    if let Err(e) = outcome {
+        let key = &m.key;
+        tracing::debug!(%key, error = %e, "{what} failed; left for lazy resolution");
     }
-}
-
-/// Pairs each mutation's table with its CAS, for `Session::cas_all`.
-fn calls<'a, M: AsRef<Mutation>>(
-    muts: &'a [M],
-    cams: &'a [CheckAndMutate],
-) -> Vec<(&'a str, &'a CheckAndMutate)> {
-    muts.iter()
-        .map(|m| m.as_ref().key.table.as_str())
-        .zip(cams)
-        .collect()
 }

@@ -17,6 +17,7 @@
 //!   `blocking` ([`Client`], [`Transaction`]) over them.
 
 mod background;
+mod batches;
 mod blocking;
 mod client;
 mod commit_point;
@@ -34,6 +35,7 @@ pub(crate) mod notify;
 pub(crate) mod notify_cells;
 mod open_txns;
 mod options;
+mod packed;
 #[cfg(test)]
 pub(crate) use options::failpoints_off;
 mod primaries;

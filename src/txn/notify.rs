@@ -11,16 +11,13 @@ use crate::hbase::RowResult;
 use crate::key::CellKey;
 use crate::txn::context::Context;
 use crate::txn::meta::META_FAMILY;
-use crate::txn::mutation::Write;
 use crate::txn::notify_cells::observed_qualifier;
+use crate::txn::packed::{CommitCells, Written};
 
-/// Whether the meta row of a table marks `key`'s column observed.
-fn is_observed(meta: &RowResult, key: &CellKey) -> bool {
-    meta.value(
-        META_FAMILY,
-        &observed_qualifier(&key.family, &key.qualifier),
-    )
-    .is_some()
+/// Whether the meta row of a table marks column `family:qualifier` observed.
+fn is_observed(meta: &RowResult, family: &[u8], qualifier: &[u8]) -> bool {
+    meta.value(META_FAMILY, &observed_qualifier(family, qualifier))
+        .is_some()
 }
 
 /// For each write of a commit, whether it leaves a notification: a put or delete of an
@@ -28,37 +25,38 @@ fn is_observed(meta: &RowResult, key: &CellKey) -> bool {
 /// (weak). Reads each written table's cached meta row only.
 pub(crate) async fn notify_flags(
     ctx: &Arc<Context>,
-    writes: &[(CellKey, Write)],
+    writes: &CommitCells,
     weak: &BTreeSet<CellKey>,
 ) -> Result<Vec<bool>> {
     let mut flags = Vec::with_capacity(writes.len());
     let mut meta: Option<(&str, Arc<RowResult>)> = None;
-    for (key, write) in writes {
-        if weak.contains(key) {
+    for i in 0..writes.len() {
+        let (table, cell) = (writes.table(i), writes.cell(i));
+        if !weak.is_empty() && weak.contains(&writes.key(i)) {
             flags.push(true);
             continue;
         }
-        if matches!(write, Write::Lock) || ctx.schema().is_percolator_family(&key.family) {
+        if cell.written() == Written::Lock || ctx.schema().is_percolator_family(cell.family()) {
             flags.push(false);
             continue;
         }
         let row = match &meta {
-            Some((table, row)) if *table == key.table => Arc::clone(row),
+            Some((t, row)) if *t == table => Arc::clone(row),
             _ => {
-                let row = ctx.table_meta(&key.table).await?;
-                meta = Some((&key.table, Arc::clone(&row)));
+                let row = ctx.table_meta(table).await?;
+                meta = Some((table, Arc::clone(&row)));
                 row
             }
         };
-        flags.push(is_observed(&row, key));
+        flags.push(is_observed(&row, cell.family(), cell.qualifier()));
     }
     // A table made transactional before observers existed lacks the notify family.
     let mut checked: Option<&str> = None;
-    for ((key, _), _) in writes.iter().zip(&flags).filter(|(_, &f)| f) {
-        if checked != Some(key.table.as_str()) {
-            ctx.check_family(&key.table, &ctx.schema().notify_family)
-                .await?;
-            checked = Some(key.table.as_str());
+    for (i, _) in flags.iter().enumerate().filter(|(_, &f)| f) {
+        let table = writes.table(i);
+        if checked != Some(table) {
+            ctx.check_family(table, &ctx.schema().notify_family).await?;
+            checked = Some(table);
         }
     }
     Ok(flags)
@@ -81,14 +79,8 @@ mod tests {
             }],
             partial: false,
         };
-        assert!(is_observed(
-            &meta,
-            &CellKey::new("t", "r", "f", "q").unwrap()
-        ));
-        assert!(!is_observed(
-            &meta,
-            &CellKey::new("t", "r", "f", "x").unwrap()
-        ));
+        assert!(is_observed(&meta, b"f", b"q"));
+        assert!(!is_observed(&meta, b"f", b"x"));
         assert_eq!(
             parse_observed(&meta.cells[0].qualifier),
             Some((b"f".to_vec(), b"q".to_vec()))

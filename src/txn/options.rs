@@ -7,6 +7,10 @@ use crate::clock::{Clock, SystemClock};
 use crate::txn::liveness::LivenessConfig;
 use crate::txn::schema::Schema;
 
+/// `TxnOptions::max_txn_bytes` unless set: 64 MiB of keys and values, about 550,000 cells of
+/// 100-byte values.
+const MAX_TXN_BYTES: usize = 64 << 20;
+
 /// The protocol seams where a client can be made to die, by the `fail` crate's failpoints
 /// (feature `failpoints`, names from [`Seam::name`]) or by a crash injector (feature
 /// `testing`).
@@ -146,6 +150,7 @@ pub struct TxnOptions {
     pub(crate) max_lock_wait: Duration,
     pub(crate) short_value_limit: usize,
     pub(crate) max_value_size: usize,
+    pub(crate) max_txn_bytes: usize,
     pub(crate) sync_secondaries: bool,
     pub(crate) blind_write_start_age: Duration,
     pub(crate) retry: RetryPolicy,
@@ -163,6 +168,7 @@ impl Default for TxnOptions {
             max_lock_wait: Duration::from_secs(10),
             short_value_limit: 1024,
             max_value_size: 1 << 20,
+            max_txn_bytes: MAX_TXN_BYTES,
             sync_secondaries: false,
             blind_write_start_age: Duration::from_millis(2),
             retry: RetryPolicy::default(),
@@ -249,6 +255,19 @@ impl TxnOptions {
     /// ```
     pub fn max_value_size(&self) -> usize {
         self.max_value_size
+    }
+
+    /// The most a transaction may buffer, counting the rows, families, qualifiers and values
+    /// of the cells it writes; a write past it is refused with `TransactionTooLarge` and
+    /// nothing of the transaction is written. The client holds every buffered write until
+    /// the commit ends (about twice this in memory while it commits), and readers of a cell
+    /// wait while the commit holds its lock (docs/design.md, "Large transactions").
+    ///
+    /// ```
+    /// assert_eq!(percolator::TxnOptions::default().max_txn_bytes(), 64 << 20);
+    /// ```
+    pub fn max_txn_bytes(&self) -> usize {
+        self.max_txn_bytes
     }
 
     /// Whether `commit` waits for the secondary commits.
@@ -373,6 +392,15 @@ impl TxnOptionsBuilder {
     /// ```
     pub fn max_value_size(mut self, bytes: usize) -> Self {
         self.0.max_value_size = bytes;
+        self
+    }
+
+    /// ```
+    /// let o = percolator::TxnOptions::builder().max_txn_bytes(1 << 30).build();
+    /// assert_eq!(o.max_txn_bytes(), 1 << 30);
+    /// ```
+    pub fn max_txn_bytes(mut self, bytes: usize) -> Self {
+        self.0.max_txn_bytes = bytes;
         self
     }
 

@@ -63,12 +63,6 @@ impl Session {
         self.ctx.store().check_and_mutate(table, cam).await
     }
 
-    /// Overlapping checkAndMutates (one RPC each); results in order.
-    pub async fn cas_all(&self, calls: &[(&str, &CheckAndMutate)]) -> Vec<Result<bool>> {
-        calls.iter().for_each(|_| self.count());
-        self.ctx.store().check_and_mutate_all(calls).await
-    }
-
     pub async fn scan_page(&self, table: &str, scan: &Scan, rows: i32) -> Result<Vec<RowResult>> {
         self.count();
         self.ctx.store().scan_page(table, scan, rows).await

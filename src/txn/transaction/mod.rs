@@ -10,7 +10,7 @@ mod writes;
 
 pub use scan::RowStream;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
 
 use tokio::sync::OnceCell;
 use tracing::field::{display, Empty};
@@ -21,8 +21,8 @@ use crate::hbase::Delete;
 use crate::key::CellKey;
 use crate::metrics;
 use crate::txn::committer::{Committed, Committer};
-use crate::txn::mutation::Write;
 use crate::txn::open_txns::Registration;
+use crate::txn::packed::WriteBuffer;
 use crate::txn::session::Session;
 use crate::txn::stats::Stats;
 
@@ -45,7 +45,7 @@ pub struct AsyncTransaction {
     /// The start timestamp once taken, published as open until this transaction is dropped
     /// (docs/gc.md).
     start: OnceCell<Registration>,
-    writes: BTreeMap<CellKey, Write>,
+    writes: WriteBuffer,
     /// The first written key becomes the primary.
     first: Option<CellKey>,
     /// Columns given a weak notification ([`notify`](Self::notify)).
@@ -75,7 +75,7 @@ impl AsyncTransaction {
         AsyncTransaction {
             session,
             start: OnceCell::new(),
-            writes: BTreeMap::new(),
+            writes: WriteBuffer::default(),
             first: None,
             notified: BTreeSet::new(),
             remembered: HashMap::new(),
@@ -91,7 +91,7 @@ impl AsyncTransaction {
         AsyncTransaction {
             session,
             start: OnceCell::new_with(Some(registration)),
-            writes: BTreeMap::new(),
+            writes: WriteBuffer::default(),
             first: None,
             notified: BTreeSet::new(),
             remembered: HashMap::new(),
@@ -237,11 +237,7 @@ impl AsyncTransaction {
         };
         self.span.record("primary", display(&primary));
         self.session.ctx().check_snapshot(start_ts).await?;
-        let mut writes = std::mem::take(&mut self.writes);
-        let primary_write = writes.remove(&primary).unwrap_or(Write::Lock);
-        let mut ordered = Vec::with_capacity(writes.len() + 1);
-        ordered.push((primary, primary_write));
-        ordered.extend(writes);
+        let ordered = std::mem::take(&mut self.writes).into_commit_order(&primary);
         let notify =
             crate::txn::notify::notify_flags(self.session.ctx(), &ordered, &self.notified).await?;
         let committed = match Committer::new(self.session.clone(), start_ts, ordered, notify).await

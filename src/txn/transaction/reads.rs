@@ -5,7 +5,7 @@ use tracing::Instrument;
 use super::AsyncTransaction;
 use crate::error::Result;
 use crate::key::CellKey;
-use crate::txn::mutation::Write;
+use crate::txn::packed::Written;
 use crate::txn::snapshot::SnapshotReader;
 
 impl AsyncTransaction {
@@ -124,9 +124,9 @@ impl AsyncTransaction {
     /// delete. A key only locked reads from the snapshot.
     fn buffered(&self, key: &CellKey) -> Option<Option<&[u8]>> {
         match self.writes.get(key)? {
-            Write::Put(v) => Some(Some(v)),
-            Write::Delete => Some(None),
-            Write::Lock => None,
+            Written::Put(v) => Some(Some(v)),
+            Written::Delete => Some(None),
+            Written::Lock => None,
         }
     }
 

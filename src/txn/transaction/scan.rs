@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use super::AsyncTransaction;
 use crate::error::Result;
-use crate::txn::mutation::Write;
+use crate::txn::packed::Written;
 use crate::txn::snapshot::{ScanCursor, ScannedRow, SnapshotReader};
 
 /// A row's columns during a scan merge: (family, qualifier) -> value, `None` = deleted here.
@@ -153,19 +153,19 @@ impl AsyncTransaction {
     ) -> Result<RowStream<'_>> {
         let cursor = ScanCursor::new(table, start, stop, reverse);
         let mut own: BTreeMap<Vec<u8>, RowWrites> = BTreeMap::new();
-        for (k, v) in self
+        for (_, k) in self
             .writes
             .iter()
-            .filter(|(k, _)| k.table == table && cursor.in_range(&k.row))
+            .filter(|(t, k)| *t == table && cursor.in_range(k.row()))
         {
-            let value = match v {
-                Write::Put(v) => Some(v.clone()),
-                Write::Delete => None,
-                Write::Lock => continue,
+            let value = match k.written() {
+                Written::Put(v) => Some(v.to_vec()),
+                Written::Delete => None,
+                Written::Lock => continue,
             };
-            own.entry(k.row.clone())
+            own.entry(k.row().to_vec())
                 .or_default()
-                .insert((k.family.clone(), k.qualifier.clone()), value);
+                .insert((k.family().to_vec(), k.qualifier().to_vec()), value);
         }
         // Merged from the back: the next row in scan order goes last.
         let mut own: Vec<_> = own.into_iter().collect();

@@ -165,7 +165,7 @@ impl AsyncTransaction {
 
     /// Buffers a lock-only write: the commit checks for conflicts on `key` and writes no value.
     pub(super) fn lock_key(&mut self, key: CellKey) -> Result<()> {
-        if self.writes.contains_key(&key) {
+        if self.writes.contains(&key) {
             // Written already: the write locks it.
             return Ok(());
         }
@@ -176,8 +176,7 @@ impl AsyncTransaction {
     /// which user code cannot write.
     pub(crate) fn set_system(&mut self, key: CellKey, value: Vec<u8>) -> Result<()> {
         self.check_writable()?;
-        self.buffer_unchecked(key, Write::Put(value));
-        Ok(())
+        self.buffer_unchecked(key, Write::Put(value))
     }
 
     fn buffer(&mut self, key: CellKey, write: Write) -> Result<()> {
@@ -186,14 +185,25 @@ impl AsyncTransaction {
             .ctx()
             .schema()
             .refuse_percolator_family(&key.family, &key)?;
-        self.buffer_unchecked(key, write);
-        Ok(())
+        self.buffer_unchecked(key, write)
     }
 
-    fn buffer_unchecked(&mut self, key: CellKey, write: Write) {
+    /// `TransactionTooLarge` instead, with nothing buffered, when the write would take the
+    /// transaction past `TxnOptions::max_txn_bytes`: refused here, nothing of it is written.
+    fn buffer_unchecked(&mut self, key: CellKey, write: Write) -> Result<()> {
+        let limit = self.session.ctx().opts().max_txn_bytes;
+        let bytes = self.writes.bytes_with(&key, &write);
+        if bytes > limit {
+            return Err(Error::TransactionTooLarge {
+                cells: self.writes.len() + usize::from(!self.writes.contains(&key)),
+                bytes,
+                limit,
+            });
+        }
         if self.first.is_none() {
             self.first = Some(key.clone());
         }
-        self.writes.insert(key, write);
+        self.writes.insert(&key, &write);
+        Ok(())
     }
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use percolator_cli::cli::{Cli, Command, Profile};
-use percolator_cli::workload::{bench, demo, observe_demo, soak, stack::Stack};
+use percolator_cli::workload::{bench, demo, large, observe_demo, soak, stack::Stack};
 
 /// The cluster profile's service time per call.
 const CLUSTER_LATENCY_US: u64 = 1000;
@@ -36,12 +36,14 @@ fn main() -> ExitCode {
         }),
         Command::Soak(config) => soak::run(&config).map(|r| soak::print(&r, config.json)),
         Command::SoakClient(config) => soak::run_client(&config).map(|()| true),
+        Command::LargeClient(config) => large::run_client(&config).map(|()| true),
         Command::Bench {
             seconds,
             threads,
             rows,
             rounds,
             workloads,
+            large_cells,
             json,
             hbase,
             oracle,
@@ -88,8 +90,17 @@ fn main() -> ExitCode {
                     None => c,
                 }
             };
-            let cluster = match (profile, &hbase) {
-                (Profile::Cluster, None) => match ClusterEmulator::spawn(CLUSTER_LATENCY_US) {
+            let large = config.workloads.iter().any(|w| large::is_large(w));
+            // The large workloads measure the client's memory, so their gateway is never in
+            // this process: the embedded profile's emulator runs as a child too, with no
+            // service time.
+            let latency_us = match profile {
+                Profile::Cluster => Some(CLUSTER_LATENCY_US),
+                Profile::Embedded if large => Some(0),
+                Profile::Embedded => None,
+            };
+            let cluster = match (latency_us, &hbase) {
+                (Some(latency_us), None) => match ClusterEmulator::spawn(latency_us) {
                     Ok(emulator) => Some(emulator),
                     Err(e) => {
                         eprintln!("error: starting the cluster-profile emulator: {e}");
@@ -98,8 +109,28 @@ fn main() -> ExitCode {
                 },
                 _ => None,
             };
-            let hbase = hbase.or_else(|| cluster.as_ref().map(|c| c.addr.clone()));
-            run_bench(&config, json, hbase, oracle, local_timestamps, tune)
+            if large {
+                let gateway = match (&cluster, &hbase) {
+                    (Some(c), _) => format!(
+                        "an emulator in a child process (serve-emulator --latency-us {}) at {}",
+                        latency_us.unwrap_or(0),
+                        c.addr
+                    ),
+                    (None, Some(addr)) => format!("the gateway at {addr}"),
+                    (None, None) => unreachable!("a child emulator when no --hbase is given"),
+                };
+                let large_config = large::LargeConfig {
+                    cells: large_cells.max(1),
+                    rounds: config.rounds,
+                    workloads: config.workloads.clone(),
+                    gateway,
+                };
+                let hbase = hbase.or_else(|| cluster.as_ref().map(|c| c.addr.clone()));
+                run_large(&large_config, json, hbase, oracle, tune)
+            } else {
+                let hbase = hbase.or_else(|| cluster.as_ref().map(|c| c.addr.clone()));
+                run_bench(&config, json, hbase, oracle, local_timestamps, tune)
+            }
         }
         Command::ServeEmulator { latency_us } => serve_emulator(latency_us),
         Command::Create(args) => percolator_cli::commands::create(&args),
@@ -181,6 +212,77 @@ fn run_bench(
         );
     } else {
         print_ratios(&report);
+    }
+    Ok(true)
+}
+
+fn run_large(
+    config: &large::LargeConfig,
+    json: bool,
+    hbase: Option<String>,
+    oracle: Option<String>,
+    tune: impl FnOnce(percolator::HBaseConfig) -> percolator::HBaseConfig,
+) -> percolator::Result<bool> {
+    let stack = Stack::start_with(hbase.as_deref(), oracle.as_deref(), tune)?;
+    let mib = |bytes: u64| bytes as f64 / (1 << 20) as f64;
+    if !json {
+        println!(
+            "{} cells of {} bytes, {} columns a row; gateway: {}; RSS of this process (the client and its oracle)",
+            config.cells,
+            large::VALUE_BYTES,
+            large::COLUMNS,
+            config.gateway
+        );
+        println!(
+            "{:<10} {:>9} {:>9} {:>13} {:>13} {:>13} {:>12}",
+            "workload",
+            "seconds",
+            "us/cell",
+            "base RSS MiB",
+            "buffered MiB",
+            "peak RSS MiB",
+            "peak-base MiB"
+        );
+    }
+    let report = large::run(&stack, config, |name, r| {
+        if !json {
+            println!(
+                "{name:<10} {:>9.2} {:>9.1} {:>13.1} {:>13} {:>13.1} {:>12.1}",
+                r.seconds,
+                r.us_per_cell,
+                mib(r.baseline_rss_bytes),
+                r.buffered_rss_bytes
+                    .map_or_else(|| "-".to_string(), |b| format!("{:.1}", mib(b))),
+                mib(r.peak_rss_bytes),
+                mib(r.peak_rss_bytes.saturating_sub(r.baseline_rss_bytes))
+            );
+        }
+    })?;
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).unwrap_or_default()
+        );
+        return Ok(true);
+    }
+    for (name, r) in &report.workloads {
+        println!(
+            "{name}: mean of {} runs {:.1} us/cell, peak RSS {:.1} MiB, {:.1} MiB above the baseline = {:.2}x the payload ({:.1} MiB)",
+            r.runs.len(),
+            r.us_per_cell,
+            mib(r.peak_rss_bytes),
+            mib(r.peak_over_baseline_bytes),
+            r.peak_over_baseline_per_payload,
+            mib(r.payload_bytes)
+        );
+    }
+    if let Some(ratio) = report.txn_over_raw {
+        println!("txn_large / raw_large time per cell = {ratio:.2}x");
+    }
+    if !report.peak_reset {
+        println!(
+            "(the peak is the process's since it started: its high-water mark could not be reset)"
+        );
     }
     Ok(true)
 }

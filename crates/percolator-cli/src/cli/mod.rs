@@ -79,6 +79,9 @@ pub enum Command {
     /// The child process `soak` kills.
     #[command(hide = true)]
     SoakClient(soak::SoakClientConfig),
+    /// The child the large-transaction crash tests kill.
+    #[command(hide = true)]
+    LargeClient(crate::workload::large::LargeClientConfig),
     /// Raw HBase operations vs transactions: ops/s, p50, p99, RPCs per op.
     Bench {
         /// How long each workload runs, in seconds (split over --rounds).
@@ -100,15 +103,21 @@ pub enum Command {
         rounds: usize,
         /// Comma-separated subset of raw_get,raw_put,raw_cas,raw_rmw2,txn_get,txn_put1,
         /// txn_transfer2,floor_get,floor_put1,floor_transfer2,raw_row10,txn_row10,notify,
-        /// notify_kill. Default: all but the wide-row and notify ones (and, with --api sync,
-        /// the floor workloads, which run on tasks only). raw_row10 puts 10 columns of a row,
-        /// txn_row10 writes them in a transaction; notify_kill runs two observer workers and
-        /// kills and replaces one every 5 s.
+        /// notify_kill,txn_large. Default: all but the wide-row, notify and large ones (and,
+        /// with --api sync, the floor workloads, which run on tasks only). raw_row10 puts 10
+        /// columns of a row, txn_row10 writes them in a transaction; notify_kill runs two
+        /// observer workers and kills and replaces one every 5 s. txn_large (one transaction
+        /// of --large-cells cells, with raw_large, the same cells in putMultiple batches,
+        /// beside it) runs without the others, each of --rounds rounds measuring both once,
+        /// against a gateway in another process.
         #[arg(long)]
         workloads: Option<String>,
         /// The lock granularity of the table the txn_ workloads write: `cell` or `row`.
         #[arg(long, value_name = "cell|row", default_value = "cell")]
         lock_granularity: percolator::txn::LockGranularity,
+        /// Cells of the txn_large transaction (100-byte values, 10 columns a row).
+        #[arg(long, default_value_t = 100_000)]
+        large_cells: usize,
         /// Print one JSON report instead of the table and the ratios.
         #[arg(long)]
         json: bool,

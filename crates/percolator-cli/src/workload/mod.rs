@@ -9,6 +9,7 @@ pub mod demo;
 mod floor;
 pub mod gc_bench;
 pub mod handed;
+pub mod large;
 pub mod notify_bench;
 pub mod observe_demo;
 mod rows;

@@ -1,0 +1,390 @@
+//! A transaction's buffered writes, packed: each cell is one allocation holding its row,
+//! family, qualifier, what is written and the value, with its table as an index into the
+//! buffer's few table names. A `CellKey` and a `Write` per cell cost four more allocations and
+//! 128 bytes of fixed size; in an ordered map at 100,000 cells of 100-byte values they took
+//! 4.4 times the values themselves (docs/benchmarks.md, "Large transactions").
+
+use std::cmp::Ordering;
+use std::collections::BTreeSet;
+
+use crate::key::CellKey;
+use crate::txn::mutation::Write;
+
+/// `[kind u8][table][row length][family length u8][qualifier length]`, the table index and
+/// the two other lengths as LEB128 varints (one byte each below 128), then the row, family,
+/// qualifier and value. `CellKey::new` caps the family at 255 bytes. A 17-byte row, a 1-byte
+/// family, a 2-byte qualifier and a 100-byte value fit the allocator's 128-byte class.
+const PUT: u8 = 0;
+const DELETE: u8 = 1;
+const LOCK: u8 = 2;
+
+/// One buffered cell. Ordered and compared by table index, row, family and qualifier only.
+pub(crate) struct Packed(Box<[u8]>);
+
+/// What is written to a packed cell, borrowed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Written<'a> {
+    Put(&'a [u8]),
+    Delete,
+    Lock,
+}
+
+fn put_varint(out: &mut Vec<u8>, mut n: usize) {
+    while n >= 0x80 {
+        out.push(n as u8 | 0x80);
+        n >>= 7;
+    }
+    out.push(n as u8);
+}
+
+/// The varint at `*at`, moving `*at` past it.
+fn varint(b: &[u8], at: &mut usize) -> usize {
+    let (mut n, mut shift) = (0usize, 0);
+    loop {
+        let byte = b[*at];
+        *at += 1;
+        n |= usize::from(byte & 0x7f) << shift;
+        if byte < 0x80 {
+            return n;
+        }
+        shift += 7;
+    }
+}
+
+/// Where a packed cell's parts are.
+struct Layout {
+    table: usize,
+    row: usize,
+    family: usize,
+    qualifier: usize,
+    value: usize,
+}
+
+impl Packed {
+    fn new(table: u32, key: &CellKey, kind: u8, value: &[u8]) -> Packed {
+        let (row, family, qualifier) = (&key.row, &key.family, &key.qualifier);
+        let mut b =
+            Vec::with_capacity(12 + row.len() + family.len() + qualifier.len() + value.len());
+        b.push(kind);
+        put_varint(&mut b, table as usize);
+        put_varint(&mut b, row.len());
+        b.push(family.len() as u8);
+        put_varint(&mut b, qualifier.len());
+        b.extend_from_slice(row);
+        b.extend_from_slice(family);
+        b.extend_from_slice(qualifier);
+        b.extend_from_slice(value);
+        Packed(b.into_boxed_slice())
+    }
+
+    fn of(table: u32, key: &CellKey, write: &Write) -> Packed {
+        match write {
+            Write::Put(v) => Packed::new(table, key, PUT, v),
+            Write::Delete => Packed::new(table, key, DELETE, &[]),
+            Write::Lock => Packed::new(table, key, LOCK, &[]),
+        }
+    }
+
+    fn layout(&self) -> Layout {
+        let b = &self.0;
+        let mut at = 1;
+        let table = varint(b, &mut at);
+        let row_len = varint(b, &mut at);
+        let family_len = usize::from(b[at]);
+        at += 1;
+        let qualifier_len = varint(b, &mut at);
+        Layout {
+            table,
+            row: at,
+            family: at + row_len,
+            qualifier: at + row_len + family_len,
+            value: at + row_len + family_len + qualifier_len,
+        }
+    }
+
+    fn table(&self) -> u32 {
+        self.layout().table as u32
+    }
+
+    pub fn row(&self) -> &[u8] {
+        let l = self.layout();
+        &self.0[l.row..l.family]
+    }
+
+    pub fn family(&self) -> &[u8] {
+        let l = self.layout();
+        &self.0[l.family..l.qualifier]
+    }
+
+    pub fn qualifier(&self) -> &[u8] {
+        let l = self.layout();
+        &self.0[l.qualifier..l.value]
+    }
+
+    pub fn written(&self) -> Written<'_> {
+        match self.0[0] {
+            PUT => Written::Put(&self.0[self.layout().value..]),
+            DELETE => Written::Delete,
+            _ => Written::Lock,
+        }
+    }
+
+    /// The key's and value's bytes, as the size limit counts them.
+    fn size(&self) -> usize {
+        self.0.len() - self.layout().row
+    }
+
+    fn key_parts(&self) -> (usize, &[u8], &[u8], &[u8]) {
+        let l = self.layout();
+        let b = &self.0;
+        (
+            l.table,
+            &b[l.row..l.family],
+            &b[l.family..l.qualifier],
+            &b[l.qualifier..l.value],
+        )
+    }
+}
+
+impl Ord for Packed {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.key_parts().cmp(&other.key_parts())
+    }
+}
+
+impl PartialOrd for Packed {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for Packed {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Packed {}
+
+impl Written<'_> {
+    fn to_write(self) -> Write {
+        match self {
+            Written::Put(v) => Write::Put(v.to_vec()),
+            Written::Delete => Write::Delete,
+            Written::Lock => Write::Lock,
+        }
+    }
+}
+
+/// The writes a transaction buffered, one per cell, the last write of a cell replacing the
+/// ones before. Iterated grouped by table, in the order tables were first written.
+#[derive(Default)]
+pub(crate) struct WriteBuffer {
+    tables: Vec<String>,
+    cells: BTreeSet<Packed>,
+    /// Key and value bytes of every cell (see [`WriteBuffer::bytes`]).
+    bytes: usize,
+}
+
+impl WriteBuffer {
+    fn table_index(&self, table: &str) -> Option<u32> {
+        self.tables
+            .iter()
+            .position(|t| t == table)
+            .map(|i| i as u32)
+    }
+
+    fn probe(&self, key: &CellKey) -> Option<Packed> {
+        Some(Packed::new(self.table_index(&key.table)?, key, LOCK, &[]))
+    }
+
+    /// Cells buffered.
+    pub fn len(&self) -> usize {
+        self.cells.len()
+    }
+
+    /// The rows, families, qualifiers and values of every cell, in bytes.
+    #[cfg(test)]
+    fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// [`WriteBuffer::bytes`] once `key` holds `write`.
+    pub fn bytes_with(&self, key: &CellKey, write: &Write) -> usize {
+        let old = self
+            .probe(key)
+            .and_then(|p| self.cells.get(&p))
+            .map_or(0, Packed::size);
+        let new = key.row.len()
+            + key.family.len()
+            + key.qualifier.len()
+            + match write {
+                Write::Put(v) => v.len(),
+                Write::Delete | Write::Lock => 0,
+            };
+        self.bytes - old + new
+    }
+
+    pub fn insert(&mut self, key: &CellKey, write: &Write) {
+        let table = match self.table_index(&key.table) {
+            Some(i) => i,
+            None => {
+                self.tables.push(key.table.clone());
+                (self.tables.len() - 1) as u32
+            }
+        };
+        let packed = Packed::of(table, key, write);
+        self.bytes += packed.size();
+        if let Some(old) = self.cells.replace(packed) {
+            self.bytes -= old.size();
+        }
+    }
+
+    pub fn get(&self, key: &CellKey) -> Option<Written<'_>> {
+        self.cells.get(&self.probe(key)?).map(Packed::written)
+    }
+
+    pub fn contains(&self, key: &CellKey) -> bool {
+        self.get(key).is_some()
+    }
+
+    /// Every cell with its table's name.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &Packed)> {
+        self.cells
+            .iter()
+            .map(|p| (self.tables[p.table() as usize].as_str(), p))
+    }
+
+    /// The cells in commit order: `primary` first (a lock-only write when it was not
+    /// buffered), then the rest grouped by table.
+    pub fn into_commit_order(mut self, primary: &CellKey) -> CommitCells {
+        let taken = self.probe(primary).and_then(|p| self.cells.take(&p));
+        let primary = match taken {
+            Some(p) => p,
+            None => {
+                let table = self.table_index(&primary.table).unwrap_or_else(|| {
+                    self.tables.push(primary.table.clone());
+                    (self.tables.len() - 1) as u32
+                });
+                Packed::of(table, primary, &Write::Lock)
+            }
+        };
+        let mut cells = Vec::with_capacity(self.cells.len() + 1);
+        cells.push(primary);
+        cells.extend(self.cells);
+        CommitCells {
+            tables: self.tables,
+            cells,
+        }
+    }
+}
+
+/// The cells of one commit, the primary first; each cell's key and write are unpacked only
+/// when its request is built.
+pub(crate) struct CommitCells {
+    tables: Vec<String>,
+    cells: Vec<Packed>,
+}
+
+impl CommitCells {
+    pub fn len(&self) -> usize {
+        self.cells.len()
+    }
+
+    pub fn table(&self, i: usize) -> &str {
+        &self.tables[self.cells[i].table() as usize]
+    }
+
+    pub fn cell(&self, i: usize) -> &Packed {
+        &self.cells[i]
+    }
+
+    pub fn key(&self, i: usize) -> CellKey {
+        let p = &self.cells[i];
+        CellKey {
+            table: self.table(i).to_string(),
+            row: p.row().to_vec(),
+            family: p.family().to_vec(),
+            qualifier: p.qualifier().to_vec(),
+        }
+    }
+
+    pub fn write(&self, i: usize) -> Write {
+        self.cells[i].written().to_write()
+    }
+
+    /// One key for each table and family written by cells `from..`, in commit order: what
+    /// `Context::check_families` needs to see of them.
+    pub fn family_probes(&self, from: usize) -> Vec<CellKey> {
+        let mut seen: BTreeSet<(&str, &[u8])> = BTreeSet::new();
+        let mut probes = Vec::new();
+        for i in from..self.cells.len() {
+            if seen.insert((self.table(i), self.cells[i].family())) {
+                probes.push(self.key(i));
+            }
+        }
+        probes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(table: &str, row: &str, q: &str) -> CellKey {
+        CellKey::new(table, row, "f", q).unwrap()
+    }
+
+    #[test]
+    fn a_packed_cell_gives_back_its_key_and_write() {
+        // Lengths above 127 take varints of two bytes.
+        let k = CellKey::new("t", vec![7u8; 200], "fam", vec![9u8; 300]).unwrap();
+        let mut b = WriteBuffer::default();
+        b.insert(&k, &Write::Put(b"value".to_vec()));
+        assert_eq!(b.get(&k), Some(Written::Put(b"value")));
+        let cells = b.into_commit_order(&k);
+        assert_eq!(cells.key(0), k);
+        assert_eq!(cells.write(0), Write::Put(b"value".to_vec()));
+    }
+
+    #[test]
+    fn the_last_write_of_a_cell_replaces_the_others_and_the_bytes_follow() {
+        let mut b = WriteBuffer::default();
+        let k = key("t", "r", "q");
+        b.insert(&k, &Write::Put(vec![1; 10]));
+        assert_eq!(b.bytes(), 1 + 1 + 1 + 10);
+        assert_eq!(b.bytes_with(&k, &Write::Delete), 3);
+        b.insert(&k, &Write::Delete);
+        assert_eq!((b.len(), b.bytes()), (1, 3));
+        assert_eq!(b.get(&k), Some(Written::Delete));
+        assert_eq!(b.get(&key("t", "r", "other")), None);
+        assert_eq!(b.get(&key("other", "r", "q")), None);
+    }
+
+    #[test]
+    fn the_commit_order_puts_the_primary_first_and_groups_tables() {
+        let mut b = WriteBuffer::default();
+        for (t, r) in [("b", "2"), ("a", "1"), ("b", "1"), ("a", "2")] {
+            b.insert(&key(t, r, "q"), &Write::Put(r.into()));
+        }
+        let cells = b.into_commit_order(&key("a", "2", "q"));
+        let order: Vec<_> = (0..cells.len())
+            .map(|i| {
+                let k = cells.key(i);
+                format!("{}/{}", k.table, String::from_utf8(k.row).unwrap())
+            })
+            .collect();
+        assert_eq!(order, ["a/2", "b/1", "b/2", "a/1"]);
+        assert_eq!(cells.family_probes(0).len(), 2);
+        assert_eq!(cells.family_probes(3).len(), 1);
+    }
+
+    #[test]
+    fn a_primary_never_buffered_commits_as_a_lock() {
+        let mut b = WriteBuffer::default();
+        b.insert(&key("t", "r", "q"), &Write::Put(b"v".to_vec()));
+        let cells = b.into_commit_order(&key("u", "p", "q"));
+        assert_eq!((cells.len(), cells.write(0)), (2, Write::Lock));
+        assert_eq!(cells.table(0), "u");
+    }
+}
