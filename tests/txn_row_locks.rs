@@ -412,3 +412,32 @@ fn a_row_lock_is_listed_once_and_resolving_it_settles_the_row() {
     assert_eq!(read(&env, &keys), vec![Some(b"old".to_vec()); 3]);
     resolver.shutdown();
 }
+
+/// A wide row whose values pass the row lock's inline budget: the values past it are read
+/// from their data versions, after a clean commit and after a roll-forward alike.
+#[test]
+fn a_row_wider_than_its_locks_inline_budget_reads_back_every_value() {
+    let env = Env::start();
+    let t = env.table_with("budget", ROW);
+    let qs: Vec<String> = (0..100).map(|i| format!("c{i:03}")).collect();
+    let qs: Vec<&str> = qs.iter().map(String::as_str).collect();
+    let value = |i: usize| vec![b'a' + (i % 26) as u8; 1000];
+    for (row, seam) in [("clean", None), ("rolled", Some(Seam::AfterPrimaryCommit))] {
+        // The primary elsewhere, so that this row is a secondary a reader rolls forward.
+        let mut options = env.options().to_builder();
+        if let Some(seam) = seam {
+            options = options.crash_injector(Arc::new(move |at| at == seam));
+        }
+        let client = env.client_with(options.build());
+        let mut txn = client.begin().unwrap();
+        txn.set(&t, "a_primary", FAMILY, "p", "1").unwrap();
+        for (i, q) in qs.iter().enumerate() {
+            txn.set(&t, row, FAMILY, *q, value(i)).unwrap();
+        }
+        assert_eq!(txn.commit().is_ok(), seam.is_none(), "{row}");
+        let values = read(&env, &columns(&t, row, &qs));
+        for (i, v) in values.into_iter().enumerate() {
+            assert_eq!(v, Some(value(i)), "{row} {}", qs[i]);
+        }
+    }
+}

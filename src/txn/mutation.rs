@@ -84,6 +84,12 @@ impl Mutation {
     }
 }
 
+/// The most value bytes one row lock carries for its columns' write records. Each phase sends
+/// the lock whole (the prewrite writes it, the commit compares it), so a row of many columns
+/// would otherwise send its values three times over, and could pass HBase's size limit for
+/// one cell (`hbase.server.keyvalue.maxsize`, 10 MB by default).
+pub const ROW_LOCK_INLINE_BUDGET: usize = 64 * 1024;
+
 /// What every lock of one commit shares.
 pub struct LockTemplate {
     pub primary: CellKey,
@@ -127,17 +133,24 @@ impl LockTemplate {
         let mut row_values = Vec::with_capacity(writes.len());
         let mut row_notify = Vec::with_capacity(writes.len());
         let mut key = None;
+        let mut inlined = 0;
         for (k, write, notify) in writes {
             let kind = write.kind();
             let value = match write {
                 Write::Put(v) => Some(v),
                 Write::Delete | Write::Lock => None,
             };
+            // The lock travels whole in both phases' CAS: past the budget, values stay in the
+            // data column only and their records point there.
+            let short_value = self
+                .short(value.as_ref())
+                .filter(|v| inlined + v.len() <= ROW_LOCK_INLINE_BUDGET);
+            inlined += short_value.as_ref().map_or(0, Vec::len);
             columns.push(RowColumn {
                 family: k.family.clone(),
                 qualifier: k.qualifier.clone(),
                 kind,
-                short_value: self.short(value.as_ref()),
+                short_value,
             });
             row_values.push(value);
             row_notify.push(notify);
@@ -172,5 +185,46 @@ impl LockTemplate {
             row,
             primary_row: self.primary_row,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn template() -> LockTemplate {
+        LockTemplate {
+            primary: CellKey::new("t", "r", "f", "c0").unwrap(),
+            owner: "o".into(),
+            wall_ms: 1,
+            ttl_ms: 1,
+            short_value_limit: 1024,
+            primary_row: true,
+        }
+    }
+
+    #[test]
+    fn a_row_lock_inlines_values_up_to_its_budget_and_keeps_every_value_for_the_data() {
+        let writes: Vec<_> = (0..100)
+            .map(|i| {
+                let key = CellKey::new("t", "r", "f", format!("c{i}")).unwrap();
+                (key, Write::Put(vec![i as u8; 1000]), false)
+            })
+            .collect();
+        let m = template().row_mutation(100, writes);
+        let columns = m.lock.row.as_ref().unwrap();
+        let inlined: usize = columns
+            .iter()
+            .filter_map(|c| c.short_value.as_ref())
+            .map(Vec::len)
+            .sum();
+        assert_eq!(inlined, 65_000, "65 values of 1000 bytes fit 64 KiB");
+        assert!(columns[..65].iter().all(|c| c.short_value.is_some()));
+        assert!(columns[65..].iter().all(|c| c.short_value.is_none()));
+        assert!(m.bytes.len() < ROW_LOCK_INLINE_BUDGET + 100 * 32);
+        assert!(m
+            .row_values
+            .iter()
+            .all(|v| v.as_ref().is_some_and(|v| v.len() == 1000)));
     }
 }
