@@ -69,16 +69,16 @@ fn bank_through_crashes(lock_granularity: LockGranularity, seconds: u64) {
         options,
         lock_granularity,
     };
+    // Failpoints are process-wide: the scenario is taken before the accounts are opened, so
+    // that no other test's crashes reach the client that opens them.
+    #[cfg(feature = "failpoints")]
+    let _scenario = fail::FailScenario::setup();
     bank::setup(&stack, &config).expect("open accounts");
     // Crashes start only now: the accounts are opened by a client that must not die.
     #[cfg(feature = "failpoints")]
-    let _scenario = {
-        let scenario = fail::FailScenario::setup();
-        for seam in Seam::ALL {
-            fail::cfg(seam.name(), &format!("{}%return", CRASH_RATE * 100.0)).expect("failpoint");
-        }
-        scenario
-    };
+    for seam in Seam::ALL {
+        fail::cfg(seam.name(), &format!("{}%return", CRASH_RATE * 100.0)).expect("failpoint");
+    }
     let report = bank::run(&stack, &config, &|elapsed, p| {
         if elapsed.as_secs() % 10 == 0 {
             eprintln!("bank t={}s {p:?}", elapsed.as_secs());
