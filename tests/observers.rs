@@ -439,10 +439,12 @@ fn a_run_that_settled_its_commit_clears_its_notifications_itself() {
     let store = FaultyStore::new(env.hbase.clone(), env.schema.clone());
     store.inject(CasKind::Commit, "r", Fault::DropRequest, 1);
     let worker_client = env.client_on(store.clone(), env.tso.clone(), env.options());
+    // One scanner: a page fetched by another scanner while the run was under way could still
+    // hold the notification, and start a run that finds the change acknowledged.
     let worker = start(
         &worker_client,
         copy_set(&t, CopyCounter::new("copy")),
-        config(),
+        config().with_scanners(1, 4),
     );
     set(&client, &t, "r", "v");
     wait_until(&client, &t, "the copy", || {
