@@ -80,6 +80,12 @@ fn shares(rows: usize) -> Vec<u64> {
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(workers[0].wait_idle(Duration::from_secs(300)))
         .unwrap();
+    // A worker counts a run once its commit returned, after wait_idle can see it cleared.
+    let counted = || workers.iter().map(|w| w.stats().processed).sum::<u64>();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while counted() < rows as u64 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let runs: Vec<u64> = workers.iter().map(|w| w.stats().processed).collect();
     for worker in workers {
         rt.block_on(worker.shutdown());

@@ -186,6 +186,10 @@ fn every_committed_change_is_processed_and_each_acknowledged_change_runs_once() 
         read(&client, &t, "r1", "copy").is_none()
     });
     assert_eq!(runs(&client, &t, "r1"), 6);
+    // A worker counts a run once its commit returned, after readers can see it.
+    wait_until(&client, &t, "the runs counted", || {
+        worker.stats().processed >= 6 + burst
+    });
     let stats = worker.stats();
     assert_eq!(stats.processed, 6 + burst);
     rt().block_on(worker.shutdown());
@@ -776,6 +780,9 @@ fn overlapping_workers_commit_one_run_per_change() {
     for row in &rows {
         assert_eq!(runs(&client, &t, row), 1, "{row}");
     }
+    wait_until(&client, &t, "the runs counted", || {
+        halves.stats().processed + whole.stats().processed >= 30
+    });
     let (a, b) = (halves.stats(), whole.stats());
     assert_eq!(a.processed + b.processed, 30, "{a:?} {b:?}");
     rt().block_on(halves.shutdown());
