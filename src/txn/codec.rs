@@ -9,6 +9,8 @@
 //! Every decoder is strict (exact lengths, no trailing bytes) so that a damaged cell is reported
 //! as corrupted instead of being misread.
 
+use std::borrow::Cow;
+
 use crate::key::CellKey;
 
 const RELEASED: u8 = 0x00;
@@ -112,16 +114,17 @@ impl Lock {
         }
     }
 
-    /// The columns this lock writes on `key`'s row: the row lock's list, or the cell itself.
-    pub fn columns(&self, key: &CellKey) -> Vec<RowColumn> {
+    /// The columns this lock writes on `key`'s row: the row lock's list (borrowed, not
+    /// copied, in every commit and rollback), or the cell itself.
+    pub fn columns(&self, key: &CellKey) -> Cow<'_, [RowColumn]> {
         match &self.row {
-            Some(columns) => columns.clone(),
-            None => vec![RowColumn {
+            Some(columns) => Cow::Borrowed(columns),
+            None => Cow::Owned(vec![RowColumn {
                 family: key.family.clone(),
                 qualifier: key.qualifier.clone(),
                 kind: self.kind,
                 short_value: self.short_value.clone(),
-            }],
+            }]),
         }
     }
 }

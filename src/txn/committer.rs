@@ -62,7 +62,7 @@ impl Committer {
         notify: Vec<bool>,
     ) -> Result<Committer> {
         let ctx = session.ctx();
-        let probes = writes.family_probes(0);
+        let probes = writes.family_probes();
         let granularities = ctx.check_families(&probes).await?;
         let row_tables: Vec<String> = probes
             .iter()

@@ -14,6 +14,7 @@ use std::str::FromStr;
 
 use crate::error::{Error, Result};
 use crate::hbase::{Put, RowResult};
+use crate::txn::codec::ROW_LOCK_QUALIFIER;
 use crate::txn::meta::META_FAMILY;
 
 /// The meta-row cell that holds a table's lock granularity (absent: cell).
@@ -43,6 +44,32 @@ impl LockGranularity {
         match self {
             LockGranularity::Cell => b"cell",
             LockGranularity::Row => b"row",
+        }
+    }
+
+    /// The granularity of a lock's primary, from the lock's own flag
+    /// ([`Lock::primary_row`](crate::txn::codec::Lock)).
+    pub(crate) fn of_primary(primary_row: bool) -> LockGranularity {
+        if primary_row {
+            LockGranularity::Row
+        } else {
+            LockGranularity::Cell
+        }
+    }
+
+    /// The lock-family qualifier a column's lock lives under in a table of this granularity:
+    /// the column's own (`column_q`, as [`Schema::qualifier`](crate::txn::Schema::qualifier)
+    /// gives it), or its row's.
+    ///
+    /// ```
+    /// use percolator::txn::LockGranularity;
+    /// assert_eq!(LockGranularity::Cell.lock_qualifier(b"\x01fq"), b"\x01fq");
+    /// assert_eq!(LockGranularity::Row.lock_qualifier(b"\x01fq"), b"");
+    /// ```
+    pub fn lock_qualifier(self, column_q: &[u8]) -> &[u8] {
+        match self {
+            LockGranularity::Cell => column_q,
+            LockGranularity::Row => ROW_LOCK_QUALIFIER,
         }
     }
 

@@ -197,7 +197,9 @@ impl<'a> LockResolver<'a> {
     ) -> Result<(Option<Vec<u8>>, TxnStatus)> {
         let schema = self.session.ctx().schema();
         let q = schema.qualifier(primary);
-        let lock_q = actions::primary_lock_qualifier(schema, primary, primary_row);
+        let lock_q = LockGranularity::of_primary(primary_row)
+            .lock_qualifier(&q)
+            .to_vec();
         let gets = [
             Get::new(primary.row.clone()).column(schema.lock_family.clone(), lock_q.clone()),
             Get::new(primary.row.clone())

@@ -24,7 +24,28 @@ pub fn create_table(
     name: &str,
     user_families: &[&str],
 ) -> Result<()> {
-    create(hbase, schema, &schema.table(name, user_families)).map(|_| ())
+    create_table_with(hbase, schema, name, user_families, LockGranularity::Cell)
+}
+
+/// [`create_table`], with the table's lock granularity (see [`create_with`]).
+///
+/// ```
+/// use percolator::txn::LockGranularity;
+/// let emulator = hbase_emulator::start_local()?;
+/// let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
+/// let schema = percolator::txn::Schema::default();
+/// percolator::txn::setup::create_table_with(&hbase, &schema, "users", &["f"], LockGranularity::Row)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn create_table_with(
+    hbase: &HBaseClient,
+    schema: &Schema,
+    name: &str,
+    user_families: &[&str],
+    granularity: LockGranularity,
+) -> Result<()> {
+    let table = schema.table(name, user_families);
+    create_with(hbase, schema, &table, granularity).map(|_| ())
 }
 
 /// Creates the table `table` describes, which must hold the percolator families

@@ -214,8 +214,8 @@ impl<'a> SnapshotReader<'a> {
                 versions = versions.saturating_mul(8);
             }
             if waiting {
-                let key = &keys[retry[0]];
-                let lock_q = lock_qualifier(schema, granularity, key);
+                let (key, q) = (&keys[retry[0]], &qualifiers[retry[0]]);
+                let lock_q = granularity.lock_qualifier(q).to_vec();
                 self.wait_for_lock(key, lock_q, started, &mut waits).await?;
             }
             pending = retry;
@@ -350,13 +350,11 @@ impl<'a> SnapshotReader<'a> {
             if c.family == schema.lock_family && c.qualifier == ROW_LOCK_QUALIFIER {
                 // A row lock names no column itself: the columns it lists may have no
                 // write record yet, and a read must still reckon with them.
-                let state = decode_lock_state(Some(&c.value)).map_err(|e| Error::Corrupted {
-                    what: "lock",
-                    table: table.to_string(),
-                    row: row.row.clone(),
-                    // The row lock's own cell, `_pl:`: which columns it held is unknown.
-                    column: [c.family.as_slice(), b":"].concat(),
-                    reason: format!("row lock: {}", e.0),
+                // Named by the row lock's own cell, `_pl:`: which columns it held is unknown.
+                let state = decode_lock_state(Some(&c.value)).map_err(|e| {
+                    let column = [c.family.as_slice(), b":"].concat();
+                    let reason = format!("row lock: {}", e.0);
+                    Error::corrupted_cell("lock", table, &row.row, &column, reason)
                 })?;
                 if let LockState::Locked(lock) = state {
                     for column in lock.row.iter().flatten() {
@@ -437,10 +435,7 @@ pub fn fetched_column(
     snapshot: u64,
     versions: i32,
 ) -> Result<FetchedColumn> {
-    let lock_q = match granularity {
-        LockGranularity::Cell => qualifier,
-        LockGranularity::Row => ROW_LOCK_QUALIFIER,
-    };
+    let lock_q = granularity.lock_qualifier(qualifier);
     let lock = match decode_lock_state(row.value(&schema.lock_family, lock_q))
         .map_err(|e| corrupted("lock", key, e))?
     {
@@ -460,14 +455,6 @@ pub fn fetched_column(
         writes,
         complete,
     })
-}
-
-/// Where `key`'s lock lives in a table of `granularity`.
-fn lock_qualifier(schema: &Schema, granularity: LockGranularity, key: &CellKey) -> Vec<u8> {
-    match granularity {
-        LockGranularity::Cell => schema.qualifier(key),
-        LockGranularity::Row => ROW_LOCK_QUALIFIER.to_vec(),
-    }
 }
 
 /// One Get per row of the pending keys (lock and write columns, up to the snapshot if given),

@@ -26,7 +26,7 @@ use percolator::oracle::TimestampSource;
 use percolator::txn::actions;
 use percolator::txn::codec::{
     decode_lock_state, decode_write, encode_lock, Lock, LockState, MutationKind, RowColumn,
-    WriteRecord, ROW_LOCK_QUALIFIER,
+    WriteRecord,
 };
 use percolator::txn::{
     self, CellKey, Client, HBaseAccess, LivenessConfig, LockGranularity, Schema, TxnOptions,
@@ -166,8 +166,8 @@ impl Env {
     /// clients that use the table read (a table's granularity is in its meta row).
     pub fn table_in(&self, schema: &Schema, prefix: &str, granularity: LockGranularity) -> String {
         let name = unique(prefix);
-        let desc = schema.table(&name, &[FAMILY]);
-        txn::setup::create_with(&self.hbase, schema, &desc, granularity).expect("create table");
+        txn::setup::create_table_with(&self.hbase, schema, &name, &[FAMILY], granularity)
+            .expect("create table");
         self.created(&name);
         name
     }
@@ -387,10 +387,7 @@ pub fn raw_lock_in(
 
 /// The lock-family qualifier `key` answers to in a table of `granularity`.
 pub fn lock_qualifier(schema: &Schema, granularity: LockGranularity, key: &CellKey) -> Vec<u8> {
-    match granularity {
-        LockGranularity::Cell => schema.qualifier(key),
-        LockGranularity::Row => ROW_LOCK_QUALIFIER.to_vec(),
-    }
+    granularity.lock_qualifier(&schema.qualifier(key)).to_vec()
 }
 
 /// `PERCOLATOR_TEST_LOCK_GRANULARITY`, or cell.

@@ -19,7 +19,7 @@ pub fn commit(
     commit_ts: u64,
 ) -> CheckAndMutate {
     let mut put = Put::new(key.row.clone());
-    for column in lock.columns(key) {
+    for column in lock.columns(key).iter() {
         let record = WriteRecord {
             kind: match column.kind {
                 MutationKind::Put => WriteKind::Put,
@@ -27,7 +27,7 @@ pub fn commit(
                 MutationKind::Lock => WriteKind::Lock,
             },
             start_ts: lock.start_ts,
-            short_value: column.short_value,
+            short_value: column.short_value.clone(),
         };
         put = put_write_record(
             schema,

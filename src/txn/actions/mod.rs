@@ -17,9 +17,7 @@ pub use status::{txn_status, TxnStatus};
 use crate::error::Error;
 use crate::hbase::{CompareOp, Delete, DeleteType, Put};
 use crate::key::CellKey;
-use crate::txn::codec::{
-    column_qualifier, encode_released, encode_write, CodecError, WriteRecord, ROW_LOCK_QUALIFIER,
-};
+use crate::txn::codec::{column_qualifier, encode_released, encode_write, CodecError, WriteRecord};
 use crate::txn::schema::Schema;
 
 /// The CAS condition "the cell is released with every recorded commit and rollback below
@@ -31,19 +29,6 @@ fn unlocked_below(start_ts: u64, absent: bool) -> (CompareOp, Vec<u8>) {
         (CompareOp::Equal, Vec::new())
     } else {
         (CompareOp::Greater, encode_released(start_ts))
-    }
-}
-
-/// Where the lock of `primary` lives: its row's lock when `primary_row`, else its own cell's.
-pub(crate) fn primary_lock_qualifier(
-    schema: &Schema,
-    primary: &CellKey,
-    primary_row: bool,
-) -> Vec<u8> {
-    if primary_row {
-        ROW_LOCK_QUALIFIER.to_vec()
-    } else {
-        schema.qualifier(primary)
     }
 }
 

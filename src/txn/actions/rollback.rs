@@ -2,10 +2,9 @@
 
 use crate::hbase::{CheckAndMutate, CompareOp, Put};
 use crate::key::CellKey;
-use crate::txn::actions::{
-    delete_data_versions, primary_lock_qualifier, put_released, put_write_record, unlocked_below,
-};
+use crate::txn::actions::{delete_data_versions, put_released, put_write_record, unlocked_below};
 use crate::txn::codec::{Lock, MutationKind, WriteKind, WriteRecord};
+use crate::txn::granularity::LockGranularity;
 use crate::txn::schema::Schema;
 
 fn rollback_record(start_ts: u64) -> WriteRecord {
@@ -66,7 +65,9 @@ pub fn fence(
     primary_row: bool,
 ) -> CheckAndMutate {
     let (op, expected) = unlocked_below(start_ts, absent);
-    let q = primary_lock_qualifier(schema, primary, primary_row);
+    let q = LockGranularity::of_primary(primary_row)
+        .lock_qualifier(&schema.qualifier(primary))
+        .to_vec();
     let put = put_released(schema, q.clone(), Put::new(primary.row.clone()), start_ts);
     let put = put_write_record(
         schema,

@@ -125,9 +125,8 @@ impl BankConfig {
 /// Creates the tables and opens every account with the initial balance, transactionally.
 pub fn setup(stack: &Stack, config: &BankConfig) -> Result<()> {
     for table in &config.tables {
-        let schema = config.options.schema();
-        let desc = schema.table(table, &[FAMILY]);
-        txn::setup::create_with(&stack.hbase, schema, &desc, config.lock_granularity)?;
+        let (schema, granularity) = (config.options.schema(), config.lock_granularity);
+        txn::setup::create_table_with(&stack.hbase, schema, table, &[FAMILY], granularity)?;
     }
     let client = steady_client(stack, config)?;
     for chunk in config.accounts().chunks(64) {

@@ -210,11 +210,11 @@ pub fn run(
         .hbase
         .admin()
         .create_table(&TableDescriptor::new(tables.raw.clone()).family(FamilyDescriptor::new(F)))?;
-    let txn_table = options.schema().table(&tables.txn, &[F]);
-    txn::setup::create_with(
+    txn::setup::create_table_with(
         &stack.hbase,
         options.schema(),
-        &txn_table,
+        &tables.txn,
+        &[F],
         config.lock_granularity,
     )?;
     if wants_notify {
