@@ -7,6 +7,7 @@ mod txn_support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use percolator::hbase::{CheckAndMutate, Delete, Get, Put, RowResult, Scan, TableDescriptor};
@@ -87,7 +88,10 @@ fn a_commit_of_many_cells_keeps_at_most_a_window_of_requests_in_flight() {
     let env = Env::start();
     let t = env.table("wide");
     let store = InFlight::new(&env);
-    let client = env.client_on(store.clone(), env.tso.clone(), env.options());
+    // The heartbeat's CAS on the primary lock (after a third of the TTL) is not the commit's
+    // own request: a slow machine's commit outlives a 3 s TTL's third, so the TTL is long here.
+    let options = env.options().to_builder().lock_ttl(Duration::from_secs(600));
+    let client = env.client_on(store.clone(), env.tso.clone(), options.build());
     let cells = 4_000;
     let mut txn = client.begin().unwrap();
     for i in 0..cells {
