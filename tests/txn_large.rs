@@ -90,7 +90,10 @@ fn a_commit_of_many_cells_keeps_at_most_a_window_of_requests_in_flight() {
     let store = InFlight::new(&env);
     // The heartbeat's CAS on the primary lock (after a third of the TTL) is not the commit's
     // own request: a slow machine's commit outlives a 3 s TTL's third, so the TTL is long here.
-    let options = env.options().to_builder().lock_ttl(Duration::from_secs(600));
+    let options = env
+        .options()
+        .to_builder()
+        .lock_ttl(Duration::from_secs(600));
     let client = env.client_on(store.clone(), env.tso.clone(), options.build());
     let cells = 4_000;
     let mut txn = client.begin().unwrap();
