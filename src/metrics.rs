@@ -35,8 +35,8 @@
 
 use std::time::Duration;
 
-use metrics::Unit;
 use metrics::{counter, describe_counter, describe_gauge, describe_histogram, gauge, histogram};
+use metrics::{Key, Level, Metadata, Unit};
 
 use crate::{Error, RetryClass};
 
@@ -140,17 +140,35 @@ pub fn describe() {
     );
 }
 
-/// The `outcome` label of a commit that ended with `result`.
-pub(crate) fn transaction_outcome<T>(result: &Result<T, Error>) -> &'static str {
+/// The key of metric `$name` with one label, built at compile time: recording under it
+/// allocates nothing, where a label given at run time costs a key built on the heap each call.
+macro_rules! labelled {
+    ($name:expr, $label:literal => $value:literal) => {{
+        static LABELS: [::metrics::Label; 1] =
+            [::metrics::Label::from_static_parts($label, $value)];
+        static KEY: ::metrics::Key = ::metrics::Key::from_static_parts($name, &LABELS);
+        &KEY
+    }};
+}
+pub(crate) use labelled;
+
+/// What the `metrics` macros would attach at a call site in this module.
+static METADATA: Metadata<'static> =
+    Metadata::new(module_path!(), Level::INFO, Some(module_path!()));
+
+/// The transactions counter's key for a commit that ended with `result` (its `outcome`).
+pub(crate) fn transaction_outcome<T>(result: &Result<T, Error>) -> &'static Key {
     match result {
-        Ok(_) => "committed",
-        Err(Error::WriteConflict { .. }) => "conflict",
-        Err(Error::KeyLocked { .. }) => "locked",
-        Err(Error::RolledBack { .. }) => "rolled_back",
+        Ok(_) => labelled!(TRANSACTIONS, "outcome" => "committed"),
+        Err(Error::WriteConflict { .. }) => labelled!(TRANSACTIONS, "outcome" => "conflict"),
+        Err(Error::KeyLocked { .. }) => labelled!(TRANSACTIONS, "outcome" => "locked"),
+        Err(Error::RolledBack { .. }) => labelled!(TRANSACTIONS, "outcome" => "rolled_back"),
         #[cfg(feature = "testing")]
-        Err(Error::ClientCrashed { .. }) => "crashed",
-        Err(e) if e.retry_class() == RetryClass::Undetermined => "undetermined",
-        Err(_) => "failed",
+        Err(Error::ClientCrashed { .. }) => labelled!(TRANSACTIONS, "outcome" => "crashed"),
+        Err(e) if e.retry_class() == RetryClass::Undetermined => {
+            labelled!(TRANSACTIONS, "outcome" => "undetermined")
+        }
+        Err(_) => labelled!(TRANSACTIONS, "outcome" => "failed"),
     }
 }
 
@@ -162,21 +180,21 @@ pub(crate) fn count_n(name: &'static str, n: u64) {
     counter!(name).increment(n);
 }
 
-pub(crate) fn count_as(name: &'static str, label: &'static str, value: &'static str) {
-    counter!(name, label => value).increment(1);
+/// Counts one under `key` (see [`labelled`]).
+pub(crate) fn count_as(key: &'static Key) {
+    metrics::with_recorder(|r| r.register_counter(key, &METADATA).increment(1));
 }
 
 pub(crate) fn seconds(name: &'static str, took: Duration) {
     histogram!(name).record(took.as_secs_f64());
 }
 
-pub(crate) fn seconds_as(
-    name: &'static str,
-    label: &'static str,
-    value: &'static str,
-    took: Duration,
-) {
-    histogram!(name, label => value).record(took.as_secs_f64());
+/// Records `took` under `key` (see [`labelled`]).
+pub(crate) fn seconds_as(key: &'static Key, took: Duration) {
+    metrics::with_recorder(|r| {
+        r.register_histogram(key, &METADATA)
+            .record(took.as_secs_f64())
+    });
 }
 
 pub(crate) fn gauge_add(name: &'static str, delta: f64) {

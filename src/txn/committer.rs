@@ -66,8 +66,8 @@ impl Committer {
         let granularities = ctx.check_families(&probes).await?;
         let row_tables: Vec<String> = probes
             .iter()
-            .filter(|k| granularities.of(&k.table) == LockGranularity::Row)
-            .map(|k| k.table.clone())
+            .filter(|(table, _)| granularities.of(table) == LockGranularity::Row)
+            .map(|(table, _)| table.to_string())
             .collect();
         let opts = ctx.opts();
         let template = LockTemplate {
@@ -110,9 +110,7 @@ impl Committer {
         } = prewritten;
         let prewritten = Instant::now();
         metrics::seconds_as(
-            metrics::COMMIT_PHASE,
-            "phase",
-            "prewrite",
+            metrics::labelled!(metrics::COMMIT_PHASE, "phase" => "prewrite"),
             prewritten - started,
         );
         if let Some(seam) = crashed {
@@ -127,18 +125,15 @@ impl Committer {
             return Err(self.crashed(Seam::BeforePrimaryCommit));
         }
         // Invariant 9: commit_ts is fetched only now, after every lock is in place.
-        let commit_ts = match ctx.timestamp().await {
-            Ok(ts) => ts,
+        let (commit_ts, stamped) = match ctx.timestamp_asked_at(prewritten).await {
+            Ok(stamped) => stamped,
             Err(e) => {
                 self.roll_back_own(&locked).await;
                 return Err(e);
             }
         };
-        let stamped = Instant::now();
         metrics::seconds_as(
-            metrics::COMMIT_PHASE,
-            "phase",
-            "commit_ts",
+            metrics::labelled!(metrics::COMMIT_PHASE, "phase" => "commit_ts"),
             stamped - prewritten,
         );
         let primary = &self.muts.primary().key;
@@ -152,13 +147,12 @@ impl Committer {
         .instrument(tracing::debug_span!("commit_point", commit_ts))
         .await?;
         Stats::bump(&ctx.stats().committed);
+        let done = Instant::now();
         metrics::seconds_as(
-            metrics::COMMIT_PHASE,
-            "phase",
-            "commit_point",
-            stamped.elapsed(),
+            metrics::labelled!(metrics::COMMIT_PHASE, "phase" => "commit_point"),
+            done - stamped,
         );
-        metrics::seconds(metrics::COMMIT, started.elapsed());
+        metrics::seconds(metrics::COMMIT, done - started);
         if ctx.crash_at(Seam::AfterPrimaryCommit) {
             return Err(self.crashed(Seam::AfterPrimaryCommit));
         }
@@ -388,9 +382,7 @@ impl Secondaries {
         }
         self.round(2..self.muts.len()).await;
         metrics::seconds_as(
-            metrics::COMMIT_PHASE,
-            "phase",
-            "secondaries",
+            metrics::labelled!(metrics::COMMIT_PHASE, "phase" => "secondaries"),
             started.elapsed(),
         );
         true

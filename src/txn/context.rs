@@ -170,11 +170,17 @@ impl Context {
     }
 
     pub async fn timestamp(&self) -> Result<u64> {
+        Ok(self.timestamp_asked_at(Instant::now()).await?.0)
+    }
+
+    /// A timestamp asked for at `asked` (an instant the caller already read), with the instant
+    /// it came: a commit times its phases with the same clock reads.
+    pub async fn timestamp_asked_at(&self, asked: Instant) -> Result<(u64, Instant)> {
         Stats::bump(&self.stats.timestamps);
-        let asked = Instant::now();
         let ts = self.tso.timestamp().await;
-        crate::metrics::seconds(crate::metrics::ORACLE_WAIT, asked.elapsed());
-        ts
+        let came = Instant::now();
+        crate::metrics::seconds(crate::metrics::ORACLE_WAIT, came - asked);
+        Ok((ts?, came))
     }
 
     /// A start timestamp at hand for a transaction that read nothing, if the source has a
@@ -205,17 +211,18 @@ impl Context {
     /// each table's lock granularity, read from the same meta row as its migration marker.
     pub async fn check_families<'k>(
         &self,
-        keys: impl IntoIterator<Item = &'k CellKey>,
+        probes: &'k [impl FamilyProbe],
     ) -> Result<Granularities<'k>> {
         let mut tables = Granularities(Vec::new());
-        for key in keys {
+        for probe in probes {
+            let (table, family) = probe.table_family();
             // The families first: a client that finds them for the first time reads the meta
             // row again, and the granularity must come from that read (see `granularity`).
-            self.check_family(&key.table, &key.family).await?;
+            self.check_family(table, family).await?;
             // Keys come grouped by table: the meta row is looked up once per run of a table.
-            if tables.0.last().map(|(t, _)| *t) != Some(key.table.as_str()) {
-                let granularity = self.check_not_migrating(&key.table).await?;
-                tables.0.push((key.table.as_str(), granularity));
+            if tables.0.last().map(|(t, _)| *t) != Some(table) {
+                let granularity = self.check_not_migrating(table).await?;
+                tables.0.push((table, granularity));
             }
         }
         Ok(tables)
@@ -285,6 +292,23 @@ impl Context {
 }
 
 /// The lock granularity of each table [`Context::check_families`] checked.
+/// What names a table and a family: a key read, or a family a commit writes.
+pub(crate) trait FamilyProbe: Sync {
+    fn table_family(&self) -> (&str, &[u8]);
+}
+
+impl FamilyProbe for CellKey {
+    fn table_family(&self) -> (&str, &[u8]) {
+        (&self.table, &self.family)
+    }
+}
+
+impl FamilyProbe for (&str, &[u8]) {
+    fn table_family(&self) -> (&str, &[u8]) {
+        *self
+    }
+}
+
 pub(crate) struct Granularities<'k>(Vec<(&'k str, LockGranularity)>);
 
 impl Granularities<'_> {

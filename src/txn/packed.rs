@@ -313,14 +313,15 @@ impl CommitCells {
         self.cells[i].written().to_write()
     }
 
-    /// One key for each table and family written, in commit order: what
-    /// `Context::check_families` needs to see of the cells.
-    pub fn family_probes(&self) -> Vec<CellKey> {
-        let mut seen: BTreeSet<(&str, &[u8])> = BTreeSet::new();
-        let mut probes = Vec::new();
+    /// Each table and family written, once, in commit order: what `Context::check_families`
+    /// needs to see of the cells. A commit writes few families, so a look through those found
+    /// so far (the last one first, as a row's cells sit together) beats a set.
+    pub fn family_probes(&self) -> Vec<(&str, &[u8])> {
+        let mut probes: Vec<(&str, &[u8])> = Vec::new();
         for i in 0..self.cells.len() {
-            if seen.insert((self.table(i), self.cells[i].family())) {
-                probes.push(self.key(i));
+            let probe = (self.table(i), self.cells[i].family());
+            if probes.last() != Some(&probe) && !probes.contains(&probe) {
+                probes.push(probe);
             }
         }
         probes

@@ -84,9 +84,7 @@ impl<'a> LockResolver<'a> {
                             if self.cas_settled(&key.table, &cam).await? {
                                 Stats::bump(&ctx.stats().rolled_forward);
                                 metrics::count_as(
-                                    metrics::LOCKS_RESOLVED,
-                                    "outcome",
-                                    "rolled_forward",
+                                    metrics::labelled!(metrics::LOCKS_RESOLVED, "outcome" => "rolled_forward"),
                                 );
                             }
                         }
@@ -98,9 +96,7 @@ impl<'a> LockResolver<'a> {
                             if self.cas_settled(&key.table, &cam).await? {
                                 Stats::bump(&ctx.stats().rolled_back);
                                 metrics::count_as(
-                                    metrics::LOCKS_RESOLVED,
-                                    "outcome",
-                                    "rolled_back",
+                                    metrics::labelled!(metrics::LOCKS_RESOLVED, "outcome" => "rolled_back"),
                                 );
                             }
                         }
@@ -114,7 +110,9 @@ impl<'a> LockResolver<'a> {
                         let cam = actions::rollback(schema, primary, &plock, &raw);
                         if self.cas_settled(&primary.table, &cam).await? {
                             Stats::bump(&ctx.stats().rolled_back);
-                            metrics::count_as(metrics::LOCKS_RESOLVED, "outcome", "rolled_back");
+                            metrics::count_as(
+                                metrics::labelled!(metrics::LOCKS_RESOLVED, "outcome" => "rolled_back"),
+                            );
                         }
                     }
                     TxnStatus::PrimaryNotLocked { absent } => {

@@ -313,15 +313,21 @@ impl Inner {
         )
         .await;
         let c = &self.counters;
-        let label = match &outcome {
+        let runs = match &outcome {
             Ok(Outcome::Died) => None,
-            Ok(Outcome::Processed) => Some("processed"),
-            Ok(Outcome::AlreadyAcked) => Some("already_acked"),
-            Ok(Outcome::Stale) => Some("stale"),
-            Err(_) => Some("failed"),
+            Ok(Outcome::Processed) => {
+                Some(metrics::labelled!(metrics::OBSERVER_RUNS, "outcome" => "processed"))
+            }
+            Ok(Outcome::AlreadyAcked) => {
+                Some(metrics::labelled!(metrics::OBSERVER_RUNS, "outcome" => "already_acked"))
+            }
+            Ok(Outcome::Stale) => {
+                Some(metrics::labelled!(metrics::OBSERVER_RUNS, "outcome" => "stale"))
+            }
+            Err(_) => Some(metrics::labelled!(metrics::OBSERVER_RUNS, "outcome" => "failed")),
         };
-        if let Some(label) = label {
-            metrics::count_as(metrics::OBSERVER_RUNS, "outcome", label);
+        if let Some(key) = runs {
+            metrics::count_as(key);
         }
         match outcome {
             Ok(Outcome::Died) => return,

@@ -245,11 +245,7 @@ impl AsyncTransaction {
             Ok(committer) => committer.with_primary_extra(extra).commit().await,
             Err(e) => Err(e),
         };
-        metrics::count_as(
-            metrics::TRANSACTIONS,
-            "outcome",
-            metrics::transaction_outcome(&committed),
-        );
+        metrics::count_as(metrics::transaction_outcome(&committed));
         committed
     }
 
