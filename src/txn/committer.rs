@@ -3,6 +3,7 @@
 //! commit point is written (see `commit_point`), then the secondaries, in the background
 //! unless asked to wait. Failure handling follows docs/design.md invariants 1-4, 7 and 9.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -10,12 +11,14 @@ use tracing::Instrument;
 
 use crate::error::{Error, Result};
 use crate::hbase::Delete;
+use crate::key::CellKey;
 use crate::metrics;
 use crate::txn::actions::{self, after_failed_prewrite, PrewriteNext};
 use crate::txn::batches::{windowed, CommitBatch, Flow};
 use crate::txn::commit_point;
 use crate::txn::granularity::LockGranularity;
 use crate::txn::mutation::{LockTemplate, Mutation};
+use crate::txn::notify;
 use crate::txn::options::Seam;
 use crate::txn::packed::CommitCells;
 use crate::txn::resolver::LockResolver;
@@ -51,19 +54,21 @@ pub(crate) struct Committed {
 }
 
 impl Committer {
-    /// `writes` in commit order: the first is the primary; `notify[i]` says whether write i
-    /// leaves an observer notification. Checks every table and family written, and learns
+    /// `writes` in commit order: the first is the primary; `weak` the cells given a
+    /// notification without an observed write. Checks every table and family written, and
+    /// which writes leave an observer notification (from the same meta rows), and learns
     /// each table's lock granularity: in a table that locks rows, a row's writes become one
     /// mutation (docs/design.md invariant 14).
     pub async fn new(
         session: Session,
         start_ts: u64,
         writes: CommitCells,
-        notify: Vec<bool>,
+        weak: &BTreeSet<CellKey>,
     ) -> Result<Committer> {
         let ctx = session.ctx();
         let probes = writes.family_probes();
         let granularities = ctx.check_families(&probes).await?;
+        let notify = notify::notify_flags(ctx, &writes, weak, &granularities).await?;
         let row_tables: Vec<String> = probes
             .iter()
             .filter(|(table, _)| granularities.of(table) == LockGranularity::Row)

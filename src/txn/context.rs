@@ -201,7 +201,7 @@ impl Context {
     pub async fn check_table(&self, table: &str) -> Result<LockGranularity> {
         // The families first, as in `check_families`.
         self.table_families(table, false).await?;
-        self.check_not_migrating(table).await
+        Ok(self.check_not_migrating(table).await?.0)
     }
 
     /// [`Context::check_table`] for every key's table, and `FamilyNotFound` if a key names a
@@ -220,9 +220,9 @@ impl Context {
             // row again, and the granularity must come from that read (see `granularity`).
             self.check_family(table, family).await?;
             // Keys come grouped by table: the meta row is looked up once per run of a table.
-            if tables.0.last().map(|(t, _)| *t) != Some(table) {
-                let granularity = self.check_not_migrating(table).await?;
-                tables.0.push((table, granularity));
+            if tables.0.last().map(|(t, _, _)| *t) != Some(table) {
+                let (granularity, meta) = self.check_not_migrating(table).await?;
+                tables.0.push((table, granularity, meta));
             }
         }
         Ok(tables)
@@ -276,7 +276,8 @@ impl Context {
     /// returns it to plain use (docs/design.md invariant 11): a read then would miss values
     /// not yet adopted. The migration writes its marker before it adds the families and
     /// waits out `META_REFRESH`, so a client that sees the families sees the marker.
-    async fn check_not_migrating(&self, table: &str) -> Result<LockGranularity> {
+    /// The table's granularity, and the meta row it came from.
+    async fn check_not_migrating(&self, table: &str) -> Result<(LockGranularity, Arc<RowResult>)> {
         let meta = self.table_meta(table).await?;
         match meta.value(META_FAMILY, MIG_STATE) {
             Some(state) if MIG_BUSY_STATES.contains(&state) => Err(Error::NotTransactional {
@@ -286,12 +287,11 @@ impl Context {
                     String::from_utf8_lossy(state)
                 ),
             }),
-            _ => LockGranularity::of_meta_row(table, &meta),
+            _ => Ok((LockGranularity::of_meta_row(table, &meta)?, meta)),
         }
     }
 }
 
-/// The lock granularity of each table [`Context::check_families`] checked.
 /// What names a table and a family: a key read, or a family a commit writes.
 pub(crate) trait FamilyProbe: Sync {
     fn table_family(&self) -> (&str, &[u8]);
@@ -309,15 +309,25 @@ impl FamilyProbe for (&str, &[u8]) {
     }
 }
 
-pub(crate) struct Granularities<'k>(Vec<(&'k str, LockGranularity)>);
+/// The lock granularity of each table [`Context::check_families`] checked, with the meta
+/// row it was read from.
+pub(crate) struct Granularities<'k>(Vec<(&'k str, LockGranularity, Arc<RowResult>)>);
 
 impl Granularities<'_> {
     /// `table`'s, when it was checked (cell otherwise: only checked tables are written).
     pub fn of(&self, table: &str) -> LockGranularity {
         self.0
             .iter()
-            .find(|(t, _)| *t == table)
-            .map_or(LockGranularity::Cell, |(_, g)| *g)
+            .find(|(t, _, _)| *t == table)
+            .map_or(LockGranularity::Cell, |(_, g, _)| *g)
+    }
+
+    /// `table`'s meta row as the check read it, when it was checked.
+    pub fn meta_row(&self, table: &str) -> Option<&Arc<RowResult>> {
+        self.0
+            .iter()
+            .find(|(t, _, _)| *t == table)
+            .map(|(_, _, m)| m)
     }
 }
 

@@ -9,24 +9,33 @@ use std::sync::Arc;
 use crate::error::Result;
 use crate::hbase::RowResult;
 use crate::key::CellKey;
-use crate::txn::context::Context;
+use crate::txn::context::{Context, Granularities};
 use crate::txn::meta::META_FAMILY;
-use crate::txn::notify_cells::observed_qualifier;
+use crate::txn::notify_cells::{observed_qualifier, OBSERVED};
 use crate::txn::packed::{CommitCells, Written};
 
-/// Whether the meta row of a table marks column `family:qualifier` observed.
+/// Whether the meta row of a table marks column `family:qualifier` observed. Most tables
+/// observe nothing: their writes build no qualifier to look up.
 fn is_observed(meta: &RowResult, family: &[u8], qualifier: &[u8]) -> bool {
-    meta.value(META_FAMILY, &observed_qualifier(family, qualifier))
-        .is_some()
+    let observes = meta
+        .cells
+        .iter()
+        .any(|c| c.family == META_FAMILY && c.qualifier.starts_with(OBSERVED));
+    observes
+        && meta
+            .value(META_FAMILY, &observed_qualifier(family, qualifier))
+            .is_some()
 }
 
 /// For each write of a commit, whether it leaves a notification: a put or delete of an
 /// observed column (strong), or a column given [`notify`](crate::AsyncTransaction::notify)
-/// (weak). Reads each written table's cached meta row only.
+/// (weak). Reads the meta rows the commit's table check read (`checked`), or, for a table
+/// it did not check, the cached one.
 pub(crate) async fn notify_flags(
     ctx: &Arc<Context>,
     writes: &CommitCells,
     weak: &BTreeSet<CellKey>,
+    checked: &Granularities<'_>,
 ) -> Result<Vec<bool>> {
     let mut flags = Vec::with_capacity(writes.len());
     let mut meta: Option<(&str, Arc<RowResult>)> = None;
@@ -43,7 +52,10 @@ pub(crate) async fn notify_flags(
         let row = match &meta {
             Some((t, row)) if *t == table => Arc::clone(row),
             _ => {
-                let row = ctx.table_meta(table).await?;
+                let row = match checked.meta_row(table) {
+                    Some(row) => Arc::clone(row),
+                    None => ctx.table_meta(table).await?,
+                };
                 meta = Some((table, Arc::clone(&row)));
                 row
             }

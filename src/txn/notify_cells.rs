@@ -12,7 +12,7 @@ use crate::txn::Schema;
 /// Qualifier prefix of a notification in the notify family (the rest: the encoded column).
 const NOTIFICATION: u8 = b'n';
 /// The meta row qualifier prefix of an observed column (then the encoded column).
-const OBSERVED: &[u8] = b"obs:col:";
+pub(crate) const OBSERVED: &[u8] = b"obs:col:";
 
 /// The notification qualifier of a column.
 pub(crate) fn notification_qualifier(family: &[u8], qualifier: &[u8]) -> Vec<u8> {

@@ -238,13 +238,11 @@ impl AsyncTransaction {
         self.span.record("primary", display(&primary));
         self.session.ctx().check_snapshot(start_ts).await?;
         let ordered = std::mem::take(&mut self.writes).into_commit_order(&primary);
-        let notify =
-            crate::txn::notify::notify_flags(self.session.ctx(), &ordered, &self.notified).await?;
-        let committed = match Committer::new(self.session.clone(), start_ts, ordered, notify).await
-        {
-            Ok(committer) => committer.with_primary_extra(extra).commit().await,
-            Err(e) => Err(e),
-        };
+        let committed =
+            match Committer::new(self.session.clone(), start_ts, ordered, &self.notified).await {
+                Ok(committer) => committer.with_primary_extra(extra).commit().await,
+                Err(e) => Err(e),
+            };
         metrics::count_as(metrics::transaction_outcome(&committed));
         committed
     }

@@ -200,10 +200,8 @@ impl AsyncTransaction {
                 limit,
             });
         }
-        if self.first.is_none() {
-            self.first = Some(key.clone());
-        }
         self.writes.insert(&key, &write);
+        self.first.get_or_insert(key);
         Ok(())
     }
 }
