@@ -210,6 +210,8 @@ impl CommitBatch {
 
 #[cfg(test)]
 mod tests {
+    use std::cell::RefCell;
+
     use super::*;
     use crate::key::CellKey;
     use crate::txn::mutation::Write;
@@ -252,12 +254,6 @@ mod tests {
             ]
         );
     }
-}
-
-#[cfg(test)]
-mod window_tests {
-    use super::*;
-    use std::cell::RefCell;
 
     /// Runs `windowed` over `n` items whose op answers its index doubled, `each` stopping at
     /// `stop_at`; returns the outcomes in the order `each` got them, and how many ops started.

@@ -316,18 +316,17 @@ pub(crate) struct Granularities<'k>(Vec<(&'k str, LockGranularity, Arc<RowResult
 impl Granularities<'_> {
     /// `table`'s, when it was checked (cell otherwise: only checked tables are written).
     pub fn of(&self, table: &str) -> LockGranularity {
-        self.0
-            .iter()
-            .find(|(t, _, _)| *t == table)
+        self.entry(table)
             .map_or(LockGranularity::Cell, |(_, g, _)| *g)
     }
 
     /// `table`'s meta row as the check read it, when it was checked.
     pub fn meta_row(&self, table: &str) -> Option<&Arc<RowResult>> {
-        self.0
-            .iter()
-            .find(|(t, _, _)| *t == table)
-            .map(|(_, _, m)| m)
+        self.entry(table).map(|(_, _, m)| m)
+    }
+
+    fn entry(&self, table: &str) -> Option<&(&str, LockGranularity, Arc<RowResult>)> {
+        self.0.iter().find(|(t, _, _)| *t == table)
     }
 }
 

@@ -38,7 +38,6 @@ pub(crate) async fn notify_flags(
     checked: &Granularities<'_>,
 ) -> Result<Vec<bool>> {
     let mut flags = Vec::with_capacity(writes.len());
-    let mut meta: Option<(&str, Arc<RowResult>)> = None;
     for i in 0..writes.len() {
         let (table, cell) = (writes.table(i), writes.cell(i));
         if !weak.is_empty() && weak.contains(&writes.key(i)) {
@@ -49,26 +48,19 @@ pub(crate) async fn notify_flags(
             flags.push(false);
             continue;
         }
-        let row = match &meta {
-            Some((t, row)) if *t == table => Arc::clone(row),
-            _ => {
-                let row = match checked.meta_row(table) {
-                    Some(row) => Arc::clone(row),
-                    None => ctx.table_meta(table).await?,
-                };
-                meta = Some((table, Arc::clone(&row)));
-                row
-            }
+        let row = match checked.meta_row(table) {
+            Some(row) => Arc::clone(row),
+            None => ctx.table_meta(table).await?,
         };
         flags.push(is_observed(&row, cell.family(), cell.qualifier()));
     }
     // A table made transactional before observers existed lacks the notify family.
-    let mut checked: Option<&str> = None;
+    let mut has_notify_family: Option<&str> = None;
     for (i, _) in flags.iter().enumerate().filter(|(_, &f)| f) {
         let table = writes.table(i);
-        if checked != Some(table) {
+        if has_notify_family != Some(table) {
             ctx.check_family(table, &ctx.schema().notify_family).await?;
-            checked = Some(table);
+            has_notify_family = Some(table);
         }
     }
     Ok(flags)
