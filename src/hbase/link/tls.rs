@@ -1,7 +1,7 @@
 //! TLS to an `https://` gateway, with rustls: the client configuration built once per client
 //! from [`TlsOptions`], the handshake when a connection opens, and the record layer after it.
 
-use std::io::{self, Read as _, Write as _};
+use std::io::{self, BufRead as _, Write as _};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -338,7 +338,6 @@ impl Layer for Tls {
 
     fn open(&mut self, wire: &[u8], plain: &mut Vec<u8>) -> Result<usize, Cause> {
         let mut rest = wire;
-        let mut chunk = [0u8; 16 << 10];
         while !rest.is_empty() {
             let n = self.conn.read_tls(&mut rest).map_err(|e| Cause::io(&e))?;
             if n == 0 {
@@ -347,15 +346,22 @@ impl Layer for Tls {
             self.conn
                 .process_new_packets()
                 .map_err(|e| self.failed(&e))?;
+            // Decrypted bytes are copied straight out of rustls's buffer: a bounce buffer
+            // would cost a 16 KiB fill per read, more than the reply it carries.
             loop {
-                match self.conn.reader().read(&mut chunk) {
+                let mut reader = self.conn.reader();
+                let taken = match reader.fill_buf() {
                     // The gateway ended the session (close_notify): what came before it is
                     // passed on, and the end of the stream says the rest.
-                    Ok(0) => return Ok(wire.len() - rest.len()),
-                    Ok(n) => plain.extend_from_slice(&chunk[..n]),
+                    Ok([]) => return Ok(wire.len() - rest.len()),
+                    Ok(chunk) => {
+                        plain.extend_from_slice(chunk);
+                        chunk.len()
+                    }
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                     Err(e) => return Err(Cause::io(&e)),
-                }
+                };
+                reader.consume(taken);
             }
         }
         Ok(wire.len() - rest.len())
