@@ -48,7 +48,8 @@ pub(crate) async fn commit_primary(
     match session.cas(&primary.table, &cam).await {
         Ok(true) => Ok(rides.is_some()),
         Ok(false) | Err(Error::OutcomeUnknown { .. }) => {
-            settle(session, primary, start_ts, commit_ts, primary_row).await?;
+            // Boxed: the usual commit never settles, and should not carry room for it.
+            Box::pin(settle(session, primary, start_ts, commit_ts, primary_row)).await?;
             Ok(false)
         }
         Err(e) => Err(e),

@@ -122,7 +122,8 @@ impl Committer {
             return Err(self.crashed(seam));
         }
         if let Some(e) = failure {
-            self.roll_back_own(&locked).await;
+            // Paths off the usual commit are boxed (see `try_prewrite`).
+            Box::pin(self.roll_back_own(&locked)).await;
             Stats::bump(&ctx.stats().aborted);
             return Err(e);
         }
@@ -133,7 +134,7 @@ impl Committer {
         let (commit_ts, stamped) = match ctx.timestamp_asked_at(prewritten).await {
             Ok(stamped) => stamped,
             Err(e) => {
-                self.roll_back_own(&locked).await;
+                Box::pin(self.roll_back_own(&locked)).await;
                 return Err(e);
             }
         };
@@ -169,7 +170,7 @@ impl Committer {
         // In the background it outlives the commit's span, still as its child.
         let span = tracing::debug_span!("secondaries", cells = secondaries.muts.len() - 1);
         if ctx.opts().sync_secondaries {
-            if !secondaries.commit().instrument(span).await {
+            if !Box::pin(secondaries.commit().instrument(span)).await {
                 return Err(self.crashed(Seam::BetweenSecondaryCommits));
             }
         } else if secondaries.muts.len() > 1 && !ctx.is_dead() {
@@ -276,39 +277,11 @@ impl Committer {
                 Ok(false) | Err(Error::OutcomeUnknown { .. }) => guessed = false,
                 Err(e) => return Err(e),
             }
-            let raw = self
-                .session
-                .lock_cell(&m.key, m.lock.qualifier(&m.key))
-                .await?;
-            match after_failed_prewrite(&m.key, m.lock.start_ts, &m.bytes, raw.as_deref())? {
-                PrewriteNext::AlreadyLocked => return Ok(()),
-                PrewriteNext::RetryAbsent => absent = true,
-                PrewriteNext::Retry => absent = false,
-                PrewriteNext::Conflict { max_ts } => {
-                    return Err(Error::WriteConflict {
-                        table: m.key.table.clone(),
-                        row: m.key.row.clone(),
-                        column: m.key.column(),
-                        start_ts: m.lock.start_ts,
-                        conflict_ts: max_ts,
-                    })
-                }
-                PrewriteNext::LockedBy(other) => {
-                    // Percolator aborts on a live lock (waiting could deadlock two writers);
-                    // an abandoned one is cleaned first.
-                    let raw = raw.unwrap_or_default();
-                    let resolver = LockResolver::new(&self.session);
-                    if !resolver.resolve(&m.key, &other, &raw).await? {
-                        return Err(Error::KeyLocked {
-                            table: m.key.table.clone(),
-                            row: m.key.row.clone(),
-                            column: m.key.column(),
-                            lock_ts: other.start_ts,
-                            primary: Some(Box::new(other.primary.clone())),
-                        });
-                    }
-                    absent = false;
-                }
+            // Boxed, as every path off a commit's usual one: a future holds room for its
+            // largest await, and the commit's layers copy each other whole as they start.
+            match Box::pin(self.after_failed_cas(m)).await? {
+                None => return Ok(()),
+                Some(next) => absent = next,
             }
             if started.elapsed() > ctx.opts().max_lock_wait {
                 break;
@@ -322,6 +295,45 @@ impl Committer {
             what: format!("prewrite of {} at {}", m.key, m.lock.start_ts),
             after: started.elapsed(),
         })
+    }
+
+    /// After a prewrite CAS that a wrong guess of its variant does not explain (both variants
+    /// failed, or no reply came): one read of the lock cell tells why (invariant 2). `None` when the lock is ours already (a lost reply, invariant
+    /// 7), else the variant to try next (`true` for an absent lock cell); a conflict, or a
+    /// live lock of another transaction, ends the prewrite.
+    async fn after_failed_cas(&self, m: &Mutation) -> Result<Option<bool>> {
+        let raw = self
+            .session
+            .lock_cell(&m.key, m.lock.qualifier(&m.key))
+            .await?;
+        match after_failed_prewrite(&m.key, m.lock.start_ts, &m.bytes, raw.as_deref())? {
+            PrewriteNext::AlreadyLocked => Ok(None),
+            PrewriteNext::RetryAbsent => Ok(Some(true)),
+            PrewriteNext::Retry => Ok(Some(false)),
+            PrewriteNext::Conflict { max_ts } => Err(Error::WriteConflict {
+                table: m.key.table.clone(),
+                row: m.key.row.clone(),
+                column: m.key.column(),
+                start_ts: m.lock.start_ts,
+                conflict_ts: max_ts,
+            }),
+            PrewriteNext::LockedBy(other) => {
+                // Percolator aborts on a live lock (waiting could deadlock two writers); an
+                // abandoned one is cleaned first.
+                let raw = raw.unwrap_or_default();
+                let resolver = LockResolver::new(&self.session);
+                if !resolver.resolve(&m.key, &other, &raw).await? {
+                    return Err(Error::KeyLocked {
+                        table: m.key.table.clone(),
+                        row: m.key.row.clone(),
+                        column: m.key.column(),
+                        lock_ts: other.start_ts,
+                        primary: Some(Box::new(other.primary.clone())),
+                    });
+                }
+                Ok(Some(false))
+            }
+        }
     }
 
     /// Rolls back the cells this transaction locked itself (after a failed prewrite round).

@@ -10,7 +10,6 @@
 //! kept, so the next caller reads again. A reader whose future is dropped before its read
 //! ends hands the read to the next caller.
 
-use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::sync::{Arc, OnceLock};
 
@@ -18,15 +17,16 @@ use parking_lot::{Mutex, RwLock};
 use tokio::sync::Notify;
 
 use crate::error::Result;
+use crate::txn::{FastMap, FastSet};
 
 /// The names of a table's families.
-pub(crate) type Families = Arc<HashSet<Vec<u8>>>;
+pub(crate) type Families = Arc<FastSet<Vec<u8>>>;
 
 #[derive(Default)]
 pub(crate) struct TableFamilies {
-    known: RwLock<HashMap<String, Families>>,
+    known: RwLock<FastMap<String, Families>>,
     /// The read under way for each table, which callers that miss it join.
-    flights: Mutex<HashMap<String, Arc<Flight>>>,
+    flights: Mutex<FastMap<String, Arc<Flight>>>,
 }
 
 /// One read of a table's families and the callers waiting for it.

@@ -1,4 +1,3 @@
-use std::collections::HashSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -14,7 +13,7 @@ use crate::hbase::{
 use crate::oracle::LocalTimestamps;
 use crate::txn::context::Context;
 use crate::txn::liveness::{Liveness, LivenessConfig};
-use crate::txn::{Schema, TxnOptions};
+use crate::txn::{FastSet, Schema, TxnOptions};
 
 /// A descriptor read that counts its calls, waits at a gate the test opens (so that the
 /// callers overlap it), and answers `answer`.
@@ -56,7 +55,7 @@ fn families(names: &[&str]) -> Families {
         names
             .iter()
             .map(|n| n.as_bytes().to_vec())
-            .collect::<HashSet<_>>(),
+            .collect::<FastSet<_>>(),
     )
 }
 

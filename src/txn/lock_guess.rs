@@ -7,18 +7,19 @@
 //! counter of what its prewrites met, as a branch predictor does, and the committer tries the
 //! predicted variant first and the other one straight after a failure.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicI8, Ordering};
 use std::sync::Arc;
 
 use parking_lot::RwLock;
+
+use crate::txn::FastMap;
 
 /// How far the counter saturates: this many opposite outcomes in a row turn the guess.
 const SATURATE: i8 = 3;
 
 #[derive(Default)]
 pub(crate) struct LockCellGuess {
-    tables: RwLock<HashMap<String, Arc<AtomicI8>>>,
+    tables: RwLock<FastMap<String, Arc<AtomicI8>>>,
 }
 
 impl LockCellGuess {

@@ -5,7 +5,6 @@
 //! one version per cell. Each feature owns a qualifier prefix (`mig:`, `obs:`, `gc:`); this
 //! module only stores and caches rows, it does not interpret them.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -15,6 +14,7 @@ use crate::error::{Error, Result};
 use crate::hbase::{FamilyDescriptor, Get, RowResult, TableDescriptor};
 use crate::txn::refresh::Refreshed;
 use crate::txn::store::HBaseAccess;
+use crate::txn::FastMap;
 
 /// The meta table's one family.
 pub(crate) const META_FAMILY: &[u8] = b"m";
@@ -60,7 +60,7 @@ type RowCell = Arc<Refreshed<Arc<RowResult>>>;
 /// Meta rows read by this client, each trusted for [`META_REFRESH`] (see `refresh`).
 #[derive(Default)]
 pub(crate) struct MetaCache {
-    rows: RwLock<HashMap<Vec<u8>, RowCell>>,
+    rows: RwLock<FastMap<Vec<u8>, RowCell>>,
 }
 
 impl MetaCache {

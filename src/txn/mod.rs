@@ -63,6 +63,12 @@ pub mod codec;
 pub(crate) mod codec;
 pub mod setup;
 
+/// The maps a commit looks up on every call (families, meta rows, lock guesses, primaries
+/// under heartbeat), keyed by names and timestamps this client chose: a fast hash, as no
+/// outsider picks the keys to collide them.
+pub(crate) type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+pub(crate) type FastSet<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
+
 pub use crate::clock::{Clock, SystemClock};
 pub use crate::key::{CellKey, InvalidKey};
 pub use blocking::{Client, RowIter, Transaction};

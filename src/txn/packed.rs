@@ -300,12 +300,13 @@ impl CommitCells {
     }
 
     pub fn key(&self, i: usize) -> CellKey {
-        let p = &self.cells[i];
+        // One reading of the cell's layout for all four parts.
+        let (table, row, family, qualifier) = self.cells[i].key_parts();
         CellKey {
-            table: self.table(i).to_string(),
-            row: p.row().to_vec(),
-            family: p.family().to_vec(),
-            qualifier: p.qualifier().to_vec(),
+            table: self.tables[table].clone(),
+            row: row.to_vec(),
+            family: family.to_vec(),
+            qualifier: qualifier.to_vec(),
         }
     }
 

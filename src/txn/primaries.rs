@@ -5,7 +5,6 @@
 //! point that races a heartbeat then meets bytes it did not expect, and settles by re-reading
 //! the primary (see `commit_point`).
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -13,6 +12,7 @@ use parking_lot::Mutex;
 use crate::key::CellKey;
 use crate::txn::codec::Lock;
 use crate::txn::mutation::Mutation;
+use crate::txn::FastMap;
 
 /// One registered primary.
 struct Guard {
@@ -67,7 +67,7 @@ pub(crate) struct Due {
 
 #[derive(Default)]
 pub(crate) struct Primaries {
-    guards: Mutex<HashMap<u64, Guard>>,
+    guards: Mutex<FastMap<u64, Guard>>,
 }
 
 impl Primaries {

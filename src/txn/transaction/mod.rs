@@ -200,22 +200,26 @@ impl AsyncTransaction {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub async fn commit(self) -> Result<u64> {
-        Ok(self.commit_with(None).await?.commit_ts)
+        // Not through `commit_with`: each layer of a commit's future is copied whole as the
+        // layer around it starts, so the usual commit keeps one layer fewer.
+        let span = self.commit_span();
+        Ok(self
+            .commit_unspanned(None)
+            .instrument(span)
+            .await?
+            .commit_ts)
     }
 
     /// Commits with `extra`, a delete in the primary's row (the first written), landing in the
     /// commit point's CAS; `Committed::extra_applied` says whether it did. A read-only
     /// transaction commits nothing, so nothing is applied either.
     pub(crate) async fn commit_with(self, extra: Option<Delete>) -> Result<Committed> {
-        let span = self.span.clone();
-        let committed = self
-            .commit_unspanned(extra)
-            .instrument(tracing::debug_span!(parent: &span, "commit"))
-            .await;
-        if let Ok(c) = &committed {
-            span.record("commit_ts", c.commit_ts);
-        }
-        committed
+        let span = self.commit_span();
+        self.commit_unspanned(extra).instrument(span).await
+    }
+
+    fn commit_span(&self) -> tracing::Span {
+        tracing::debug_span!(parent: &self.span, "commit")
     }
 
     async fn commit_unspanned(mut self, extra: Option<Delete>) -> Result<Committed> {
@@ -230,6 +234,7 @@ impl AsyncTransaction {
         }
         let start_ts = self.start_ts().await?;
         let Some(primary) = self.first.take().filter(|_| !read_only) else {
+            self.span.record("commit_ts", start_ts);
             return Ok(Committed {
                 commit_ts: start_ts,
                 extra_applied: false,
@@ -244,6 +249,9 @@ impl AsyncTransaction {
                 Err(e) => Err(e),
             };
         metrics::count_as(metrics::transaction_outcome(&committed));
+        if let Ok(c) = &committed {
+            self.span.record("commit_ts", c.commit_ts);
+        }
         committed
     }
 
