@@ -39,7 +39,10 @@ pub(crate) const META_REFRESH: Duration = Duration::from_secs(5);
 /// assert_eq!(percolator::txn::meta_row("accounts"), b"table/accounts".to_vec());
 /// ```
 pub fn meta_row(table: &str) -> Vec<u8> {
-    let mut row = b"table/".to_vec();
+    // Sized at once: every commit looks a meta row up by this key.
+    const PREFIX: &[u8] = b"table/";
+    let mut row = Vec::with_capacity(PREFIX.len() + table.len());
+    row.extend_from_slice(PREFIX);
     row.extend_from_slice(table.as_bytes());
     row
 }

@@ -37,6 +37,11 @@ fn put_varint(out: &mut Vec<u8>, mut n: usize) {
     out.push(n as u8);
 }
 
+/// The bytes `put_varint` takes for `n`.
+fn varint_len(n: usize) -> usize {
+    (usize::BITS - (n | 1).leading_zeros()).div_ceil(7) as usize
+}
+
 /// The varint at `*at`, moving `*at` past it.
 fn varint(b: &[u8], at: &mut usize) -> usize {
     let (mut n, mut shift) = (0usize, 0);
@@ -63,8 +68,12 @@ struct Layout {
 impl Packed {
     fn new(table: u32, key: &CellKey, kind: u8, value: &[u8]) -> Packed {
         let (row, family, qualifier) = (&key.row, &key.family, &key.qualifier);
+        // The exact length, so that the boxed slice takes the buffer as it is (a spare byte
+        // would make `into_boxed_slice` reallocate).
+        let head =
+            2 + varint_len(table as usize) + varint_len(row.len()) + varint_len(qualifier.len());
         let mut b =
-            Vec::with_capacity(12 + row.len() + family.len() + qualifier.len() + value.len());
+            Vec::with_capacity(head + row.len() + family.len() + qualifier.len() + value.len());
         b.push(kind);
         put_varint(&mut b, table as usize);
         put_varint(&mut b, row.len());
@@ -347,6 +356,15 @@ mod tests {
         let cells = b.into_commit_order(&k);
         assert_eq!(cells.key(0), k);
         assert_eq!(cells.write(0), Write::Put(b"value".to_vec()));
+    }
+
+    #[test]
+    fn a_varint_takes_the_bytes_its_length_says() {
+        for n in [0, 1, 127, 128, 300, 16_383, 16_384, 1 << 40, usize::MAX] {
+            let mut out = Vec::new();
+            put_varint(&mut out, n);
+            assert_eq!(out.len(), varint_len(n), "{n}");
+        }
     }
 
     #[test]

@@ -11,6 +11,7 @@ mod writes;
 pub use scan::RowStream;
 
 use std::collections::{BTreeSet, HashMap};
+use std::future::Future;
 
 use tokio::sync::OnceCell;
 use tracing::field::{display, Empty};
@@ -222,37 +223,46 @@ impl AsyncTransaction {
         tracing::debug_span!(parent: &self.span, "commit")
     }
 
-    async fn commit_unspanned(mut self, extra: Option<Delete>) -> Result<Committed> {
-        let read_only = self.read_only;
-        if self.start.get().is_none() && self.first.is_some() {
-            // Nothing was read (a read-only snapshot has its start_ts from the outset), so no
-            // snapshot is owed: a start_ts at hand saves a round trip.
-            let ctx = self.session.ctx();
-            if let Some(ts) = ctx.recent_timestamp() {
-                let _ = self.start.set(ctx.open_txns().register(ts));
+    // A plain fn around an `async move` block, not an `async fn`: an async fn that takes
+    // `self` by value keeps it twice in its future (the argument and the body's own), and the
+    // whole future is copied as the commit starts.
+    fn commit_unspanned(
+        mut self,
+        extra: Option<Delete>,
+    ) -> impl Future<Output = Result<Committed>> + Send {
+        async move {
+            let read_only = self.read_only;
+            if self.start.get().is_none() && self.first.is_some() {
+                // Nothing was read (a read-only snapshot has its start_ts from the outset), so no
+                // snapshot is owed: a start_ts at hand saves a round trip.
+                let ctx = self.session.ctx();
+                if let Some(ts) = ctx.recent_timestamp() {
+                    let _ = self.start.set(ctx.open_txns().register(ts));
+                }
             }
-        }
-        let start_ts = self.start_ts().await?;
-        let Some(primary) = self.first.take().filter(|_| !read_only) else {
-            self.span.record("commit_ts", start_ts);
-            return Ok(Committed {
-                commit_ts: start_ts,
-                extra_applied: false,
-            });
-        };
-        self.span.record("primary", display(&primary));
-        self.session.ctx().check_snapshot(start_ts).await?;
-        let ordered = std::mem::take(&mut self.writes).into_commit_order(&primary);
-        let committed =
-            match Committer::new(self.session.clone(), start_ts, ordered, &self.notified).await {
-                Ok(committer) => committer.with_primary_extra(extra).commit().await,
-                Err(e) => Err(e),
+            let start_ts = self.start_ts().await?;
+            let Some(primary) = self.first.take().filter(|_| !read_only) else {
+                self.span.record("commit_ts", start_ts);
+                return Ok(Committed {
+                    commit_ts: start_ts,
+                    extra_applied: false,
+                });
             };
-        metrics::count_as(metrics::transaction_outcome(&committed));
-        if let Ok(c) = &committed {
-            self.span.record("commit_ts", c.commit_ts);
+            self.span.record("primary", display(&primary));
+            self.session.ctx().check_snapshot(start_ts).await?;
+            let ordered = std::mem::take(&mut self.writes).into_commit_order(&primary);
+            let committed =
+                match Committer::new(self.session.clone(), start_ts, ordered, &self.notified).await
+                {
+                    Ok(committer) => committer.with_primary_extra(extra).commit().await,
+                    Err(e) => Err(e),
+                };
+            metrics::count_as(metrics::transaction_outcome(&committed));
+            if let Ok(c) = &committed {
+                self.span.record("commit_ts", c.commit_ts);
+            }
+            committed
         }
-        committed
     }
 
     /// Discards the buffered writes. Nothing was written before commit, so nothing to undo.
