@@ -96,6 +96,19 @@ impl Packed {
 
     fn layout(&self) -> Layout {
         let b = &self.0;
+        // Lengths below 128 (nearly every cell's) take one byte each: read straight off.
+        if let [_, table @ 0..=0x7f, row @ 0..=0x7f, family, qualifier @ 0..=0x7f, ..] = **b {
+            let row_at = 5;
+            let family_at = row_at + usize::from(row);
+            let qualifier_at = family_at + usize::from(family);
+            return Layout {
+                table: usize::from(table),
+                row: row_at,
+                family: family_at,
+                qualifier: qualifier_at,
+                value: qualifier_at + usize::from(qualifier),
+            };
+        }
         let mut at = 1;
         let table = varint(b, &mut at);
         let row_len = varint(b, &mut at);

@@ -226,6 +226,7 @@ impl AsyncTransaction {
     // A plain fn around an `async move` block, not an `async fn`: an async fn that takes
     // `self` by value keeps it twice in its future (the argument and the body's own), and the
     // whole future is copied as the commit starts.
+    #[allow(clippy::manual_async_fn)]
     fn commit_unspanned(
         mut self,
         extra: Option<Delete>,
