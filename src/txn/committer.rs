@@ -298,9 +298,10 @@ impl Committer {
     }
 
     /// After a prewrite CAS that a wrong guess of its variant does not explain (both variants
-    /// failed, or no reply came): one read of the lock cell tells why (invariant 2). `None` when the lock is ours already (a lost reply, invariant
-    /// 7), else the variant to try next (`true` for an absent lock cell); a conflict, or a
-    /// live lock of another transaction, ends the prewrite.
+    /// failed, or no reply came): one read of the lock cell tells why (invariant 2). `None`
+    /// when the lock is ours already (a lost reply, invariant 7), else the variant to try next
+    /// (`true` for an absent lock cell); a conflict, or a live lock of another transaction,
+    /// ends the prewrite.
     async fn after_failed_cas(&self, m: &Mutation) -> Result<Option<bool>> {
         let raw = self
             .session
