@@ -68,8 +68,9 @@ struct Layout {
 impl Packed {
     fn new(table: u32, key: &CellKey, kind: u8, value: &[u8]) -> Packed {
         let (row, family, qualifier) = (&key.row, &key.family, &key.qualifier);
-        // The exact length, so that the boxed slice takes the buffer as it is (a spare byte
-        // would make `into_boxed_slice` reallocate).
+        // The exact length (the kind and the family's length take a byte each), so that the
+        // boxed slice takes the buffer as it is: a spare byte makes `into_boxed_slice`
+        // reallocate.
         let head =
             2 + varint_len(table as usize) + varint_len(row.len()) + varint_len(qualifier.len());
         let mut b =

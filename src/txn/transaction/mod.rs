@@ -15,6 +15,7 @@ use std::future::Future;
 
 use tokio::sync::OnceCell;
 use tracing::field::{display, Empty};
+use tracing::instrument::Instrumented;
 use tracing::Instrument;
 
 use crate::error::{Error, Result};
@@ -201,26 +202,21 @@ impl AsyncTransaction {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub async fn commit(self) -> Result<u64> {
-        // Not through `commit_with`: each layer of a commit's future is copied whole as the
-        // layer around it starts, so the usual commit keeps one layer fewer.
-        let span = self.commit_span();
-        Ok(self
-            .commit_unspanned(None)
-            .instrument(span)
-            .await?
-            .commit_ts)
+        Ok(self.commit_with(None).await?.commit_ts)
     }
 
     /// Commits with `extra`, a delete in the primary's row (the first written), landing in the
     /// commit point's CAS; `Committed::extra_applied` says whether it did. A read-only
     /// transaction commits nothing, so nothing is applied either.
-    pub(crate) async fn commit_with(self, extra: Option<Delete>) -> Result<Committed> {
-        let span = self.commit_span();
-        self.commit_unspanned(extra).instrument(span).await
-    }
-
-    fn commit_span(&self) -> tracing::Span {
-        tracing::debug_span!(parent: &self.span, "commit")
+    ///
+    /// Not an `async fn`: the commit's future is copied whole as each layer around it starts,
+    /// and this one adds only the span.
+    pub(crate) fn commit_with(
+        self,
+        extra: Option<Delete>,
+    ) -> Instrumented<impl Future<Output = Result<Committed>> + Send> {
+        let span = tracing::debug_span!(parent: &self.span, "commit");
+        self.commit_unspanned(extra).instrument(span)
     }
 
     // A plain fn around an `async move` block, not an `async fn`: an async fn that takes
@@ -234,8 +230,8 @@ impl AsyncTransaction {
         async move {
             let read_only = self.read_only;
             if self.start.get().is_none() && self.first.is_some() {
-                // Nothing was read (a read-only snapshot has its start_ts from the outset), so no
-                // snapshot is owed: a start_ts at hand saves a round trip.
+                // Nothing was read (a read-only snapshot has its start_ts from the outset), so
+                // no snapshot is owed: a start_ts at hand saves a round trip.
                 let ctx = self.session.ctx();
                 if let Some(ts) = ctx.recent_timestamp() {
                     let _ = self.start.set(ctx.open_txns().register(ts));
