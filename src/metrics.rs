@@ -35,7 +35,7 @@
 
 use std::time::Duration;
 
-use metrics::{counter, describe_counter, describe_gauge, describe_histogram, gauge, histogram};
+use metrics::{counter, describe_counter, describe_gauge, describe_histogram, histogram};
 use metrics::{Key, Level, Metadata, Unit};
 
 use crate::{Error, RetryClass};
@@ -140,9 +140,14 @@ pub fn describe() {
     );
 }
 
-/// The key of metric `$name` with one label, built at compile time: recording under it
-/// allocates nothing, where a label given at run time costs a key built on the heap each call.
-macro_rules! labelled {
+/// The key of metric `$name`, with or without one label, built at compile time: recording
+/// under it allocates and hashes nothing per call, where the `metrics` macros build (and hash)
+/// a key each time they run, on the heap when it has labels.
+macro_rules! key {
+    ($name:expr) => {{
+        static KEY: ::metrics::Key = ::metrics::Key::from_static_name($name);
+        &KEY
+    }};
     ($name:expr, $label:literal => $value:literal) => {{
         static LABELS: [::metrics::Label; 1] =
             [::metrics::Label::from_static_parts($label, $value)];
@@ -150,7 +155,7 @@ macro_rules! labelled {
         &KEY
     }};
 }
-pub(crate) use labelled;
+pub(crate) use key;
 
 /// What the `metrics` macros would attach at a call site in this module.
 static METADATA: Metadata<'static> =
@@ -159,50 +164,40 @@ static METADATA: Metadata<'static> =
 /// The transactions counter's key for a commit that ended with `result` (its `outcome`).
 pub(crate) fn transaction_outcome<T>(result: &Result<T, Error>) -> &'static Key {
     match result {
-        Ok(_) => labelled!(TRANSACTIONS, "outcome" => "committed"),
-        Err(Error::WriteConflict { .. }) => labelled!(TRANSACTIONS, "outcome" => "conflict"),
-        Err(Error::KeyLocked { .. }) => labelled!(TRANSACTIONS, "outcome" => "locked"),
-        Err(Error::RolledBack { .. }) => labelled!(TRANSACTIONS, "outcome" => "rolled_back"),
+        Ok(_) => key!(TRANSACTIONS, "outcome" => "committed"),
+        Err(Error::WriteConflict { .. }) => key!(TRANSACTIONS, "outcome" => "conflict"),
+        Err(Error::KeyLocked { .. }) => key!(TRANSACTIONS, "outcome" => "locked"),
+        Err(Error::RolledBack { .. }) => key!(TRANSACTIONS, "outcome" => "rolled_back"),
         #[cfg(feature = "testing")]
-        Err(Error::ClientCrashed { .. }) => labelled!(TRANSACTIONS, "outcome" => "crashed"),
+        Err(Error::ClientCrashed { .. }) => key!(TRANSACTIONS, "outcome" => "crashed"),
         Err(e) if e.retry_class() == RetryClass::Undetermined => {
-            labelled!(TRANSACTIONS, "outcome" => "undetermined")
+            key!(TRANSACTIONS, "outcome" => "undetermined")
         }
-        Err(_) => labelled!(TRANSACTIONS, "outcome" => "failed"),
+        Err(_) => key!(TRANSACTIONS, "outcome" => "failed"),
     }
 }
 
-pub(crate) fn count(name: &'static str) {
-    count_n(name, 1);
+pub(crate) fn count(key: &'static Key) {
+    count_n(key, 1);
 }
 
-pub(crate) fn count_n(name: &'static str, n: u64) {
-    counter!(name).increment(n);
+pub(crate) fn count_n(key: &'static Key, n: u64) {
+    metrics::with_recorder(|r| r.register_counter(key, &METADATA).increment(n));
 }
 
-/// Counts one under `key` (see [`labelled`]).
-pub(crate) fn count_as(key: &'static Key) {
-    metrics::with_recorder(|r| r.register_counter(key, &METADATA).increment(1));
-}
-
-pub(crate) fn seconds(name: &'static str, took: Duration) {
-    histogram!(name).record(took.as_secs_f64());
-}
-
-/// Records `took` under `key` (see [`labelled`]).
-pub(crate) fn seconds_as(key: &'static Key, took: Duration) {
+pub(crate) fn seconds(key: &'static Key, took: Duration) {
     metrics::with_recorder(|r| {
         r.register_histogram(key, &METADATA)
             .record(took.as_secs_f64())
     });
 }
 
-pub(crate) fn gauge_add(name: &'static str, delta: f64) {
-    gauge!(name).increment(delta);
+pub(crate) fn gauge_add(key: &'static Key, delta: f64) {
+    metrics::with_recorder(|r| r.register_gauge(key, &METADATA).increment(delta));
 }
 
-pub(crate) fn gauge_set(name: &'static str, value: f64) {
-    gauge!(name).set(value);
+pub(crate) fn gauge_set(key: &'static Key, value: f64) {
+    metrics::with_recorder(|r| r.register_gauge(key, &METADATA).set(value));
 }
 
 /// One HBase call of `method` that took `took` and ended `ok` or with `error`.

@@ -335,7 +335,7 @@ impl GcWorker {
         }
         let safe_point = safe_point::advance(store, &meta_table, candidate).await?;
         let lag_ms = physical_of(now).saturating_sub(physical_of(safe_point));
-        metrics::gauge_set(metrics::GC_LAG, lag_ms as f64 / 1000.0);
+        metrics::gauge_set(metrics::key!(metrics::GC_LAG), lag_ms as f64 / 1000.0);
         let mut report = GcReport {
             safe_point,
             ..GcReport::default()
@@ -368,7 +368,7 @@ impl GcWorker {
         };
         for table in tables {
             let collected = pass.collect(table).await?;
-            metrics::count_n(metrics::GC_COLLECTED, collected.removed());
+            metrics::count_n(metrics::key!(metrics::GC_COLLECTED), collected.removed());
             report.tables.push(collected);
         }
         report.collect_secs = started.elapsed().as_secs_f64();

@@ -184,7 +184,10 @@ pub(crate) async fn run_once(
     observer.process(&mut txn, row, column).await?;
     let committed = txn.commit_with(clearing.clone()).await?;
     let run = CommittedRun::new(start_ts, committed.commit_ts, newest);
-    crate::metrics::seconds(crate::metrics::OBSERVER_LAG, run.lag());
+    crate::metrics::seconds(
+        crate::metrics::key!(crate::metrics::OBSERVER_LAG),
+        run.lag(),
+    );
     observer.committed(row, column, &run);
     if die_at(WorkerSeam::AfterCommit) {
         return Ok(Outcome::Died);

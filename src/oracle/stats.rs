@@ -28,8 +28,8 @@ impl Stats {
     pub fn served(&self, count: u32, first: u64) {
         self.requests.fetch_add(1, Relaxed);
         self.timestamps.fetch_add(u64::from(count), Relaxed);
-        metrics::count(metrics::ORACLE_REQUESTS);
-        metrics::count_n(metrics::ORACLE_TIMESTAMPS, u64::from(count));
+        metrics::count(metrics::key!(metrics::ORACLE_REQUESTS));
+        metrics::count_n(metrics::key!(metrics::ORACLE_TIMESTAMPS), u64::from(count));
         self.last_timestamp
             .fetch_max(first + u64::from(count) - 1, Relaxed);
         let bucket = (31 - count.leading_zeros()) as usize;
@@ -38,7 +38,7 @@ impl Stats {
 
     pub fn window_extended(&self, top: u64) {
         self.window_extensions.fetch_add(1, Relaxed);
-        metrics::count(metrics::ORACLE_EXTENSIONS);
+        metrics::count(metrics::key!(metrics::ORACLE_EXTENSIONS));
         self.window_top.fetch_max(top, Relaxed);
     }
 
@@ -49,17 +49,17 @@ impl Stats {
     pub fn connection_opened(&self) {
         self.connections_total.fetch_add(1, Relaxed);
         self.connections_open.fetch_add(1, Relaxed);
-        metrics::gauge_add(metrics::ORACLE_CONNECTIONS, 1.0);
+        metrics::gauge_add(metrics::key!(metrics::ORACLE_CONNECTIONS), 1.0);
     }
 
     pub fn connection_closed(&self) {
         self.connections_open.fetch_sub(1, Relaxed);
-        metrics::gauge_add(metrics::ORACLE_CONNECTIONS, -1.0);
+        metrics::gauge_add(metrics::key!(metrics::ORACLE_CONNECTIONS), -1.0);
     }
 
     pub fn connection_rejected(&self) {
         self.connections_rejected.fetch_add(1, Relaxed);
-        metrics::count(metrics::ORACLE_REJECTED);
+        metrics::count(metrics::key!(metrics::ORACLE_REJECTED));
     }
 
     pub fn bad_request(&self) {

@@ -48,14 +48,14 @@ struct Queued;
 
 impl Queued {
     fn new() -> Queued {
-        crate::metrics::gauge_add(crate::metrics::BACKGROUND, 1.0);
+        crate::metrics::gauge_add(crate::metrics::key!(crate::metrics::BACKGROUND), 1.0);
         Queued
     }
 }
 
 impl Drop for Queued {
     fn drop(&mut self) {
-        crate::metrics::gauge_add(crate::metrics::BACKGROUND, -1.0);
+        crate::metrics::gauge_add(crate::metrics::key!(crate::metrics::BACKGROUND), -1.0);
     }
 }
 

@@ -647,7 +647,7 @@ impl<'p> Attempts<'p> {
                     && self.attempt + 1 < self.policy.max_attempts =>
             {
                 tracing::debug!(attempt = self.attempt, error = %e, "retrying transaction");
-                crate::metrics::count(crate::metrics::RETRIES);
+                crate::metrics::count(crate::metrics::key!(crate::metrics::RETRIES));
                 let pause = self.policy.backoff(self.attempt);
                 self.attempt += 1;
                 Err(pause)

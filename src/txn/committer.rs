@@ -114,8 +114,8 @@ impl Committer {
             crashed,
         } = prewritten;
         let prewritten = Instant::now();
-        metrics::seconds_as(
-            metrics::labelled!(metrics::COMMIT_PHASE, "phase" => "prewrite"),
+        metrics::seconds(
+            metrics::key!(metrics::COMMIT_PHASE, "phase" => "prewrite"),
             prewritten - started,
         );
         if let Some(seam) = crashed {
@@ -138,8 +138,8 @@ impl Committer {
                 return Err(e);
             }
         };
-        metrics::seconds_as(
-            metrics::labelled!(metrics::COMMIT_PHASE, "phase" => "commit_ts"),
+        metrics::seconds(
+            metrics::key!(metrics::COMMIT_PHASE, "phase" => "commit_ts"),
             stamped - prewritten,
         );
         let primary = &self.muts.primary().key;
@@ -154,11 +154,11 @@ impl Committer {
         .await?;
         Stats::bump(&ctx.stats().committed);
         let done = Instant::now();
-        metrics::seconds_as(
-            metrics::labelled!(metrics::COMMIT_PHASE, "phase" => "commit_point"),
+        metrics::seconds(
+            metrics::key!(metrics::COMMIT_PHASE, "phase" => "commit_point"),
             done - stamped,
         );
-        metrics::seconds(metrics::COMMIT, done - started);
+        metrics::seconds(metrics::key!(metrics::COMMIT), done - started);
         if ctx.crash_at(Seam::AfterPrimaryCommit) {
             return Err(self.crashed(Seam::AfterPrimaryCommit));
         }
@@ -399,8 +399,8 @@ impl Secondaries {
             return false;
         }
         self.round(2..self.muts.len()).await;
-        metrics::seconds_as(
-            metrics::labelled!(metrics::COMMIT_PHASE, "phase" => "secondaries"),
+        metrics::seconds(
+            metrics::key!(metrics::COMMIT_PHASE, "phase" => "secondaries"),
             started.elapsed(),
         );
         true

@@ -179,7 +179,10 @@ impl Context {
         Stats::bump(&self.stats.timestamps);
         let ts = self.tso.timestamp().await;
         let came = Instant::now();
-        crate::metrics::seconds(crate::metrics::ORACLE_WAIT, came - asked);
+        crate::metrics::seconds(
+            crate::metrics::key!(crate::metrics::ORACLE_WAIT),
+            came - asked,
+        );
         Ok((ts?, came))
     }
 

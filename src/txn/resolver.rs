@@ -83,8 +83,8 @@ impl<'a> LockResolver<'a> {
                             let cam = actions::commit(schema, key, lock, lock_bytes, commit_ts);
                             if self.cas_settled(&key.table, &cam).await? {
                                 Stats::bump(&ctx.stats().rolled_forward);
-                                metrics::count_as(
-                                    metrics::labelled!(metrics::LOCKS_RESOLVED, "outcome" => "rolled_forward"),
+                                metrics::count(
+                                    metrics::key!(metrics::LOCKS_RESOLVED, "outcome" => "rolled_forward"),
                                 );
                             }
                         }
@@ -95,8 +95,8 @@ impl<'a> LockResolver<'a> {
                             let cam = actions::rollback(schema, key, lock, lock_bytes);
                             if self.cas_settled(&key.table, &cam).await? {
                                 Stats::bump(&ctx.stats().rolled_back);
-                                metrics::count_as(
-                                    metrics::labelled!(metrics::LOCKS_RESOLVED, "outcome" => "rolled_back"),
+                                metrics::count(
+                                    metrics::key!(metrics::LOCKS_RESOLVED, "outcome" => "rolled_back"),
                                 );
                             }
                         }
@@ -110,8 +110,8 @@ impl<'a> LockResolver<'a> {
                         let cam = actions::rollback(schema, primary, &plock, &raw);
                         if self.cas_settled(&primary.table, &cam).await? {
                             Stats::bump(&ctx.stats().rolled_back);
-                            metrics::count_as(
-                                metrics::labelled!(metrics::LOCKS_RESOLVED, "outcome" => "rolled_back"),
+                            metrics::count(
+                                metrics::key!(metrics::LOCKS_RESOLVED, "outcome" => "rolled_back"),
                             );
                         }
                     }
@@ -241,7 +241,7 @@ impl<'a> LockResolver<'a> {
             .await?;
         if alive {
             Stats::bump(&ctx.stats().lock_waits);
-            metrics::count(metrics::LOCK_WAITS);
+            metrics::count(metrics::key!(metrics::LOCK_WAITS));
         }
         Ok(!alive)
     }

@@ -230,13 +230,13 @@ impl Inner {
     async fn run_page(&self, table: &str, page: &[RowResult]) -> usize {
         let jobs = self.jobs(table, page);
         let found = jobs.len();
-        metrics::gauge_add(metrics::OBSERVER_PENDING, found as f64);
+        metrics::gauge_add(metrics::key!(metrics::OBSERVER_PENDING), found as f64);
         futures::stream::iter(jobs)
             .for_each_concurrent(self.config.concurrency, |job| async move {
                 let key = (job.column.clone(), job.row.clone());
                 self.run_job(job).await;
                 self.running.lock().remove(&key);
-                metrics::gauge_add(metrics::OBSERVER_PENDING, -1.0);
+                metrics::gauge_add(metrics::key!(metrics::OBSERVER_PENDING), -1.0);
             })
             .await;
         if found > 0 && self.crash_at(WorkerSeam::MidScan) {
@@ -316,18 +316,16 @@ impl Inner {
         let runs = match &outcome {
             Ok(Outcome::Died) => None,
             Ok(Outcome::Processed) => {
-                Some(metrics::labelled!(metrics::OBSERVER_RUNS, "outcome" => "processed"))
+                Some(metrics::key!(metrics::OBSERVER_RUNS, "outcome" => "processed"))
             }
             Ok(Outcome::AlreadyAcked) => {
-                Some(metrics::labelled!(metrics::OBSERVER_RUNS, "outcome" => "already_acked"))
+                Some(metrics::key!(metrics::OBSERVER_RUNS, "outcome" => "already_acked"))
             }
-            Ok(Outcome::Stale) => {
-                Some(metrics::labelled!(metrics::OBSERVER_RUNS, "outcome" => "stale"))
-            }
-            Err(_) => Some(metrics::labelled!(metrics::OBSERVER_RUNS, "outcome" => "failed")),
+            Ok(Outcome::Stale) => Some(metrics::key!(metrics::OBSERVER_RUNS, "outcome" => "stale")),
+            Err(_) => Some(metrics::key!(metrics::OBSERVER_RUNS, "outcome" => "failed")),
         };
         if let Some(key) = runs {
-            metrics::count_as(key);
+            metrics::count(key);
         }
         match outcome {
             Ok(Outcome::Died) => return,

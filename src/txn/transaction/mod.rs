@@ -254,7 +254,7 @@ impl AsyncTransaction {
                     Ok(committer) => committer.with_primary_extra(extra).commit().await,
                     Err(e) => Err(e),
                 };
-            metrics::count_as(metrics::transaction_outcome(&committed));
+            metrics::count(metrics::transaction_outcome(&committed));
             if let Ok(c) = &committed {
                 self.span.record("commit_ts", c.commit_ts);
             }
