@@ -48,14 +48,18 @@ struct Queued;
 
 impl Queued {
     fn new() -> Queued {
-        crate::metrics::gauge_add(crate::metrics::key!(crate::metrics::BACKGROUND), 1.0);
+        Queued::count(1.0);
         Queued
+    }
+
+    fn count(delta: f64) {
+        crate::metrics::gauge_add(crate::metrics::key!(crate::metrics::BACKGROUND), delta);
     }
 }
 
 impl Drop for Queued {
     fn drop(&mut self) {
-        crate::metrics::gauge_add(crate::metrics::key!(crate::metrics::BACKGROUND), -1.0);
+        Queued::count(-1.0);
     }
 }
 
