@@ -587,7 +587,7 @@ fn gateway_client(
     addr: &str,
     host: &str,
     qop: Qop,
-) -> Result<(impl TTHBaseServiceSyncClient, SaslTransport), KerberosError> {
+) -> Result<(impl TTHBaseServiceSyncClient + use<>, SaslTransport), KerberosError> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -35,10 +35,10 @@ impl Observer for EmailIndex {
         col: &ObservedColumn,
     ) -> Result<()> {
         let change = self.applied.take(txn, row, col).await?;
-        if let Some(old) = change.replaced() {
-            if txn.get(&self.index, old, FAMILY, "user").await?.as_deref() == Some(row) {
-                txn.delete(&self.index, old, FAMILY, "user")?;
-            }
+        if let Some(old) = change.replaced()
+            && txn.get(&self.index, old, FAMILY, "user").await?.as_deref() == Some(row)
+        {
+            txn.delete(&self.index, old, FAMILY, "user")?;
         }
         if let Some(new) = &change.new {
             // Even when unchanged: a swap undone before this row's run collapses into a run

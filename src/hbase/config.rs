@@ -178,7 +178,10 @@ impl HBaseConfig {
     /// ```
     /// use percolator::HBaseConfig;
     /// // With none of the variables set, nothing changes.
-    /// # for name in ["HBASE_THRIFT_TRANSPORT", "HBASE_THRIFT_PROTOCOL", "HBASE_CA_FILE", "HBASE_CLIENT_CERT", "HBASE_CLIENT_KEY", "HBASE_KRB_CLIENT_PRINCIPAL", "HBASE_KRB_CLIENT_KEYTAB", "HBASE_KRB_CCACHE", "HBASE_KRB_SERVICE_PRINCIPAL", "HBASE_SASL_QOP", "HBASE_DO_AS"] { std::env::remove_var(name); }
+    /// # for name in ["HBASE_THRIFT_TRANSPORT", "HBASE_THRIFT_PROTOCOL", "HBASE_CA_FILE", "HBASE_CLIENT_CERT", "HBASE_CLIENT_KEY", "HBASE_KRB_CLIENT_PRINCIPAL", "HBASE_KRB_CLIENT_KEYTAB", "HBASE_KRB_CCACHE", "HBASE_KRB_SERVICE_PRINCIPAL", "HBASE_SASL_QOP", "HBASE_DO_AS"] {
+    /// #     // SAFETY: the example runs alone in its process, before anything reads them.
+    /// #     unsafe { std::env::remove_var(name) };
+    /// # }
     /// let config = HBaseConfig::new("gw:9090");
     /// assert_eq!(config.clone().with_env().unwrap(), config);
     /// ```
@@ -227,10 +230,10 @@ impl HBaseConfig {
             kerberos.ccache = ccache.or(kerberos.ccache);
             self.kerberos = Some(kerberos);
         }
-        if let Some(v) = var("HBASE_KRB_SERVICE_PRINCIPAL") {
-            if let Some(kerberos) = self.kerberos.as_mut() {
-                kerberos.service_principal = Some(v);
-            }
+        if let Some(v) = var("HBASE_KRB_SERVICE_PRINCIPAL")
+            && let Some(kerberos) = self.kerberos.as_mut()
+        {
+            kerberos.service_principal = Some(v);
         }
         if let Some(v) = var("HBASE_SASL_QOP") {
             self.qop = v

@@ -583,11 +583,11 @@ impl Layered {
     /// HTTP error page that ran to it) before the connection breaks.
     fn took(&mut self, shared: &Shared, got: io::Result<usize>, buf: &mut Vec<u8>) {
         self.open(shared, buf);
-        if matches!(got, Ok(0)) {
-            if let Some(cause) = self.link.closed() {
-                shared.fail(cause);
-                return;
-            }
+        if matches!(got, Ok(0))
+            && let Some(cause) = self.link.closed()
+        {
+            shared.fail(cause);
+            return;
         }
         took(shared, got);
     }

@@ -79,8 +79,7 @@ fn generated(codec: Codec, call: impl FnOnce(&mut Generated)) -> Vec<u8> {
         ),
     };
     call(&mut THBaseServiceSyncClient::new(i, o));
-    let bytes = recorder.0.lock().unwrap().clone();
-    bytes
+    recorder.0.lock().unwrap().clone()
 }
 
 fn ours(codec: Codec, method: &'static str, args: &[(i16, Arg<'_>)]) -> Vec<u8> {

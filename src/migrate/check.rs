@@ -123,17 +123,16 @@ pub fn verify(
                 Adopt::Delete { .. } => v.problem(format!("{at}: plain delete is not seen by transactions (done after adoption?)")),
                 Adopt::Implausible { at: ts } => v.problem(format!("{at}: version {ts} is not wall-clock ms and was not adopted")),
             }
-            if let Some((version, rec)) = &c.record {
-                if *version < state::LEGACY_TS_LIMIT
-                    && rec.kind == WriteKind::Put
-                    && rec.short_value.is_none()
-                    && !data_present(hbase, table, &row.row, &c, rec.start_ts)?
-                {
-                    v.problem(format!(
-                        "{at}: adopted version {} is gone (deleted or expired)",
-                        rec.start_ts
-                    ));
-                }
+            if let Some((version, rec)) = &c.record
+                && *version < state::LEGACY_TS_LIMIT
+                && rec.kind == WriteKind::Put
+                && rec.short_value.is_none()
+                && !data_present(hbase, table, &row.row, &c, rec.start_ts)?
+            {
+                v.problem(format!(
+                    "{at}: adopted version {} is gone (deleted or expired)",
+                    rec.start_ts
+                ));
             }
         }
         bar.inc(1);

@@ -172,12 +172,12 @@ pub fn plan(
         plan.blockers.push(state::disabled_reason(table));
         return Ok(plan);
     }
-    if let Some(ts) = oracle_ts {
-        if (ts as i64) < LEGACY_TS_LIMIT {
-            plan.blockers.push(format!(
+    if let Some(ts) = oracle_ts
+        && (ts as i64) < LEGACY_TS_LIMIT
+    {
+        plan.blockers.push(format!(
                 "the oracle's timestamps ({ts}) are not above wall-clock milliseconds: adopted versions would hide transactional ones"
             ));
-        }
     }
     let now = SystemClock.now_ms();
     let mut scan = Scan::new().max_versions(1).caching(1000);

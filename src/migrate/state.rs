@@ -392,10 +392,10 @@ pub(crate) enum Adopt {
 /// The adoption rule (docs/design.md invariant 11) for one column. `expiry_ms` is the family's
 /// original TTL when its cells expired, `ttl_cut` the wall ms when it was lifted.
 pub(crate) fn adopt(c: &Column, expiry_ms: Option<i64>, ttl_cut: i64, now_ms: u64) -> Adopt {
-    if let Some((version, _)) = &c.record {
-        if *version >= LEGACY_TS_LIMIT {
-            return Adopt::Nothing;
-        }
+    if let Some((version, _)) = &c.record
+        && *version >= LEGACY_TS_LIMIT
+    {
+        return Adopt::Nothing;
     }
     // A version that had expired when the TTL was lifted stays absent, as plain reads had it.
     let plain = c

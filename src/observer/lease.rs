@@ -284,13 +284,12 @@ impl Leases<'_> {
         let now = self.ctx.now_ms();
         let mut removed = 0;
         for row in &rows {
-            if let Some(value) = row.value(META_FAMILY, ALIVE_Q) {
-                if self
+            if let Some(value) = row.value(META_FAMILY, ALIVE_Q)
+                && self
                     .remove_if_long_dead(&row.row, value, expiry(value), now)
                     .await
-                {
-                    removed += 1;
-                }
+            {
+                removed += 1;
             }
         }
         Ok(removed)
@@ -346,10 +345,12 @@ impl Leases<'_> {
         let row = p.lease_row();
         let current = crate::txn::meta::read_row(self.ctx.store(), self.meta(), &row).await?;
         let stored = current.value(META_FAMILY, LEASE_Q).map(<[u8]>::to_vec);
-        if let Some((owner, expires)) = stored.as_deref().and_then(parse_lease) {
-            if owner != self.owner && expires > self.ctx.now_ms() && !dead.contains(&owner) {
-                return Ok(None);
-            }
+        if let Some((owner, expires)) = stored.as_deref().and_then(parse_lease)
+            && owner != self.owner
+            && expires > self.ctx.now_ms()
+            && !dead.contains(&owner)
+        {
+            return Ok(None);
         }
         // Absent: compare EQUAL to empty, which HBase matches against a missing cell.
         self.replace(p, stored.unwrap_or_default()).await

@@ -35,10 +35,10 @@ impl Shared {
         let heartbeat = self.heartbeat.lock().take();
         if let Some(mut heartbeat) = heartbeat {
             heartbeat.stop().await;
-            if !ctx.is_dead() {
-                if let Err(e) = ctx.liveness().remove(ctx.store()).await {
-                    tracing::warn!(error = %e, "could not remove liveness row");
-                }
+            if !ctx.is_dead()
+                && let Err(e) = ctx.liveness().remove(ctx.store()).await
+            {
+                tracing::warn!(error = %e, "could not remove liveness row");
             }
         }
     }

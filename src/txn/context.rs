@@ -250,10 +250,8 @@ impl Context {
     /// The table's families, and whether they came from the cache (else they were just
     /// fetched and checked, by this caller or by the one whose read it waited for).
     async fn table_families(&self, table: &str, refresh: bool) -> Result<(Families, bool)> {
-        if !refresh {
-            if let Some(families) = self.tables.cached(table) {
-                return Ok((families, true));
-            }
+        if !refresh && let Some(families) = self.tables.cached(table) {
+            return Ok((families, true));
         }
         let families = self
             .tables

@@ -169,10 +169,10 @@ impl Liveness {
         if owner == self.owner {
             return Ok(true);
         }
-        if let Some(at) = self.alive_cache.lock().get(owner) {
-            if at.elapsed() < ALIVE_CACHE {
-                return Ok(true);
-            }
+        if let Some(at) = self.alive_cache.lock().get(owner)
+            && at.elapsed() < ALIVE_CACHE
+        {
+            return Ok(true);
         }
         on_rpc();
         let get = Get::new(owner.as_bytes().to_vec()).column(LIVENESS_FAMILY, QUALIFIER);

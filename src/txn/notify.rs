@@ -56,7 +56,7 @@ pub(crate) async fn notify_flags(
     }
     // A table made transactional before observers existed lacks the notify family.
     let mut has_notify_family: Option<&str> = None;
-    for (i, _) in flags.iter().enumerate().filter(|(_, &f)| f) {
+    for (i, _) in flags.iter().enumerate().filter(|&(_, &f)| f) {
         let table = writes.table(i);
         if has_notify_family != Some(table) {
             ctx.check_family(table, &ctx.schema().notify_family).await?;

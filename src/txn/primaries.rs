@@ -105,10 +105,10 @@ impl Primaries {
     /// Records a heartbeat that rewrote the lock of `due` to `lock`/`bytes`, unless the commit
     /// retired it meanwhile.
     pub fn refreshed(&self, due: &Due, lock: Lock, bytes: Vec<u8>) {
-        if let Some(g) = self.guards.lock().get_mut(&due.start_ts) {
-            if g.bytes() == due.bytes.as_slice() {
-                g.refreshed = Some((lock, bytes));
-            }
+        if let Some(g) = self.guards.lock().get_mut(&due.start_ts)
+            && g.bytes() == due.bytes.as_slice()
+        {
+            g.refreshed = Some((lock, bytes));
         }
     }
 

@@ -64,7 +64,7 @@ fn idle(e: &io::Error) -> bool {
 impl Transport<'_> {
     /// Appends what arrives next to `input`; 0 when the client is gone.
     fn recv(&mut self, scratch: &mut [u8], input: &mut Vec<u8>) -> io::Result<usize> {
-        match self {
+        match *self {
             Transport::Plain(mut stream) => loop {
                 match stream.read(scratch) {
                     Ok(n) => {
@@ -76,7 +76,7 @@ impl Transport<'_> {
                     Err(e) => return Err(e),
                 }
             },
-            Transport::Tls(tls, mut stream) => loop {
+            Transport::Tls(ref mut tls, mut stream) => loop {
                 // Handshake messages (and alerts) go out before anything more is awaited.
                 while tls.wants_write() {
                     tls.write_tls(&mut stream)?;
@@ -109,9 +109,9 @@ impl Transport<'_> {
     }
 
     fn send(&mut self, mut bytes: &[u8]) -> io::Result<()> {
-        match self {
+        match *self {
             Transport::Plain(mut stream) => stream.write_all(bytes),
-            Transport::Tls(tls, mut stream) => {
+            Transport::Tls(ref mut tls, mut stream) => {
                 while !bytes.is_empty() {
                     let n = tls.writer().write(bytes)?;
                     bytes = &bytes[n..];
@@ -126,7 +126,7 @@ impl Transport<'_> {
 
     /// Ends the session politely (TLS close_notify) before the socket is shut down.
     fn close(&mut self) {
-        if let Transport::Tls(tls, mut stream) = self {
+        if let Transport::Tls(ref mut tls, mut stream) = *self {
             tls.send_close_notify();
             while tls.wants_write() {
                 if tls.write_tls(&mut stream).is_err() {

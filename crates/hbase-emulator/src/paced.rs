@@ -106,10 +106,10 @@ impl PacedLoop {
         if let Err(e) = self.waker.wake() {
             tracing::error!(error = %e, "could not wake the paced loop");
         }
-        if let Some(thread) = self.thread.lock().take() {
-            if thread.join().is_err() {
-                tracing::error!("the paced loop panicked");
-            }
+        if let Some(thread) = self.thread.lock().take()
+            && thread.join().is_err()
+        {
+            tracing::error!("the paced loop panicked");
         }
     }
 }
@@ -167,11 +167,11 @@ impl Loop {
         let mut events = Events::with_capacity(256);
         loop {
             let wait = self.arm_timer();
-            if let Err(e) = self.poll.poll(&mut events, wait) {
-                if e.kind() != io::ErrorKind::Interrupted {
-                    tracing::error!(error = %e, "the paced loop cannot poll; it stops");
-                    return;
-                }
+            if let Err(e) = self.poll.poll(&mut events, wait)
+                && e.kind() != io::ErrorKind::Interrupted
+            {
+                tracing::error!(error = %e, "the paced loop cannot poll; it stops");
+                return;
             }
             if stopping.load(Ordering::SeqCst) {
                 return;
@@ -195,10 +195,10 @@ impl Loop {
                     break;
                 }
                 self.due.pop();
-                if let Some(conn) = self.conns.get_mut(&token) {
-                    if let Some(reply) = conn.in_service.take() {
-                        conn.output.extend_from_slice(&reply);
-                    }
+                if let Some(conn) = self.conns.get_mut(&token)
+                    && let Some(reply) = conn.in_service.take()
+                {
+                    conn.output.extend_from_slice(&reply);
                 }
                 self.pump(token);
             }
@@ -263,14 +263,16 @@ impl Loop {
         let open = conn.flush(self.poll.registry(), token)
             && conn.fill(&mut self.scratch, self.limits.max_frame_bytes);
         let mut free = conn.is_free();
-        if open && free && !conn.broken {
-            if let Some(reply) = conn.serve_next(&self.handler, self.limits.max_frame_bytes) {
-                conn.in_service = Some(reply);
-                let at = Instant::now() + self.service_time;
-                self.due.push(Reverse((at, self.next_seq, token)));
-                self.next_seq += 1;
-                free = false;
-            }
+        if open
+            && free
+            && !conn.broken
+            && let Some(reply) = conn.serve_next(&self.handler, self.limits.max_frame_bytes)
+        {
+            conn.in_service = Some(reply);
+            let at = Instant::now() + self.service_time;
+            self.due.push(Reverse((at, self.next_seq, token)));
+            self.next_seq += 1;
+            free = false;
         }
         if !open || (free && (conn.eof || conn.broken)) {
             self.close(token);

@@ -178,10 +178,10 @@ fn scrape(port: u16, path: &str) -> Option<(String, String)> {
 fn scrape_until(port: u16, child: &mut Child, done: impl Fn(&str) -> bool) -> String {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        if let Some((_, body)) = scrape(port, "/metrics") {
-            if done(&body) {
-                return body;
-            }
+        if let Some((_, body)) = scrape(port, "/metrics")
+            && done(&body)
+        {
+            return body;
         }
         assert!(
             child.try_wait().unwrap().is_none(),

@@ -266,14 +266,14 @@ impl Layer for Http {
             let waiting = used == 0 && done.is_none();
             self.reply = next;
             at += used;
-            if let Some(status) = done {
-                if !status.ok() {
-                    return Err(Cause::Http {
-                        status: status.code,
-                        reason: status.reason,
-                        detail: page_text(&status.error_body),
-                    });
-                }
+            if let Some(status) = done
+                && !status.ok()
+            {
+                return Err(Cause::Http {
+                    status: status.code,
+                    reason: status.reason,
+                    detail: page_text(&status.error_body),
+                });
             }
             if waiting {
                 return Ok(at);

@@ -356,5 +356,5 @@ impl Inner {
 /// same place and move together.
 fn random_start() -> Vec<u8> {
     let mut rng = rand::thread_rng();
-    vec![rng.gen(), rng.gen()]
+    vec![rng.r#gen(), rng.r#gen()]
 }

@@ -46,10 +46,10 @@ impl From<std::io::Error> for ConnError {
     fn from(e: std::io::Error) -> Self {
         // A TLS alert over our certificate or a server certificate we do not trust is a
         // refusal, not a network failure: say so instead of failing over.
-        if let Some(tls) = e.get_ref().and_then(|e| e.downcast_ref::<rustls::Error>()) {
-            if let Some(failure) = refusal(tls) {
-                return ConnError::Refused(failure);
-            }
+        if let Some(tls) = e.get_ref().and_then(|e| e.downcast_ref::<rustls::Error>())
+            && let Some(failure) = refusal(tls)
+        {
+            return ConnError::Refused(failure);
         }
         ConnError::Io(e)
     }

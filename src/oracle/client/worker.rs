@@ -58,13 +58,13 @@ pub(crate) async fn run_lane(
                 return;
             }
         };
-        if let Ok(ranges) = &outcome {
-            if let Some(top) = ranges.get(slots - 1) {
-                let spare = (spares > 0).then(|| ranges.run_from(slots)).flatten();
-                shared
-                    .spares
-                    .record(sent, top, spare.map(|(ts, n)| (ts, n.min(spares))));
-            }
+        if let Ok(ranges) = &outcome
+            && let Some(top) = ranges.get(slots - 1)
+        {
+            let spare = (spares > 0).then(|| ranges.run_from(slots)).flatten();
+            shared
+                .spares
+                .record(sent, top, spare.map(|(ts, n)| (ts, n.min(spares))));
         }
         batch.complete(outcome);
     }

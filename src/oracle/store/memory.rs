@@ -150,11 +150,11 @@ impl WindowStore for MemoryStore {
     }
 
     fn release(&mut self) -> Result<()> {
-        if let Some(r) = self.record.lock().as_mut() {
-            if Some(r.owner) == self.owner {
-                r.released = true;
-                r.writes += 1;
-            }
+        if let Some(r) = self.record.lock().as_mut()
+            && Some(r.owner) == self.owner
+        {
+            r.released = true;
+            r.writes += 1;
         }
         Ok(())
     }

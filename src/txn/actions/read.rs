@@ -28,10 +28,10 @@ pub fn read_column(
     writes: &[Cell],
     complete: bool,
 ) -> Result<ReadDecision, CodecError> {
-    if let LockState::Locked(l) = lock {
-        if l.start_ts <= snapshot {
-            return Ok(ReadDecision::Blocked(l.clone()));
-        }
+    if let LockState::Locked(l) = lock
+        && l.start_ts <= snapshot
+    {
+        return Ok(ReadDecision::Blocked(l.clone()));
     }
     for cell in writes {
         if u64::try_from(cell.timestamp).map_or(true, |t| t > snapshot) {

@@ -289,10 +289,10 @@ impl RowStream<'_> {
             }
             let (row, writes) = self.own.pop().unwrap_or_default();
             let mut columns: BTreeMap<(Vec<u8>, Vec<u8>), Vec<u8>> = BTreeMap::new();
-            if self.stored.front().is_some_and(|r| r.row == row) {
-                if let Some(stored) = self.stored.pop_front() {
-                    columns.extend(stored.columns.into_iter().map(|(f, q, v)| ((f, q), v)));
-                }
+            if self.stored.front().is_some_and(|r| r.row == row)
+                && let Some(stored) = self.stored.pop_front()
+            {
+                columns.extend(stored.columns.into_iter().map(|(f, q, v)| ((f, q), v)));
             }
             for (col, value) in writes {
                 match value {

@@ -21,11 +21,11 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let verbose = cli.verbose;
     percolator_cli::gateway::set(cli.gateway.clone());
-    if let Some(addr) = &cli.metrics_listen {
-        if let Err(e) = percolator_cli::metrics_http::serve(addr) {
-            eprintln!("{}", percolator_cli::cli::error_report(&e, verbose));
-            return ExitCode::from(2);
-        }
+    if let Some(addr) = &cli.metrics_listen
+        && let Err(e) = percolator_cli::metrics_http::serve(addr)
+    {
+        eprintln!("{}", percolator_cli::cli::error_report(&e, verbose));
+        return ExitCode::from(2);
     }
     percolator_cli::oracle_access::set(cli.oracle_access.clone());
     let result = match cli.command {

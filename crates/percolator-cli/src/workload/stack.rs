@@ -145,10 +145,10 @@ impl Stack {
 
 impl Drop for Stack {
     fn drop(&mut self) {
-        if let Some(oracle) = self.oracle.take() {
-            if let Err(e) = oracle.shutdown() {
-                tracing::warn!(error = %e, "oracle shutdown");
-            }
+        if let Some(oracle) = self.oracle.take()
+            && let Err(e) = oracle.shutdown()
+        {
+            tracing::warn!(error = %e, "oracle shutdown");
         }
         if let Some(emulator) = self.emulator.take() {
             emulator.shutdown();
