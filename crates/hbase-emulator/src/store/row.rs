@@ -161,7 +161,7 @@ impl Row {
         schema: &'a FamilySchema,
         qualifier: &[u8],
         now_ms: i64,
-    ) -> impl Iterator<Item = (i64, &'a Vec<u8>)> + 'a + use<'a> {
+    ) -> impl Iterator<Item = (i64, &'a Vec<u8>)> + use<'a> {
         let found = self
             .families
             .get(&schema.name)
