@@ -4,7 +4,8 @@
 //!
 //! A lost reply is settled by re-reading the primary (invariant 7). If the primary still
 //! holds our lock (the reply was lost before the commit applied, or a heartbeat rewrote its
-//! bytes meanwhile), the commit is repeated against the bytes actually stored.
+//! bytes meanwhile), the commit is repeated against the bytes actually stored. A commit that
+//! gives up rolls its primary back the same way (`roll_back_primary`).
 
 use crate::error::{Error, Result};
 use crate::hbase::Delete;
@@ -97,6 +98,36 @@ async fn settle(
         }
     }
     Err(undetermined("primary still locked after retries".into()))
+}
+
+/// After our own rollback CAS on the primary did not apply or lost its reply. The heartbeat
+/// may have rewritten the lock's bytes: one in flight when the commit retired the primary
+/// lands after the commit read what it believed stored, and one whose reply was lost left the
+/// commit believing the old bytes. While the primary still holds our lock it is rolled back
+/// against what is stored; anything else (released, or rolled back by a resolver) is final.
+pub(crate) async fn roll_back_primary(
+    session: &Session,
+    primary: &CellKey,
+    start_ts: u64,
+    primary_row: bool,
+) -> Result<bool> {
+    let resolver = LockResolver::new(session);
+    for _ in 0..3 {
+        let (raw, status) = resolver
+            .primary_status(primary, start_ts, primary_row)
+            .await?;
+        let TxnStatus::Locked { lock } = status else {
+            return Ok(true);
+        };
+        let raw = raw.unwrap_or_default();
+        let cam = actions::rollback(session.ctx().schema(), primary, &lock, &raw);
+        match session.cas(&primary.table, &cam).await {
+            Ok(true) => return Ok(true),
+            Ok(false) | Err(Error::OutcomeUnknown { .. }) => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(false)
 }
 
 fn rolled_back(primary: &CellKey, start_ts: u64) -> Error {

@@ -354,7 +354,20 @@ impl Committer {
                 _ => &m.bytes,
             };
             let cam = actions::rollback(ctx.schema(), &m.key, &m.lock, bytes);
-            let outcome = self.session.cas(&m.key.table, &cam).await;
+            let outcome = match self.session.cas(&m.key.table, &cam).await {
+                Ok(false) | Err(Error::OutcomeUnknown { .. }) if m.is_primary() => {
+                    let (key, start_ts) = (&m.key, self.start_ts);
+                    let primary_row = m.lock.primary_row;
+                    Box::pin(commit_point::roll_back_primary(
+                        &self.session,
+                        key,
+                        start_ts,
+                        primary_row,
+                    ))
+                    .await
+                }
+                outcome => outcome,
+            };
             log_failure(&m, outcome, "rollback of own lock");
         };
         let own = (0..locked.len()).filter(|&i| locked[i]);

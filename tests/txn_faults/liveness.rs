@@ -374,6 +374,48 @@ fn lost_heartbeat_reply_does_not_fail_the_commit() {
     holder.shutdown();
 }
 
+/// A commit that gives up rolls back its primary on the bytes stored, not on those it last
+/// knew: a heartbeat whose reply was lost (or one still in flight when the commit gave up)
+/// rewrote them. Before: the rollback's CAS missed, and the primary stayed locked by a
+/// transaction that had already reported its failure, blocking every reader and writer of it
+/// until its TTL ran out.
+#[test]
+fn a_failed_commit_rolls_back_a_primary_a_lost_heartbeat_rewrote() {
+    let env = Env::start();
+    let t = seeded(&env);
+    let store = FaultyStore::new(env.hbase.clone(), env.schema.clone());
+    let gate = Gate::new();
+    store.inject(CasKind::Heartbeat, "p", Fault::LoseReply, 1);
+    store.inject(CasKind::Prewrite, "s", Fault::Hold(gate.clone()), 1);
+    let holder = client_on(&env, store.clone(), Duration::from_millis(600));
+    let heartbeat_lost = (CasKind::Heartbeat, b"p".to_vec());
+    let refused = std::thread::scope(|s| {
+        let _release = gate.opens_on_drop();
+        let committing = s.spawn(|| write_p_and_s(&holder, &t));
+        let deadline = Instant::now() + GATE_LIMIT;
+        while !store.fired().contains(&heartbeat_lost) {
+            assert!(Instant::now() < deadline, "no heartbeat was sent");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        // A newer write of s commits first: the held prewrite of s then conflicts.
+        let other = env.client();
+        other
+            .run(|txn| txn.set(&t, "s", crate::FAMILY, "q", "2"))
+            .unwrap();
+        other.shutdown();
+        gate.open();
+        committing.join().unwrap()
+    });
+    let refused = refused.unwrap_err();
+    assert!(
+        matches!(refused, Error::WriteConflict { .. }),
+        "{refused:?}"
+    );
+    env.assert_no_locks(&t);
+    assert_eq!(read_p_and_s(&env, &t), (value("0"), value("2")));
+    holder.shutdown();
+}
+
 /// The commit point is conditional on the primary's exact stored bytes: after heartbeats
 /// rewrote them, it must commit against the rewritten lock in its first request, not fail
 /// against the prewritten one and settle by re-reading the primary.
