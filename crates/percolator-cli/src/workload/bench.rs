@@ -322,6 +322,8 @@ fn populate(stack: &Stack, client: &Client, raw: &str, txn: &str, rows: usize) -
     populate_txn(client, txn, rows)
 }
 
+/// Fills `table` in transactions of 100 rows, and waits for their secondaries: an operation
+/// timed later must not find a lock of the filling and pay for rolling it forward.
 fn populate_txn(client: &Client, table: &str, rows: usize) -> Result<()> {
     for start in (0..rows).step_by(100) {
         client.run(|t| {
@@ -331,6 +333,7 @@ fn populate_txn(client: &Client, table: &str, rows: usize) -> Result<()> {
             Ok(())
         })?;
     }
+    client.drain();
     Ok(())
 }
 
