@@ -54,7 +54,8 @@ pub(crate) struct Committed {
 }
 
 impl Committer {
-    /// `writes` in commit order: the first is the primary; `weak` the cells given a
+    /// `writes` in commit order: the first is the primary, `primary` (its key, which the
+    /// caller holds already: each lock names it); `weak` the cells given a
     /// notification without an observed write. Checks every table and family written, and
     /// which writes leave an observer notification (from the same meta rows), and learns
     /// each table's lock granularity: in a table that locks rows, a row's writes become one
@@ -62,6 +63,7 @@ impl Committer {
     pub async fn new(
         session: Session,
         start_ts: u64,
+        primary: CellKey,
         writes: CommitCells,
         weak: &BTreeSet<CellKey>,
     ) -> Result<Committer> {
@@ -76,7 +78,7 @@ impl Committer {
             .collect();
         let opts = ctx.opts();
         let template = LockTemplate {
-            primary: writes.key(0),
+            primary,
             primary_row: row_tables.iter().any(|t| t == writes.table(0)),
             owner: ctx.liveness().owner().to_string(),
             wall_ms: ctx.now_ms(),

@@ -232,35 +232,34 @@ impl WriteBuffer {
         self.bytes
     }
 
-    /// [`WriteBuffer::bytes`] once `key` holds `write`.
-    pub fn bytes_with(&self, key: &CellKey, write: &Write) -> usize {
-        let old = self
-            .probe(key)
-            .and_then(|p| self.cells.get(&p))
-            .map_or(0, Packed::size);
-        let new = key.row.len()
-            + key.family.len()
-            + key.qualifier.len()
-            + match write {
-                Write::Put(v) => v.len(),
-                Write::Delete | Write::Lock => 0,
-            };
-        self.bytes - old + new
+    /// Buffers `write` to `key`, unless the buffer's bytes (see [`WriteBuffer::bytes`]) would
+    /// then pass `limit`: `Err` with what they would have been, and nothing buffered. The cell
+    /// is packed once and finds the write it replaces by itself (cells compare by key only).
+    pub fn insert_within(
+        &mut self,
+        key: &CellKey,
+        write: &Write,
+        limit: usize,
+    ) -> Result<(), usize> {
+        let known = self.table_index(&key.table);
+        let packed = Packed::of(known.unwrap_or(self.tables.len() as u32), key, write);
+        let old = self.cells.get(&packed).map_or(0, Packed::size);
+        let bytes = self.bytes - old + packed.size();
+        if bytes > limit {
+            return Err(bytes);
+        }
+        if known.is_none() {
+            self.tables.push(key.table.clone());
+        }
+        self.cells.replace(packed);
+        self.bytes = bytes;
+        Ok(())
     }
 
+    #[cfg(test)]
     pub fn insert(&mut self, key: &CellKey, write: &Write) {
-        let table = match self.table_index(&key.table) {
-            Some(i) => i,
-            None => {
-                self.tables.push(key.table.clone());
-                (self.tables.len() - 1) as u32
-            }
-        };
-        let packed = Packed::of(table, key, write);
-        self.bytes += packed.size();
-        if let Some(old) = self.cells.replace(packed) {
-            self.bytes -= old.size();
-        }
+        self.insert_within(key, write, usize::MAX)
+            .expect("no limit");
     }
 
     pub fn get(&self, key: &CellKey) -> Option<Written<'_>> {
@@ -407,8 +406,13 @@ mod tests {
         let k = key("t", "r", "q");
         b.insert(&k, &Write::Put(vec![1; 10]));
         assert_eq!(b.bytes(), 1 + 1 + 1 + 10);
-        assert_eq!(b.bytes_with(&k, &Write::Delete), 3);
-        b.insert(&k, &Write::Delete);
+        // Past the limit: refused with the bytes it would have taken, the buffer as it was.
+        assert_eq!(b.insert_within(&k, &Write::Put(vec![2; 20]), 22), Err(23));
+        assert_eq!(b.get(&k), Some(Written::Put(&[1; 10])));
+        let other = key("u", "r", "q");
+        assert_eq!(b.insert_within(&other, &Write::Delete, 15), Err(16));
+        assert_eq!((b.len(), b.bytes(), b.get(&other)), (1, 13, None));
+        assert_eq!(b.insert_within(&k, &Write::Delete, 3), Ok(()));
         assert_eq!((b.len(), b.bytes()), (1, 3));
         assert_eq!(b.get(&k), Some(Written::Delete));
         assert_eq!(b.get(&key("t", "r", "other")), None);

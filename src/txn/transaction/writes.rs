@@ -192,15 +192,13 @@ impl AsyncTransaction {
     /// transaction past `TxnOptions::max_txn_bytes`: refused here, nothing of it is written.
     fn buffer_unchecked(&mut self, key: CellKey, write: Write) -> Result<()> {
         let limit = self.session.ctx().opts().max_txn_bytes;
-        let bytes = self.writes.bytes_with(&key, &write);
-        if bytes > limit {
+        if let Err(bytes) = self.writes.insert_within(&key, &write, limit) {
             return Err(Error::TransactionTooLarge {
                 cells: self.writes.len() + usize::from(!self.writes.contains(&key)),
                 bytes,
                 limit,
             });
         }
-        self.writes.insert(&key, &write);
         self.first.get_or_insert(key);
         Ok(())
     }
