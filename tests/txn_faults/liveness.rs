@@ -341,32 +341,43 @@ fn heartbeat_keeps_a_slow_commit_alive() {
     holder.shutdown();
 }
 
+/// Commits p = s = "1" with a client whose first heartbeat of p loses its reply (it is applied:
+/// the lock's stored bytes are no longer those the client knows) while the prewrite of s waits;
+/// `meanwhile` runs once that heartbeat was sent, before the prewrite of s goes on. Returns the
+/// commit's outcome and the committing client.
+fn commit_past_a_lost_heartbeat(
+    env: &Env,
+    t: &str,
+    meanwhile: impl FnOnce(),
+) -> (percolator::Result<u64>, Client) {
+    let store = FaultyStore::new(env.hbase.clone(), env.schema.clone());
+    let gate = Gate::new();
+    store.inject(CasKind::Heartbeat, "p", Fault::LoseReply, 1);
+    store.inject(CasKind::Prewrite, "s", Fault::Hold(gate.clone()), 1);
+    let holder = client_on(env, store.clone(), Duration::from_millis(600));
+    let heartbeat_lost = (CasKind::Heartbeat, b"p".to_vec());
+    let committed = std::thread::scope(|s| {
+        let _release = gate.opens_on_drop();
+        let committing = s.spawn(|| write_p_and_s(&holder, t));
+        let deadline = Instant::now() + GATE_LIMIT;
+        while !store.fired().contains(&heartbeat_lost) {
+            assert!(Instant::now() < deadline, "no heartbeat was sent");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        meanwhile();
+        gate.open();
+        committing.join().unwrap()
+    });
+    (committed, holder)
+}
+
 /// A heartbeat whose reply is lost leaves the primary's stored bytes unknown to the owner; the
 /// commit point must settle that by re-reading the primary instead of failing the commit.
 #[test]
 fn lost_heartbeat_reply_does_not_fail_the_commit() {
     let env = Env::start();
     let t = seeded(&env);
-    let store = FaultyStore::new(env.hbase.clone(), env.schema.clone());
-    let gate = Gate::new();
-    store.inject(CasKind::Heartbeat, "p", Fault::LoseReply, 1);
-    store.inject(CasKind::Prewrite, "s", Fault::Hold(gate.clone()), 1);
-    let holder = client_on(&env, store.clone(), Duration::from_millis(600));
-    let heartbeat_lost = (CasKind::Heartbeat, b"p".to_vec());
-    let committed = std::thread::scope(|s| {
-        let _release = gate.opens_on_drop();
-        let committing = s.spawn(|| write_p_and_s(&holder, &t));
-        let deadline = std::time::Instant::now() + GATE_LIMIT;
-        while !store.fired().contains(&heartbeat_lost) {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "no heartbeat was sent"
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        gate.open();
-        committing.join().unwrap()
-    });
+    let (committed, holder) = commit_past_a_lost_heartbeat(&env, &t, || {});
     let commit_ts = committed.expect("the commit settles the lost heartbeat");
     assert!(has_put_record(&env, &t, "p", commit_ts));
     assert_eq!(read_p_and_s(&env, &t), (value("1"), value("1")));
@@ -383,28 +394,13 @@ fn lost_heartbeat_reply_does_not_fail_the_commit() {
 fn a_failed_commit_rolls_back_a_primary_a_lost_heartbeat_rewrote() {
     let env = Env::start();
     let t = seeded(&env);
-    let store = FaultyStore::new(env.hbase.clone(), env.schema.clone());
-    let gate = Gate::new();
-    store.inject(CasKind::Heartbeat, "p", Fault::LoseReply, 1);
-    store.inject(CasKind::Prewrite, "s", Fault::Hold(gate.clone()), 1);
-    let holder = client_on(&env, store.clone(), Duration::from_millis(600));
-    let heartbeat_lost = (CasKind::Heartbeat, b"p".to_vec());
-    let refused = std::thread::scope(|s| {
-        let _release = gate.opens_on_drop();
-        let committing = s.spawn(|| write_p_and_s(&holder, &t));
-        let deadline = Instant::now() + GATE_LIMIT;
-        while !store.fired().contains(&heartbeat_lost) {
-            assert!(Instant::now() < deadline, "no heartbeat was sent");
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        // A newer write of s commits first: the held prewrite of s then conflicts.
+    // A newer write of s commits first: the held prewrite of s then conflicts.
+    let (refused, holder) = commit_past_a_lost_heartbeat(&env, &t, || {
         let other = env.client();
         other
             .run(|txn| txn.set(&t, "s", crate::FAMILY, "q", "2"))
             .unwrap();
         other.shutdown();
-        gate.open();
-        committing.join().unwrap()
     });
     let refused = refused.unwrap_err();
     assert!(
