@@ -8,9 +8,10 @@
 //! gives up rolls its primary back the same way (`roll_back_primary`).
 
 use crate::error::{Error, Result};
-use crate::hbase::Delete;
+use crate::hbase::{CheckAndMutate, Delete};
 use crate::key::CellKey;
 use crate::txn::actions::{self, TxnStatus};
+use crate::txn::codec::Lock;
 use crate::txn::resolver::LockResolver;
 use crate::txn::session::Session;
 
@@ -71,33 +72,22 @@ async fn settle(
         primary: Box::new(primary.clone()),
         reason,
     };
-    let resolver = LockResolver::new(session);
-    for _ in 0..3 {
-        let (raw, status) = match resolver
-            .primary_status(primary, start_ts, primary_row)
-            .await
-        {
-            Ok(found) => found,
-            Err(e) => return Err(undetermined(format!("re-reading the primary failed: {e}"))),
-        };
-        match status {
-            TxnStatus::Committed { commit_ts: c } if c == commit_ts => return Ok(()),
-            TxnStatus::Committed { commit_ts: c } => {
-                return Err(undetermined(format!("primary committed at unexpected {c}")))
-            }
-            TxnStatus::Locked { lock } => {
-                let raw = raw.unwrap_or_default();
-                let cam = actions::commit(session.ctx().schema(), primary, &lock, &raw, commit_ts);
-                match session.cas(&primary.table, &cam).await {
-                    Ok(true) => return Ok(()),
-                    Ok(false) | Err(Error::OutcomeUnknown { .. }) => continue,
-                    Err(e) => return Err(undetermined(format!("retrying the commit: {e}"))),
-                }
-            }
-            _ => return Err(rolled_back(primary, start_ts)),
+    let commit = |lock: &Lock, raw: &[u8]| {
+        actions::commit(session.ctx().schema(), primary, lock, raw, commit_ts)
+    };
+    match on_our_lock(session, primary, start_ts, primary_row, commit).await {
+        Ok(OnOurLock::Applied) => Ok(()),
+        Ok(OnOurLock::Gone(Some(c))) if c == commit_ts => Ok(()),
+        Ok(OnOurLock::Gone(Some(c))) => {
+            Err(undetermined(format!("primary committed at unexpected {c}")))
         }
+        Ok(OnOurLock::Gone(None)) => Err(rolled_back(primary, start_ts)),
+        Ok(OnOurLock::StillLocked) => {
+            Err(undetermined("primary still locked after retries".into()))
+        }
+        Err(Failed::Reading(e)) => Err(undetermined(format!("re-reading the primary failed: {e}"))),
+        Err(Failed::Sending(e)) => Err(undetermined(format!("retrying the commit: {e}"))),
     }
-    Err(undetermined("primary still locked after retries".into()))
 }
 
 /// After our own rollback CAS on the primary did not apply or lost its reply. The heartbeat
@@ -105,29 +95,67 @@ async fn settle(
 /// lands after the commit read what it believed stored, and one whose reply was lost left the
 /// commit believing the old bytes. While the primary still holds our lock it is rolled back
 /// against what is stored; anything else (released, or rolled back by a resolver) is final.
+/// False when it is still ours after every round.
 pub(crate) async fn roll_back_primary(
     session: &Session,
     primary: &CellKey,
     start_ts: u64,
     primary_row: bool,
 ) -> Result<bool> {
+    let rollback =
+        |lock: &Lock, raw: &[u8]| actions::rollback(session.ctx().schema(), primary, lock, raw);
+    match on_our_lock(session, primary, start_ts, primary_row, rollback).await {
+        Ok(OnOurLock::StillLocked) => Ok(false),
+        Ok(OnOurLock::Applied | OnOurLock::Gone(_)) => Ok(true),
+        Err(Failed::Reading(e) | Failed::Sending(e)) => Err(e),
+    }
+}
+
+/// What acting on our own lock, as the primary stores it, came to.
+enum OnOurLock {
+    /// The CAS built from the stored lock applied.
+    Applied,
+    /// The primary holds our lock no more: the commit_ts it shows for us, if any.
+    Gone(Option<u64>),
+    /// Still our lock after every round, its bytes changed under each CAS.
+    StillLocked,
+}
+
+/// The step of [`on_our_lock`] that failed.
+enum Failed {
+    Reading(Error),
+    Sending(Error),
+}
+
+/// Up to three rounds: re-reads the primary and, while it holds our lock, sends the CAS that
+/// `cas` builds from that lock and its stored bytes; a CAS that misses or loses its reply
+/// means "read again". What settles both a commit point and a rollback that missed.
+async fn on_our_lock(
+    session: &Session,
+    primary: &CellKey,
+    start_ts: u64,
+    primary_row: bool,
+    cas: impl Fn(&Lock, &[u8]) -> CheckAndMutate,
+) -> std::result::Result<OnOurLock, Failed> {
     let resolver = LockResolver::new(session);
     for _ in 0..3 {
         let (raw, status) = resolver
             .primary_status(primary, start_ts, primary_row)
-            .await?;
-        let TxnStatus::Locked { lock } = status else {
-            return Ok(true);
+            .await
+            .map_err(Failed::Reading)?;
+        let lock = match status {
+            TxnStatus::Locked { lock } => lock,
+            TxnStatus::Committed { commit_ts } => return Ok(OnOurLock::Gone(Some(commit_ts))),
+            _ => return Ok(OnOurLock::Gone(None)),
         };
-        let raw = raw.unwrap_or_default();
-        let cam = actions::rollback(session.ctx().schema(), primary, &lock, &raw);
+        let cam = cas(&lock, &raw.unwrap_or_default());
         match session.cas(&primary.table, &cam).await {
-            Ok(true) => return Ok(true),
+            Ok(true) => return Ok(OnOurLock::Applied),
             Ok(false) | Err(Error::OutcomeUnknown { .. }) => continue,
-            Err(e) => return Err(e),
+            Err(e) => return Err(Failed::Sending(e)),
         }
     }
-    Ok(false)
+    Ok(OnOurLock::StillLocked)
 }
 
 fn rolled_back(primary: &CellKey, start_ts: u64) -> Error {

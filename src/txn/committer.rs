@@ -358,15 +358,14 @@ impl Committer {
             let cam = actions::rollback(ctx.schema(), &m.key, &m.lock, bytes);
             let outcome = match self.session.cas(&m.key.table, &cam).await {
                 Ok(false) | Err(Error::OutcomeUnknown { .. }) if m.is_primary() => {
-                    let (key, start_ts) = (&m.key, self.start_ts);
-                    let primary_row = m.lock.primary_row;
-                    Box::pin(commit_point::roll_back_primary(
-                        &self.session,
-                        key,
-                        start_ts,
+                    let (session, primary_row) = (&self.session, m.lock.primary_row);
+                    let settle = commit_point::roll_back_primary(
+                        session,
+                        &m.key,
+                        self.start_ts,
                         primary_row,
-                    ))
-                    .await
+                    );
+                    Box::pin(settle).await
                 }
                 outcome => outcome,
             };
