@@ -34,15 +34,16 @@ pub(crate) async fn windowed<T, Fut>(
     Fut: Future<Output = T>,
 {
     let (mut items, stop) = (items.peekable(), AtomicBool::new(false));
-    // Most commits lock one or two cells: joined in place, their request futures stay in this
-    // future instead of in a slice allocated for them.
+    // Most commits lock one cell or two. One request's future stays in this future; two are
+    // joined in one allocation, not in a slice of them: held in place, they would double the
+    // size of every commit's future, which each layer of the commit copies as it starts.
     let Some(first) = items.next() else { return };
     let Some(second) = items.next() else {
         each(first, op(first).await);
         return;
     };
     if items.peek().is_none() {
-        let (a, b) = futures::future::join(op(first), op(second)).await;
+        let (a, b) = Box::pin(futures::future::join(op(first), op(second))).await;
         each(first, a);
         each(second, b);
         return;

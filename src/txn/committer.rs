@@ -164,6 +164,13 @@ impl Committer {
         if ctx.crash_at(Seam::AfterPrimaryCommit) {
             return Err(self.crashed(Seam::AfterPrimaryCommit));
         }
+        let committed = Committed {
+            commit_ts,
+            extra_applied,
+        };
+        if self.muts.len() < 2 {
+            return Ok(committed);
+        }
         let secondaries = Secondaries {
             session: self.session.clone(),
             muts: Arc::clone(&self.muts),
@@ -175,7 +182,7 @@ impl Committer {
             if !Box::pin(secondaries.commit().instrument(span)).await {
                 return Err(self.crashed(Seam::BetweenSecondaryCommits));
             }
-        } else if secondaries.muts.len() > 1 && !ctx.is_dead() {
+        } else if !ctx.is_dead() {
             ctx.background().spawn(
                 async move {
                     secondaries.commit().await;
@@ -183,10 +190,7 @@ impl Committer {
                 .instrument(span),
             );
         }
-        Ok(Committed {
-            commit_ts,
-            extra_applied,
-        })
+        Ok(committed)
     }
 
     fn crashed(&self, seam: Seam) -> Error {
@@ -386,10 +390,10 @@ struct Prewrites {
     crashed: Option<Seam>,
 }
 
-/// A committed transaction's secondaries (docs/design.md invariant 3). Their failures are
-/// harmless: a reader that meets a left-over lock rolls it forward through the committed
-/// primary. The first goes in one round and the rest in the next; the seam between them is
-/// where a client can die with some committed and some not.
+/// A committed transaction's secondaries, of a commit of two locks or more (docs/design.md
+/// invariant 3). Their failures are harmless: a reader that meets a left-over lock rolls it
+/// forward through the committed primary. The first goes in one round and the rest in the
+/// next; the seam between them is where a client can die with some committed and some not.
 struct Secondaries {
     session: Session,
     /// Every cell of the commit; the secondaries are those after the primary.
@@ -400,9 +404,6 @@ struct Secondaries {
 impl Secondaries {
     /// False when the client died at the seam between the rounds.
     async fn commit(&self) -> bool {
-        if self.muts.len() < 2 {
-            return true;
-        }
         let started = Instant::now();
         let ctx = self.session.ctx();
         self.round(1..2).await;

@@ -158,6 +158,14 @@ impl Context {
 
     /// `SnapshotTooOld` if GC's safe point, as cached, is above `start_ts` (docs/gc.md).
     pub async fn check_snapshot(&self, start_ts: u64) -> Result<()> {
+        match self.safe_point.young(Instant::now()) {
+            Some(safe_point) => crate::txn::safe_point::check(start_ts, safe_point),
+            // Boxed: a read is rare, and its future would otherwise size every commit's.
+            None => Box::pin(self.check_snapshot_read(start_ts)).await,
+        }
+    }
+
+    async fn check_snapshot_read(&self, start_ts: u64) -> Result<()> {
         let meta_table = &self.opts.schema.meta_table;
         let safe_point = self
             .safe_point
@@ -213,6 +221,40 @@ impl Context {
     /// may have been added since (a descriptor just fetched is not fetched again). Returns
     /// each table's lock granularity, read from the same meta row as its migration marker.
     pub async fn check_families<'k>(
+        &self,
+        probes: &'k [impl FamilyProbe],
+    ) -> Result<Granularities<'k>> {
+        match self.checked_from_cache(probes) {
+            Some(checked) => checked,
+            // Boxed: a read is rare, and its future would otherwise size every commit's.
+            None => Box::pin(self.check_families_read(probes)).await,
+        }
+    }
+
+    /// [`Context::check_families`] when every family is in a cached descriptor and every meta
+    /// row is cached and young, as the read would find them; `None` when one is not.
+    fn checked_from_cache<'k>(
+        &self,
+        probes: &'k [impl FamilyProbe],
+    ) -> Option<Result<Granularities<'k>>> {
+        let mut tables = Granularities(Vec::new());
+        for probe in probes {
+            let (table, family) = probe.table_family();
+            if !self.tables.cached(table)?.contains(family) {
+                return None;
+            }
+            if tables.0.last().map(|(t, _, _)| *t) != Some(table) {
+                let meta = self.meta.young(&meta_row(table))?;
+                match not_migrating(table, meta) {
+                    Ok((granularity, meta)) => tables.0.push((table, granularity, meta)),
+                    Err(e) => return Some(Err(e)),
+                }
+            }
+        }
+        Some(Ok(tables))
+    }
+
+    async fn check_families_read<'k>(
         &self,
         probes: &'k [impl FamilyProbe],
     ) -> Result<Granularities<'k>> {
@@ -279,17 +321,21 @@ impl Context {
     /// waits out `META_REFRESH`, so a client that sees the families sees the marker.
     /// The table's granularity, and the meta row it came from.
     async fn check_not_migrating(&self, table: &str) -> Result<(LockGranularity, Arc<RowResult>)> {
-        let meta = self.table_meta(table).await?;
-        match meta.value(META_FAMILY, MIG_STATE) {
-            Some(state) if MIG_BUSY_STATES.contains(&state) => Err(Error::NotTransactional {
-                table: table.to_string(),
-                reason: format!(
-                    "migration in progress ({}; see `percolator migrate status`)",
-                    String::from_utf8_lossy(state)
-                ),
-            }),
-            _ => Ok((LockGranularity::of_meta_row(table, &meta)?, meta)),
-        }
+        not_migrating(table, self.table_meta(table).await?)
+    }
+}
+
+/// [`Context::check_not_migrating`] on `table`'s meta row `meta`.
+fn not_migrating(table: &str, meta: Arc<RowResult>) -> Result<(LockGranularity, Arc<RowResult>)> {
+    match meta.value(META_FAMILY, MIG_STATE) {
+        Some(state) if MIG_BUSY_STATES.contains(&state) => Err(Error::NotTransactional {
+            table: table.to_string(),
+            reason: format!(
+                "migration in progress ({}; see `percolator migrate status`)",
+                String::from_utf8_lossy(state)
+            ),
+        }),
+        _ => Ok((LockGranularity::of_meta_row(table, &meta)?, meta)),
     }
 }
 

@@ -77,12 +77,7 @@ impl MetaCache {
         row: &[u8],
     ) -> Result<Arc<RowResult>> {
         // Every transaction comes here: the common case clones nothing but the row's `Arc`.
-        let young = self
-            .rows
-            .read()
-            .get(row)
-            .and_then(|c| c.young(Instant::now()));
-        if let Some(young) = young {
+        if let Some(young) = self.young(row) {
             return Ok(young);
         }
         self.cell(row)
@@ -93,6 +88,15 @@ impl MetaCache {
     }
 
     /// Reads `row` now, whatever the cache holds.
+    /// `row` as cached, if it is young: what [`row`](Self::row) returns without a read or a
+    /// wait.
+    pub fn young(&self, row: &[u8]) -> Option<Arc<RowResult>> {
+        self.rows
+            .read()
+            .get(row)
+            .and_then(|c| c.young(Instant::now()))
+    }
+
     pub async fn refresh(
         &self,
         store: &dyn HBaseAccess,

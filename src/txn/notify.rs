@@ -48,9 +48,10 @@ pub(crate) async fn notify_flags(
             flags.push(false);
             continue;
         }
+        // The rare reads are boxed: held in place, they would size every commit's future.
         let row = match checked.meta_row(table) {
             Some(row) => Arc::clone(row),
-            None => ctx.table_meta(table).await?,
+            None => Box::pin(ctx.table_meta(table)).await?,
         };
         flags.push(is_observed(&row, cell.family(), cell.qualifier()));
     }
@@ -59,7 +60,7 @@ pub(crate) async fn notify_flags(
     for (i, _) in flags.iter().enumerate().filter(|&(_, &f)| f) {
         let table = writes.table(i);
         if has_notify_family != Some(table) {
-            ctx.check_family(table, &ctx.schema().notify_family).await?;
+            Box::pin(ctx.check_family(table, &ctx.schema().notify_family)).await?;
             has_notify_family = Some(table);
         }
     }

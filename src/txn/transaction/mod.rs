@@ -12,8 +12,8 @@ pub use scan::RowStream;
 
 use std::collections::{BTreeSet, HashMap};
 use std::future::Future;
+use std::sync::OnceLock;
 
-use tokio::sync::OnceCell;
 use tracing::field::{display, Empty};
 use tracing::instrument::Instrumented;
 use tracing::Instrument;
@@ -46,7 +46,7 @@ pub struct AsyncTransaction {
     session: Session,
     /// The start timestamp once taken, published as open until this transaction is dropped
     /// (docs/gc.md).
-    start: OnceCell<Registration>,
+    start: OnceLock<Registration>,
     writes: WriteBuffer,
     /// The first written key becomes the primary.
     first: Option<CellKey>,
@@ -76,7 +76,7 @@ impl AsyncTransaction {
         Stats::bump(&session.ctx().stats().begun);
         AsyncTransaction {
             session,
-            start: OnceCell::new(),
+            start: OnceLock::new(),
             writes: WriteBuffer::default(),
             first: None,
             notified: BTreeSet::new(),
@@ -92,7 +92,7 @@ impl AsyncTransaction {
         span.record("start_ts", ts);
         AsyncTransaction {
             session,
-            start: OnceCell::new_with(Some(registration)),
+            start: OnceLock::from(registration),
             writes: WriteBuffer::default(),
             first: None,
             notified: BTreeSet::new(),
@@ -123,18 +123,20 @@ impl AsyncTransaction {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub async fn start_ts(&self) -> Result<u64> {
-        let start = self
-            .start
-            .get_or_try_init(|| {
-                async {
-                    let ctx = self.session.ctx();
-                    let ts = ctx.timestamp().await?;
-                    self.span.record("start_ts", ts);
-                    Ok::<_, Error>(ctx.open_txns().register(ts))
-                }
-                .instrument(tracing::debug_span!(parent: &self.span, "begin"))
-            })
+        if let Some(start) = self.start.get() {
+            return Ok(start.start_ts());
+        }
+        let ctx = self.session.ctx();
+        let ts = ctx
+            .timestamp()
+            .instrument(tracing::debug_span!(parent: &self.span, "begin"))
             .await?;
+        // Reads of one transaction that start together may each fetch a timestamp: the first
+        // one stored is the snapshot for all of them, and the others are never registered.
+        let start = self.start.get_or_init(|| {
+            self.span.record("start_ts", ts);
+            ctx.open_txns().register(ts)
+        });
         Ok(start.start_ts())
     }
 
