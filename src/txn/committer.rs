@@ -23,6 +23,7 @@ use crate::txn::options::Seam;
 use crate::txn::packed::CommitCells;
 use crate::txn::resolver::LockResolver;
 use crate::txn::session::Session;
+use crate::txn::spans::in_span;
 use crate::txn::stats::Stats;
 
 /// How a prewrite of one cell ended.
@@ -106,10 +107,8 @@ impl Committer {
     pub async fn commit(self) -> Result<Committed> {
         let ctx = Arc::clone(self.session.ctx());
         let started = Instant::now();
-        let prewritten = self
-            .prewrite_all()
-            .instrument(tracing::debug_span!("prewrite", cells = self.muts.len()))
-            .await;
+        let span = tracing::debug_span!("prewrite", cells = self.muts.len());
+        let prewritten = in_span!(span, self.prewrite_all());
         let Prewrites {
             locked,
             failure,
@@ -145,15 +144,16 @@ impl Committer {
             stamped - prewritten,
         );
         let primary = &self.muts.primary().key;
-        let extra_applied = commit_point::commit_primary(
-            &self.session,
-            primary,
-            self.start_ts,
-            commit_ts,
-            self.primary_extra.as_ref(),
-        )
-        .instrument(tracing::debug_span!("commit_point", commit_ts))
-        .await?;
+        let extra_applied = in_span!(
+            tracing::debug_span!("commit_point", commit_ts),
+            commit_point::commit_primary(
+                &self.session,
+                primary,
+                self.start_ts,
+                commit_ts,
+                self.primary_extra.as_ref(),
+            )
+        )?;
         Stats::bump(&ctx.stats().committed);
         let done = Instant::now();
         metrics::seconds(

@@ -2,9 +2,12 @@
 //! options, liveness, counters, the tables already checked, the primaries under heartbeat,
 //! background work). Its fields are private; protocol steps go through its methods.
 
+use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
+
+use futures::FutureExt;
 
 use crate::error::{Error, Result};
 use crate::hbase::{Get, RowResult};
@@ -177,21 +180,27 @@ impl Context {
         crate::txn::safe_point::check(start_ts, safe_point)
     }
 
-    pub async fn timestamp(&self) -> Result<u64> {
-        Ok(self.timestamp_asked_at(Instant::now()).await?.0)
+    pub fn timestamp(&self) -> impl Future<Output = Result<u64>> + Send + '_ {
+        self.timestamp_asked_at(Instant::now())
+            .map(|stamped| Ok(stamped?.0))
     }
 
     /// A timestamp asked for at `asked` (an instant the caller already read), with the instant
-    /// it came: a commit times its phases with the same clock reads.
-    pub async fn timestamp_asked_at(&self, asked: Instant) -> Result<(u64, Instant)> {
+    /// it came: a commit times its phases with the same clock reads. The source's own future,
+    /// mapped, not one around it: every write transaction waits on it.
+    pub fn timestamp_asked_at(
+        &self,
+        asked: Instant,
+    ) -> impl Future<Output = Result<(u64, Instant)>> + Send + '_ {
         Stats::bump(&self.stats.timestamps);
-        let ts = self.tso.timestamp().await;
-        let came = Instant::now();
-        crate::metrics::seconds(
-            crate::metrics::key!(crate::metrics::ORACLE_WAIT),
-            came - asked,
-        );
-        Ok((ts?, came))
+        self.tso.timestamp().map(move |ts| {
+            let came = Instant::now();
+            crate::metrics::seconds(
+                crate::metrics::key!(crate::metrics::ORACLE_WAIT),
+                came - asked,
+            );
+            Ok((ts?, came))
+        })
     }
 
     /// A start timestamp at hand for a transaction that read nothing, if the source has a

@@ -47,6 +47,7 @@ pub(crate) mod safe_point;
 mod schema;
 pub(crate) mod session;
 pub(crate) mod snapshot;
+mod spans;
 mod stats;
 pub(crate) mod store;
 mod transaction;

@@ -4,6 +4,8 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use futures::future::BoxFuture;
+
 use crate::error::{Error, Result};
 use crate::hbase::{CheckAndMutate, Get, RowResult, Scan};
 use crate::key::CellKey;
@@ -58,9 +60,14 @@ impl Session {
         Ok(rows[0].value(&schema.lock_family, &q).map(<[u8]>::to_vec))
     }
 
-    pub async fn cas(&self, table: &str, cam: &CheckAndMutate) -> Result<bool> {
+    /// The store's own future, not one around it: a commit makes most of its calls here.
+    pub fn cas<'a>(
+        &'a self,
+        table: &'a str,
+        cam: &'a CheckAndMutate,
+    ) -> BoxFuture<'a, Result<bool>> {
         self.count();
-        self.ctx.store().check_and_mutate(table, cam).await
+        self.ctx.store().check_and_mutate(table, cam)
     }
 
     pub async fn scan_page(&self, table: &str, scan: &Scan, rows: i32) -> Result<Vec<RowResult>> {

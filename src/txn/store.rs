@@ -3,6 +3,7 @@
 //! hold calls at a gate or count them, and run exactly the requests production sends.
 
 use async_trait::async_trait;
+use futures::future::BoxFuture;
 
 use crate::error::Result;
 use crate::hbase::{
@@ -86,8 +87,20 @@ impl HBaseAccess for AsyncHBaseClient {
         AsyncHBaseClient::get_many(self, table, gets).await
     }
 
-    async fn check_and_mutate(&self, table: &str, cam: &CheckAndMutate) -> Result<bool> {
-        AsyncHBaseClient::check_and_mutate(self, table, cam).await
+    // Written out, not as an `async fn`: `async_trait` would box an async block around the
+    // call's future, one more layer to poll and move on every checkAndMutate of a commit.
+    fn check_and_mutate<'c, 't, 'm, 'f>(
+        &'c self,
+        table: &'t str,
+        cam: &'m CheckAndMutate,
+    ) -> BoxFuture<'f, Result<bool>>
+    where
+        'c: 'f,
+        't: 'f,
+        'm: 'f,
+        Self: 'f,
+    {
+        Box::pin(AsyncHBaseClient::check_and_mutate(self, table, cam))
     }
 
     async fn scan_page(&self, table: &str, scan: &Scan, rows: i32) -> Result<Vec<RowResult>> {

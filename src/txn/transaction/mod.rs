@@ -26,6 +26,7 @@ use crate::txn::committer::{Committed, Committer};
 use crate::txn::open_txns::Registration;
 use crate::txn::packed::WriteBuffer;
 use crate::txn::session::Session;
+use crate::txn::spans::in_span;
 use crate::txn::stats::Stats;
 
 /// A snapshot-isolated transaction, async. Reads see the snapshot at `start_ts` plus this
@@ -127,10 +128,10 @@ impl AsyncTransaction {
             return Ok(start.start_ts());
         }
         let ctx = self.session.ctx();
-        let ts = ctx
-            .timestamp()
-            .instrument(tracing::debug_span!(parent: &self.span, "begin"))
-            .await?;
+        let ts = in_span!(
+            tracing::debug_span!(parent: &self.span, "begin"),
+            ctx.timestamp()
+        )?;
         // Reads of one transaction that start together may each fetch a timestamp: the first
         // one stored is the snapshot for all of them, and the others are never registered.
         let start = self.start.get_or_init(|| {
@@ -204,7 +205,8 @@ impl AsyncTransaction {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub async fn commit(self) -> Result<u64> {
-        Ok(self.commit_with(None).await?.commit_ts)
+        let span = self.commit_span();
+        Ok(in_span!(span, self.commit_unspanned(None))?.commit_ts)
     }
 
     /// Commits with `extra`, a delete in the primary's row (the first written), landing in the
@@ -217,8 +219,12 @@ impl AsyncTransaction {
         self,
         extra: Option<Delete>,
     ) -> Instrumented<impl Future<Output = Result<Committed>> + Send> {
-        let span = tracing::debug_span!(parent: &self.span, "commit");
+        let span = self.commit_span();
         self.commit_unspanned(extra).instrument(span)
+    }
+
+    fn commit_span(&self) -> tracing::Span {
+        tracing::debug_span!(parent: &self.span, "commit")
     }
 
     // A plain fn around an `async move` block, not an `async fn`: an async fn that takes
@@ -239,7 +245,11 @@ impl AsyncTransaction {
                     let _ = self.start.set(ctx.open_txns().register(ts));
                 }
             }
-            let start_ts = self.start_ts().await?;
+            // Fixed by now in most commits: no call, and no future, to learn it.
+            let start_ts = match self.start.get() {
+                Some(start) => start.start_ts(),
+                None => Box::pin(self.start_ts()).await?,
+            };
             let Some(primary) = self.first.take().filter(|_| !read_only) else {
                 self.span.record("commit_ts", start_ts);
                 return Ok(Committed {
