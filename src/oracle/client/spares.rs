@@ -14,8 +14,11 @@ use parking_lot::Mutex;
 /// a busy client, and free for the oracle (one range either way).
 pub(crate) const SPARE_SLOTS: u32 = 16;
 /// Batches carry spares for this long after someone last looked for one. Each batch's askers
-/// are above the spares before it, so the spares stay usable only if every batch brings more.
-const WANTED_FOR: Duration = Duration::from_millis(50);
+/// are above the spares before it, so the spares stay usable only if every batch brings more,
+/// the commit_ts batch of the blind write that looked included: it leaves a prewrite later,
+/// which against a slow or loaded gateway takes tens of milliseconds. Spares cost the oracle
+/// nothing, so the window is wide.
+const WANTED_FOR: Duration = Duration::from_secs(1);
 
 #[derive(Default)]
 struct State {
@@ -117,6 +120,21 @@ mod tests {
         );
         assert_eq!(
             spares.to_request(3, 65536, t0 + WANTED_FOR * 2),
+            SPARE_SLOTS
+        );
+    }
+
+    #[test]
+    fn a_blind_write_s_commit_ts_batch_still_carries_spares_after_a_slow_prewrite() {
+        let spares = Spares::default();
+        let looked = Instant::now();
+        assert_eq!(spares.take(Duration::from_secs(60), looked), None);
+        // Its start_ts batch carries spares; its commit_ts batch leaves a prewrite later. Without
+        // spares of its own, its askers would be above the first batch's, and the next blind
+        // write would find none usable.
+        let slow_prewrite = Duration::from_millis(200);
+        assert_eq!(
+            spares.to_request(1, 65536, looked + slow_prewrite),
             SPARE_SLOTS
         );
     }
