@@ -87,7 +87,6 @@ impl MetaCache {
             .await
     }
 
-    /// Reads `row` now, whatever the cache holds.
     /// `row` as cached, if it is young: what [`row`](Self::row) returns without a read or a
     /// wait.
     pub fn young(&self, row: &[u8]) -> Option<Arc<RowResult>> {
@@ -97,6 +96,7 @@ impl MetaCache {
             .and_then(|c| c.young(Instant::now()))
     }
 
+    /// Reads `row` now, whatever the cache holds.
     pub async fn refresh(
         &self,
         store: &dyn HBaseAccess,

@@ -124,8 +124,8 @@ impl AsyncTransaction {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub async fn start_ts(&self) -> Result<u64> {
-        if let Some(start) = self.start.get() {
-            return Ok(start.start_ts());
+        if let Some(ts) = self.fixed_start_ts() {
+            return Ok(ts);
         }
         let ctx = self.session.ctx();
         let ts = in_span!(
@@ -141,9 +141,14 @@ impl AsyncTransaction {
         Ok(start.start_ts())
     }
 
-    /// The start timestamp if it is fixed already (for error reports).
+    /// The start timestamp if it is fixed already.
+    fn fixed_start_ts(&self) -> Option<u64> {
+        self.start.get().map(Registration::start_ts)
+    }
+
+    /// The start timestamp if it is fixed already, else 0 (for error reports).
     fn known_start_ts(&self) -> u64 {
-        self.start.get().map_or(0, Registration::start_ts)
+        self.fixed_start_ts().unwrap_or(0)
     }
 
     /// HBase RPCs this transaction has made so far (reads, prewrites, commits, resolution).
@@ -246,8 +251,8 @@ impl AsyncTransaction {
                 }
             }
             // Fixed by now in most commits: no call, and no future, to learn it.
-            let start_ts = match self.start.get() {
-                Some(start) => start.start_ts(),
+            let start_ts = match self.fixed_start_ts() {
+                Some(ts) => ts,
                 None => Box::pin(self.start_ts()).await?,
             };
             let Some(primary) = self.first.take().filter(|_| !read_only) else {
