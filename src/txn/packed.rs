@@ -437,11 +437,32 @@ mod tests {
     }
 
     #[test]
+    fn a_primary_between_other_cells_moves_to_the_front_and_they_keep_their_order() {
+        let mut b = WriteBuffer::default();
+        for r in ["4", "1", "3", "2", "5"] {
+            b.insert(&key("t", r, "q"), &Write::Put(r.into()));
+        }
+        let cells = b.into_commit_order(&key("t", "3", "q"));
+        let rows: Vec<_> = (0..cells.len()).map(|i| cells.key(i).row).collect();
+        assert_eq!(rows, [b"3", b"1", b"2", b"4", b"5"]);
+        assert_eq!(cells.write(0), Write::Put(b"3".to_vec()));
+    }
+
+    #[test]
     fn a_primary_never_buffered_commits_as_a_lock() {
         let mut b = WriteBuffer::default();
         b.insert(&key("t", "r", "q"), &Write::Put(b"v".to_vec()));
         let cells = b.into_commit_order(&key("u", "p", "q"));
         assert_eq!((cells.len(), cells.write(0)), (2, Write::Lock));
         assert_eq!(cells.table(0), "u");
+        // Of a table written already: the buffer's name for it serves.
+        let mut b = WriteBuffer::default();
+        b.insert(&key("t", "r", "q"), &Write::Put(b"v".to_vec()));
+        let cells = b.into_commit_order(&key("t", "p", "q"));
+        assert_eq!(
+            (cells.len(), cells.write(0), cells.table(0)),
+            (2, Write::Lock, "t")
+        );
+        assert_eq!(cells.write(1), Write::Put(b"v".to_vec()));
     }
 }
