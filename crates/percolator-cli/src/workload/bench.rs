@@ -226,6 +226,7 @@ pub fn run(
     if wants_floor {
         txn::setup::create_table(&stack.hbase, options.schema(), &tables.floor, &[F])?;
     }
+    let client = stack.client(options.clone())?;
     let floor = wants_floor.then(|| {
         Arc::new(Floor {
             hbase: stack.hbase.asynchronous(),
@@ -234,9 +235,9 @@ pub fn run(
             table: tables.floor.clone(),
             family: F,
             qualifier: Q,
+            owner: client.owner_id().to_string(),
         })
     });
-    let client = stack.client(options.clone())?;
     populate(stack, &client, &tables.raw, &tables.txn, config.rows)?;
     if wants_floor {
         populate_txn(&client, &tables.floor, config.rows)?;

@@ -41,7 +41,6 @@ pub const FLOOR_TRANSFER2: &str = "floor_transfer2";
 /// Run by default on the async API, after the raw and transactional workloads.
 pub const FLOOR_WORKLOADS: [&str; 3] = [FLOOR_GET, FLOOR_PUT1, FLOOR_TRANSFER2];
 
-const OWNER: &str = "bench-floor";
 /// How long, and how often, a read waits for a lock left by the table's filling to go.
 const LOCK_WAIT: Duration = Duration::from_millis(1);
 const LOCK_WAIT_TRIES: usize = 5_000;
@@ -56,6 +55,10 @@ pub(crate) struct Floor {
     pub table: String,
     pub family: &'static str,
     pub qualifier: &'static str,
+    /// The owner its locks name: the bench client's own, so that a floor lock carries the
+    /// bytes a transaction's does (a client's owner is host, process and a UUID, some 45
+    /// bytes), and each CAS sends and compares as much.
+    pub owner: String,
 }
 
 /// One bench task's part: the rows it alone writes, and its secondary commit under way (with
@@ -215,7 +218,7 @@ impl Floor {
     fn template(&self, primary: &CellKey) -> LockTemplate {
         LockTemplate {
             primary: primary.clone(),
-            owner: OWNER.into(),
+            owner: self.owner.clone(),
             wall_ms: self.options.clock().now_ms(),
             ttl_ms: self.options.lock_ttl().as_millis() as u64,
             short_value_limit: self.options.short_value_limit(),
@@ -302,6 +305,7 @@ mod tests {
             table: table.into(),
             family: "f",
             qualifier: "q",
+            owner: client.owner_id().to_string(),
         });
         let runtime = percolator::internals::client_runtime(&client.asynchronous()).clone();
         let per_task = ROWS / TASKS;
