@@ -204,6 +204,10 @@ impl Written<'_> {
 #[derive(Default)]
 pub(crate) struct WriteBuffer {
     tables: Vec<String>,
+    /// The only cell, while there is one: most transactions write a single cell, and an
+    /// ordered set of one costs a node of its own and its walks, for nothing to order. The
+    /// second cell moves it into `cells`; at most one of the two holds anything.
+    one: Option<Packed>,
     cells: BTreeSet<Packed>,
     /// Key and value bytes of every cell (see [`WriteBuffer::bytes`]).
     bytes: usize,
@@ -223,7 +227,36 @@ impl WriteBuffer {
 
     /// Cells buffered.
     pub fn len(&self) -> usize {
-        self.cells.len()
+        usize::from(self.one.is_some()) + self.cells.len()
+    }
+
+    /// The buffered cell of `probe`'s key.
+    fn find(&self, probe: &Packed) -> Option<&Packed> {
+        match &self.one {
+            Some(one) => (one == probe).then_some(one),
+            None => self.cells.get(probe),
+        }
+    }
+
+    /// Takes the buffered cell of `probe`'s key out.
+    fn take(&mut self, probe: &Packed) -> Option<Packed> {
+        match &self.one {
+            Some(one) if one == probe => self.one.take(),
+            Some(_) => None,
+            None => self.cells.take(probe),
+        }
+    }
+
+    /// Buffers `packed`, replacing the cell of its key.
+    fn put(&mut self, packed: Packed) {
+        match &mut self.one {
+            None if self.cells.is_empty() => self.one = Some(packed),
+            Some(one) if *one == packed => *one = packed,
+            _ => {
+                self.cells.extend(self.one.take());
+                self.cells.replace(packed);
+            }
+        }
     }
 
     /// The rows, families, qualifiers and values of every cell, in bytes.
@@ -243,7 +276,7 @@ impl WriteBuffer {
     ) -> Result<(), usize> {
         let known = self.table_index(&key.table);
         let packed = Packed::of(known.unwrap_or(self.tables.len() as u32), key, write);
-        let old = self.cells.get(&packed).map_or(0, Packed::size);
+        let old = self.find(&packed).map_or(0, Packed::size);
         let bytes = self.bytes - old + packed.size();
         if bytes > limit {
             return Err(bytes);
@@ -251,7 +284,7 @@ impl WriteBuffer {
         if known.is_none() {
             self.tables.push(key.table.clone());
         }
-        self.cells.replace(packed);
+        self.put(packed);
         self.bytes = bytes;
         Ok(())
     }
@@ -263,7 +296,7 @@ impl WriteBuffer {
     }
 
     pub fn get(&self, key: &CellKey) -> Option<Written<'_>> {
-        self.cells.get(&self.probe(key)?).map(Packed::written)
+        self.find(&self.probe(key)?).map(Packed::written)
     }
 
     pub fn contains(&self, key: &CellKey) -> bool {
@@ -272,15 +305,16 @@ impl WriteBuffer {
 
     /// Every cell with its table's name.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &Packed)> {
-        self.cells
+        self.one
             .iter()
+            .chain(&self.cells)
             .map(|p| (self.tables[p.table() as usize].as_str(), p))
     }
 
     /// The cells in commit order: `primary` first (a lock-only write when it was not
     /// buffered), then the rest grouped by table.
     pub fn into_commit_order(mut self, primary: &CellKey) -> CommitCells {
-        let taken = self.probe(primary).and_then(|p| self.cells.take(&p));
+        let taken = self.probe(primary).and_then(|p| self.take(&p));
         let primary = match taken {
             Some(p) => p,
             None => {
@@ -291,8 +325,9 @@ impl WriteBuffer {
                 Packed::of(table, primary, &Write::Lock)
             }
         };
-        let mut cells = Vec::with_capacity(self.cells.len() + 1);
+        let mut cells = Vec::with_capacity(self.len() + 1);
         cells.push(primary);
+        cells.extend(self.one);
         cells.extend(self.cells);
         CommitCells {
             tables: self.tables,
@@ -446,6 +481,35 @@ mod tests {
         let rows: Vec<_> = (0..cells.len()).map(|i| cells.key(i).row).collect();
         assert_eq!(rows, [b"3", b"1", b"2", b"4", b"5"]);
         assert_eq!(cells.write(0), Write::Put(b"3".to_vec()));
+    }
+
+    #[test]
+    fn the_only_cell_kept_apart_joins_the_others_in_key_order_once_a_second_comes() {
+        let mut b = WriteBuffer::default();
+        let (late, early) = (key("t", "9", "q"), key("t", "1", "q"));
+        b.insert(&late, &Write::Put(b"a".to_vec()));
+        b.insert(&late, &Write::Put(b"bb".to_vec()));
+        assert_eq!(
+            (b.len(), b.bytes(), b.get(&early)),
+            (1, 1 + 1 + 1 + 2, None)
+        );
+        // A second cell, sorting before the first: both are found, in key order.
+        b.insert(&early, &Write::Delete);
+        assert_eq!((b.len(), b.get(&late)), (2, Some(Written::Put(b"bb"))));
+        assert_eq!(b.get(&early), Some(Written::Delete));
+        let rows: Vec<_> = b.iter().map(|(_, p)| p.row().to_vec()).collect();
+        assert_eq!(rows, [b"1", b"9"]);
+        // The only cell as the primary leaves nothing behind it; another primary takes the
+        // front with the cell after it.
+        let mut one = WriteBuffer::default();
+        one.insert(&late, &Write::Put(b"v".to_vec()));
+        let cells = one.into_commit_order(&late);
+        assert_eq!((cells.len(), cells.key(0)), (1, late.clone()));
+        let mut one = WriteBuffer::default();
+        one.insert(&late, &Write::Put(b"v".to_vec()));
+        let cells = one.into_commit_order(&early);
+        assert_eq!((cells.len(), cells.write(0)), (2, Write::Lock));
+        assert_eq!(cells.key(1), late);
     }
 
     #[test]
