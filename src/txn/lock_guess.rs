@@ -8,7 +8,6 @@
 //! predicted variant first and the other one straight after a failure.
 
 use std::sync::atomic::{AtomicI8, Ordering};
-use std::sync::Arc;
 
 use parking_lot::RwLock;
 
@@ -19,7 +18,7 @@ const SATURATE: i8 = 3;
 
 #[derive(Default)]
 pub(crate) struct LockCellGuess {
-    tables: RwLock<FastMap<String, Arc<AtomicI8>>>,
+    tables: RwLock<FastMap<String, AtomicI8>>,
 }
 
 impl LockCellGuess {
@@ -31,22 +30,28 @@ impl LockCellGuess {
             .is_some_and(|c| c.load(Ordering::Relaxed) > 0)
     }
 
-    /// Records what a prewrite in `table` found: no lock cell (`absent`) or a lock cell. A
-    /// table starts firmly on "released", so the few inserts that create a table's first rows
-    /// do not make the updates that follow pay for a wrong guess.
+    /// Records what a prewrite in `table` met: an absent lock cell or not.
     pub fn learn(&self, table: &str, absent: bool) {
-        let counter = self.tables.read().get(table).cloned();
-        let counter = counter.unwrap_or_else(|| {
-            let mut tables = self.tables.write();
-            let counter = tables
-                .entry(table.to_string())
-                .or_insert_with(|| Arc::new(AtomicI8::new(-SATURATE)));
-            Arc::clone(counter)
-        });
         let step = if absent { 1 } else { -1 };
-        let _ = counter.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |c| {
-            Some((c + step).clamp(-SATURATE, SATURATE))
-        });
+        let bump = |counter: &AtomicI8| {
+            // Saturated already, as in nearly every commit of a table written one way: no
+            // write, so the counter's cache line stays shared between the cores that commit.
+            let now = counter.load(Ordering::Relaxed);
+            if (now + step).clamp(-SATURATE, SATURATE) != now {
+                let _ = counter.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |c| {
+                    Some((c + step).clamp(-SATURATE, SATURATE))
+                });
+            }
+        };
+        if let Some(counter) = self.tables.read().get(table) {
+            return bump(counter);
+        }
+        let mut tables = self.tables.write();
+        bump(
+            tables
+                .entry(table.to_string())
+                .or_insert_with(|| AtomicI8::new(-SATURATE)),
+        );
     }
 }
 
