@@ -264,8 +264,8 @@ impl Committer {
         let table = m.key.table.as_str();
         let mut absent = ctx.lock_guess().absent_first(table);
         let mut guessed = true;
-        // Read at the first failure, not before: a prewrite nearly always goes through at
-        // once, and a clock read is a fair share of what the layer adds to it.
+        // Read at the first failure, not before: nearly every prewrite goes through at once,
+        // and then needs no clock.
         let mut started: Option<Instant> = None;
         let mut waits = 0;
         for _ in 0..PREWRITE_ROUNDS {

@@ -30,7 +30,9 @@ impl LockCellGuess {
             .is_some_and(|c| c.load(Ordering::Relaxed) > 0)
     }
 
-    /// Records what a prewrite in `table` met: an absent lock cell or not.
+    /// Records what a prewrite in `table` found: no lock cell (`absent`) or a lock cell. A
+    /// table starts firmly on "released", so the few inserts that create a table's first rows
+    /// do not make the updates that follow pay for a wrong guess.
     pub fn learn(&self, table: &str, absent: bool) {
         let step = if absent { 1 } else { -1 };
         let bump = |counter: &AtomicI8| {
