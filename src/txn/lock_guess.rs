@@ -35,15 +35,13 @@ impl LockCellGuess {
     /// do not make the updates that follow pay for a wrong guess.
     pub fn learn(&self, table: &str, absent: bool) {
         let step = if absent { 1 } else { -1 };
+        // A saturated counter, as in nearly every commit of a table written one way, is only
+        // read (the closure declines), so its cache line stays shared between the cores.
         let bump = |counter: &AtomicI8| {
-            // Saturated already, as in nearly every commit of a table written one way: no
-            // write, so the counter's cache line stays shared between the cores that commit.
-            let now = counter.load(Ordering::Relaxed);
-            if (now + step).clamp(-SATURATE, SATURATE) != now {
-                let _ = counter.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |c| {
-                    Some((c + step).clamp(-SATURATE, SATURATE))
-                });
-            }
+            let _ = counter.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |c| {
+                let next = (c + step).clamp(-SATURATE, SATURATE);
+                (next != c).then_some(next)
+            });
         };
         if let Some(counter) = self.tables.read().get(table) {
             return bump(counter);
