@@ -9,8 +9,8 @@
 //! | `percolator_transaction_retries_total` | counter | | attempts `Client::run` made again |
 //! | `percolator_locks_resolved_total` | counter | `outcome` | other transactions' locks `rolled_forward` or `rolled_back` |
 //! | `percolator_lock_waits_total` | counter | | backoffs behind a live transaction's lock |
-//! | `percolator_commit_duration_seconds` | histogram | | a commit, from its first prewrite to the commit point |
-//! | `percolator_commit_phase_duration_seconds` | histogram | `phase` | `prewrite`, `commit_ts`, `commit_point`, `secondaries` |
+//! | `percolator_commit_duration_seconds` | histogram | | a commit, from the check of its tables to the commit point |
+//! | `percolator_commit_phase_duration_seconds` | histogram | `phase` | `prewrite` (with the checks of the tables), `commit_ts`, `commit_point`, `secondaries` |
 //! | `percolator_oracle_wait_seconds` | histogram | | waiting for a timestamp |
 //! | `percolator_hbase_calls_total` | counter | `method` | Thrift2 calls made |
 //! | `percolator_hbase_call_errors_total` | counter | `method`, `class` | calls that failed, by retry class |
@@ -84,7 +84,7 @@ pub fn describe() {
     describe_histogram!(
         COMMIT,
         Unit::Seconds,
-        "Commit latency: prewrites to the commit point."
+        "Commit latency: table checks and prewrites to the commit point."
     );
     describe_histogram!(COMMIT_PHASE, Unit::Seconds, "Commit latency by phase.");
     describe_histogram!(

@@ -7,9 +7,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use futures::StreamExt;
+use smallvec::SmallVec;
 
 use crate::txn::mutation::{LockTemplate, Mutation};
 use crate::txn::packed::CommitCells;
+use crate::txn::CellFlags;
 
 /// Requests of one phase in flight at once. Enough to keep every connection of the default
 /// pool of 16 busy several calls deep (and a bench's pool of 64); each one holds its mutation,
@@ -87,13 +89,14 @@ pub(crate) struct CommitBatch {
     start_ts: u64,
     cells: CommitCells,
     /// Whether cell i leaves an observer notification.
-    notify: Vec<bool>,
+    notify: CellFlags,
     /// The tables that lock rows, among those written.
     row_tables: Vec<String>,
     /// Which cells each lock holds, when a table locks rows; `None`: lock i holds cell i.
     units: Option<Units>,
-    /// The mutations of locks `0..kept.len()`, the primary's first.
-    kept: Vec<Arc<Mutation>>,
+    /// The mutations of locks `0..kept.len()`, the primary's first (in place for the one or
+    /// two most commits take).
+    kept: SmallVec<[Arc<Mutation>; 2]>,
 }
 
 /// The cells of each lock: lock u holds cells `order[starts[u]..starts[u + 1]]`, the first
@@ -151,7 +154,7 @@ impl CommitBatch {
         template: LockTemplate,
         start_ts: u64,
         cells: CommitCells,
-        notify: Vec<bool>,
+        notify: CellFlags,
         row_tables: Vec<String>,
     ) -> CommitBatch {
         let units = (!row_tables.is_empty())
@@ -163,7 +166,7 @@ impl CommitBatch {
             notify,
             row_tables,
             units,
-            kept: Vec::new(),
+            kept: SmallVec::new(),
         };
         batch.kept = (0..batch.len().min(WINDOW))
             .map(|u| batch.build(u))

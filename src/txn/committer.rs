@@ -16,7 +16,9 @@ use crate::metrics;
 use crate::txn::actions::{self, after_failed_prewrite, PrewriteNext};
 use crate::txn::batches::{windowed, CommitBatch, Flow};
 use crate::txn::commit_point;
+use crate::txn::families::KnownTable;
 use crate::txn::granularity::LockGranularity;
+use crate::txn::lock_guess::LockCellGuess;
 use crate::txn::mutation::{LockTemplate, Mutation};
 use crate::txn::notify;
 use crate::txn::options::Seam;
@@ -25,6 +27,7 @@ use crate::txn::resolver::LockResolver;
 use crate::txn::session::Session;
 use crate::txn::spans::in_span;
 use crate::txn::stats::Stats;
+use crate::txn::CellFlags;
 
 /// How a prewrite of one cell ended.
 enum Prewritten {
@@ -37,14 +40,18 @@ enum Prewritten {
 /// Prewrite rounds of one cell before it gives up with `Timeout`.
 const PREWRITE_ROUNDS: usize = 16;
 
-pub(crate) struct Committer {
-    session: Session,
+pub(crate) struct Committer<'s> {
+    /// The transaction's: its round trips count there.
+    session: &'s Session,
     start_ts: u64,
     /// Shared, not copied: the prewrites and the background secondary commits read them.
     muts: Arc<CommitBatch>,
     /// A delete in the primary's row that lands with the commit point (observers clear their
     /// notifications so).
     primary_extra: Option<Delete>,
+    /// When the commit started: its checks of the tables were judged by this reading of the
+    /// clock, and its duration is measured from it.
+    started: Instant,
 }
 
 /// A commit that went through.
@@ -54,7 +61,7 @@ pub(crate) struct Committed {
     pub extra_applied: bool,
 }
 
-impl Committer {
+impl<'s> Committer<'s> {
     /// `writes` in commit order: the first is the primary, `primary` (its key, which the
     /// caller holds already: each lock names it); `weak` the cells given a
     /// notification without an observed write. Checks every table and family written, and
@@ -62,21 +69,25 @@ impl Committer {
     /// each table's lock granularity: in a table that locks rows, a row's writes become one
     /// mutation (docs/design.md invariant 14).
     pub async fn new(
-        session: Session,
+        session: &'s Session,
         start_ts: u64,
         primary: CellKey,
         writes: CommitCells,
         weak: &BTreeSet<CellKey>,
-    ) -> Result<Committer> {
+    ) -> Result<Committer<'s>> {
         let ctx = session.ctx();
+        let started = Instant::now();
         let probes = writes.family_probes();
-        let granularities = ctx.check_families(&probes).await?;
+        let granularities = ctx.check_families(&probes, started).await?;
         let notify = notify::notify_flags(ctx, &writes, weak, &granularities).await?;
         let row_tables: Vec<String> = probes
             .iter()
             .filter(|(table, _)| granularities.of(table) == LockGranularity::Row)
             .map(|(table, _)| table.to_string())
             .collect();
+        // They borrow `writes`, which the batch takes.
+        drop(granularities);
+        drop(probes);
         let opts = ctx.opts();
         let template = LockTemplate {
             primary,
@@ -94,19 +105,20 @@ impl Committer {
             start_ts,
             muts,
             primary_extra: None,
+            started,
         })
     }
 
     /// Makes `delete` (in the primary's row) land with the commit point.
-    pub fn with_primary_extra(mut self, delete: Option<Delete>) -> Committer {
+    pub fn with_primary_extra(mut self, delete: Option<Delete>) -> Committer<'s> {
         self.primary_extra = delete;
         self
     }
 
     /// Commits and returns commit_ts.
     pub async fn commit(self) -> Result<Committed> {
-        let ctx = Arc::clone(self.session.ctx());
-        let started = Instant::now();
+        let ctx = self.session.ctx();
+        let started = self.started;
         let span = tracing::debug_span!("prewrite", cells = self.muts.len());
         let prewritten = in_span!(span, self.prewrite_all());
         let Prewrites {
@@ -133,21 +145,23 @@ impl Committer {
         }
         // Invariant 9: commit_ts is fetched only now, after every lock is in place.
         let (commit_ts, stamped) = match ctx.timestamp_asked_at(prewritten).await {
-            Ok(stamped) => stamped,
+            Ok(stamped) => {
+                metrics::seconds(
+                    metrics::key!(metrics::COMMIT_PHASE, "phase" => "commit_ts"),
+                    stamped.waited,
+                );
+                (stamped.ts, stamped.came)
+            }
             Err(e) => {
                 Box::pin(self.roll_back_own(&locked)).await;
                 return Err(e);
             }
         };
-        metrics::seconds(
-            metrics::key!(metrics::COMMIT_PHASE, "phase" => "commit_ts"),
-            stamped - prewritten,
-        );
         let primary = &self.muts.primary().key;
         let extra_applied = in_span!(
             tracing::debug_span!("commit_point", commit_ts),
             commit_point::commit_primary(
-                &self.session,
+                self.session,
                 primary,
                 self.start_ts,
                 commit_ts,
@@ -172,7 +186,7 @@ impl Committer {
             return Ok(committed);
         }
         let secondaries = Secondaries {
-            session: self.session.clone(),
+            session: Session::new(Arc::clone(ctx)),
             muts: Arc::clone(&self.muts),
             commit_ts,
         };
@@ -209,7 +223,7 @@ impl Committer {
     /// started: the ones locked already are what a rollback has to undo.
     async fn prewrite_all(&self) -> Prewrites {
         let mut out = Prewrites {
-            locked: vec![false; self.muts.len()],
+            locked: CellFlags::from_elem(false, self.muts.len()),
             ..Prewrites::default()
         };
         let cells = 0..self.muts.len();
@@ -262,7 +276,12 @@ impl Committer {
         let ctx = self.session.ctx();
         let schema = ctx.schema();
         let table = m.key.table.as_str();
-        let mut absent = ctx.lock_guess().absent_first(table);
+        // The commit checked its tables first, so the table is known; were it not, it starts
+        // on "released" as a table found afresh does.
+        let known = ctx.known_table(table);
+        let fresh = LockCellGuess::default();
+        let guess = known.as_deref().map_or(&fresh, KnownTable::lock_guess);
+        let mut absent = guess.absent_first();
         let mut guessed = true;
         // Read at the first failure, not before: nearly every prewrite goes through at once,
         // and then needs no clock.
@@ -272,7 +291,7 @@ impl Committer {
             let cam = m.prewrite_cas(schema, absent);
             match self.session.cas(table, &cam).await {
                 Ok(true) => {
-                    ctx.lock_guess().learn(table, absent);
+                    guess.learn(absent);
                     return Ok(());
                 }
                 // A wrong guess of the variant costs one more CAS, not a read and a CAS; a
@@ -331,7 +350,7 @@ impl Committer {
                 // Percolator aborts on a live lock (waiting could deadlock two writers); an
                 // abandoned one is cleaned first.
                 let raw = raw.unwrap_or_default();
-                let resolver = LockResolver::new(&self.session);
+                let resolver = LockResolver::new(self.session);
                 if !resolver.resolve(&m.key, &other, &raw).await? {
                     return Err(Error::KeyLocked {
                         table: m.key.table.clone(),
@@ -365,7 +384,7 @@ impl Committer {
             let cam = actions::rollback(ctx.schema(), &m.key, &m.lock, bytes);
             let outcome = match self.session.cas(&m.key.table, &cam).await {
                 Ok(false) | Err(Error::OutcomeUnknown { .. }) if m.is_primary() => {
-                    let (session, primary_row) = (&self.session, m.lock.primary_row);
+                    let (session, primary_row) = (self.session, m.lock.primary_row);
                     let settle = commit_point::roll_back_primary(
                         session,
                         &m.key,
@@ -387,7 +406,7 @@ impl Committer {
 #[derive(Default)]
 struct Prewrites {
     /// Whether cell i is locked (a byte a cell: the indices of 100,000 would take eight).
-    locked: Vec<bool>,
+    locked: CellFlags,
     failure: Option<Error>,
     /// The client died at this seam.
     crashed: Option<Seam>,

@@ -5,20 +5,20 @@
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use futures::FutureExt;
+use smallvec::SmallVec;
 
 use crate::error::{Error, Result};
 use crate::hbase::{Get, RowResult};
 use crate::key::CellKey;
 use crate::oracle::TimestampSource;
 use crate::txn::background::Background;
-use crate::txn::families::{Families, TableFamilies};
+use crate::txn::families::{Families, KnownTable, TableFamilies};
 use crate::txn::fusion::ReadFusion;
 use crate::txn::granularity::LockGranularity;
 use crate::txn::liveness::Liveness;
-use crate::txn::lock_guess::LockCellGuess;
 use crate::txn::meta::{
     meta_row, read_row, MetaCache, GLOBAL_ROW, META_FAMILY, META_REFRESH, MIG_BUSY_STATES,
     MIG_STATE,
@@ -44,7 +44,6 @@ pub(crate) struct Context {
     dead: AtomicBool,
     background: Background,
     reads: ReadFusion,
-    lock_guess: LockCellGuess,
     meta: MetaCache,
     open: Arc<OpenTransactions>,
     /// The GC safe point: every read checks it, so it has a cell of its own rather than a
@@ -71,7 +70,6 @@ impl Context {
             dead: AtomicBool::new(false),
             background: Background::new(runtime),
             reads: ReadFusion::default(),
-            lock_guess: LockCellGuess::default(),
             meta: MetaCache::default(),
             open: Arc::default(),
             safe_point: Refreshed::new(META_REFRESH),
@@ -103,8 +101,9 @@ impl Context {
         &self.stats
     }
 
-    pub fn lock_guess(&self) -> &LockCellGuess {
-        &self.lock_guess
+    /// `table` as this client found it, once its families were read.
+    pub fn known_table(&self, table: &str) -> Option<Families> {
+        self.tables.cached(table)
     }
 
     pub fn primaries(&self) -> &Primaries {
@@ -182,24 +181,26 @@ impl Context {
 
     pub fn timestamp(&self) -> impl Future<Output = Result<u64>> + Send + '_ {
         self.timestamp_asked_at(Instant::now())
-            .map(|stamped| Ok(stamped?.0))
+            .map(|stamped| Ok(stamped?.ts))
     }
 
-    /// A timestamp asked for at `asked` (an instant the caller already read), with the instant
-    /// it came: a commit times its phases with the same clock reads. The source's own future,
-    /// mapped, not one around it: every write transaction waits on it.
+    /// A timestamp asked for at `asked` (an instant the caller already read), with when it
+    /// came and the wait: a commit times its phases with the same clock reads. The source's
+    /// own future, mapped, not one around it: every write transaction waits on it.
     pub fn timestamp_asked_at(
         &self,
         asked: Instant,
-    ) -> impl Future<Output = Result<(u64, Instant)>> + Send + '_ {
+    ) -> impl Future<Output = Result<Stamped>> + Send + '_ {
         Stats::bump(&self.stats.timestamps);
         self.tso.timestamp().map(move |ts| {
             let came = Instant::now();
-            crate::metrics::seconds(
-                crate::metrics::key!(crate::metrics::ORACLE_WAIT),
-                came - asked,
-            );
-            Ok((ts?, came))
+            let waited = came - asked;
+            crate::metrics::seconds(crate::metrics::key!(crate::metrics::ORACLE_WAIT), waited);
+            Ok(Stamped {
+                ts: ts?,
+                came,
+                waited,
+            })
         })
     }
 
@@ -229,11 +230,14 @@ impl Context {
     /// "absent". A family missing from a cached descriptor is looked up once more, since it
     /// may have been added since (a descriptor just fetched is not fetched again). Returns
     /// each table's lock granularity, read from the same meta row as its migration marker.
+    /// `now` is the caller's reading of the clock, taken just before: whether a cached meta
+    /// row is still young is judged by it.
     pub async fn check_families<'k>(
         &self,
         probes: &'k [impl FamilyProbe],
+        now: Instant,
     ) -> Result<Granularities<'k>> {
-        match self.checked_from_cache(probes) {
+        match self.checked_from_cache(probes, now) {
             Some(checked) => checked,
             // Boxed: a read is rare, and its future would otherwise size every commit's.
             None => Box::pin(self.check_families_read(probes)).await,
@@ -245,15 +249,17 @@ impl Context {
     fn checked_from_cache<'k>(
         &self,
         probes: &'k [impl FamilyProbe],
+        now: Instant,
     ) -> Option<Result<Granularities<'k>>> {
-        let mut tables = Granularities(Vec::new());
+        let mut tables = Granularities(SmallVec::new());
         for probe in probes {
             let (table, family) = probe.table_family();
-            if !self.tables.cached(table)?.contains(family) {
+            let known = self.tables.cached(table)?;
+            if !known.contains(family) {
                 return None;
             }
             if tables.0.last().map(|(t, _, _)| *t) != Some(table) {
-                let meta = self.meta.young(&meta_row(table))?;
+                let meta = known.meta().young(now)?;
                 match not_migrating(table, meta) {
                     Ok((granularity, meta)) => tables.0.push((table, granularity, meta)),
                     Err(e) => return Some(Err(e)),
@@ -267,7 +273,7 @@ impl Context {
         &self,
         probes: &'k [impl FamilyProbe],
     ) -> Result<Granularities<'k>> {
-        let mut tables = Granularities(Vec::new());
+        let mut tables = Granularities(SmallVec::new());
         for probe in probes {
             let (table, family) = probe.table_family();
             // The families first: a client that finds them for the first time reads the meta
@@ -313,10 +319,10 @@ impl Context {
                 // The meta row (lock granularity, migration marker) is written before the
                 // families are added: read now, after they were seen, it is the final one,
                 // whatever an earlier read of it cached.
-                self.refresh_meta_row(&meta_row(table)).await?;
-                let families: Families =
-                    Arc::new(desc.families.into_iter().map(|f| f.name).collect());
-                Ok(families)
+                let row = meta_row(table);
+                self.refresh_meta_row(&row).await?;
+                let names = desc.families.into_iter().map(|f| f.name);
+                Ok(Arc::new(KnownTable::new(names, self.meta.cell(&row))))
             })
             .await?;
         Ok((families, false))
@@ -348,6 +354,15 @@ fn not_migrating(table: &str, meta: Arc<RowResult>) -> Result<(LockGranularity, 
     }
 }
 
+/// A timestamp from the source, timed.
+pub(crate) struct Stamped {
+    pub ts: u64,
+    /// When it came.
+    pub came: Instant,
+    /// How long it took to come.
+    pub waited: Duration,
+}
+
 /// What names a table and a family: a key read, or a family a commit writes.
 pub(crate) trait FamilyProbe: Sync {
     fn table_family(&self) -> (&str, &[u8]);
@@ -367,7 +382,8 @@ impl FamilyProbe for (&str, &[u8]) {
 
 /// The lock granularity of each table [`Context::check_families`] checked, with the meta
 /// row it was read from.
-pub(crate) struct Granularities<'k>(Vec<(&'k str, LockGranularity, Arc<RowResult>)>);
+/// In place for the one table most commits write.
+pub(crate) struct Granularities<'k>(SmallVec<[(&'k str, LockGranularity, Arc<RowResult>); 1]>);
 
 impl Granularities<'_> {
     /// `table`'s, when it was checked (cell otherwise: only checked tables are written).

@@ -17,10 +17,53 @@ use parking_lot::{Mutex, RwLock};
 use tokio::sync::Notify;
 
 use crate::error::Result;
+use crate::hbase::RowResult;
+use crate::txn::lock_guess::LockCellGuess;
+use crate::txn::meta::RowCell;
+use crate::txn::refresh::Refreshed;
 use crate::txn::{FastMap, FastSet};
 
-/// The names of a table's families.
-pub(crate) type Families = Arc<FastSet<Vec<u8>>>;
+/// A table as this client found it: the names of its families, its meta row's place in the
+/// meta cache and its prewrites' lock guess, so that a commit reaches all three with one
+/// lookup.
+pub(crate) struct KnownTable {
+    families: FastSet<Vec<u8>>,
+    meta: RowCell,
+    guess: LockCellGuess,
+}
+
+impl std::fmt::Debug for KnownTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KnownTable")
+            .field("families", &self.families)
+            .finish_non_exhaustive()
+    }
+}
+
+impl KnownTable {
+    pub fn new(families: impl IntoIterator<Item = Vec<u8>>, meta: RowCell) -> KnownTable {
+        KnownTable {
+            families: families.into_iter().collect(),
+            meta,
+            guess: LockCellGuess::default(),
+        }
+    }
+
+    pub fn contains(&self, family: &[u8]) -> bool {
+        self.families.contains(family)
+    }
+
+    /// The table's meta row as the meta cache holds it.
+    pub fn meta(&self) -> &Refreshed<Arc<RowResult>> {
+        &self.meta
+    }
+
+    pub fn lock_guess(&self) -> &LockCellGuess {
+        &self.guess
+    }
+}
+
+pub(crate) type Families = Arc<KnownTable>;
 
 #[derive(Default)]
 pub(crate) struct TableFamilies {

@@ -5,7 +5,7 @@ use futures::FutureExt;
 use parking_lot::Mutex;
 use tokio::sync::Semaphore;
 
-use super::{Families, TableFamilies};
+use super::{Families, KnownTable, TableFamilies};
 use crate::error::{Error, Result};
 use crate::hbase::{
     CheckAndMutate, Delete, FamilyDescriptor, Get, Put, RowResult, Scan, TableDescriptor,
@@ -13,7 +13,9 @@ use crate::hbase::{
 use crate::oracle::LocalTimestamps;
 use crate::txn::context::Context;
 use crate::txn::liveness::{Liveness, LivenessConfig};
-use crate::txn::{FastSet, Schema, TxnOptions};
+use crate::txn::meta::META_REFRESH;
+use crate::txn::refresh::Refreshed;
+use crate::txn::{Schema, TxnOptions};
 
 /// A descriptor read that counts its calls, waits at a gate the test opens (so that the
 /// callers overlap it), and answers `answer`.
@@ -51,12 +53,11 @@ impl Rig {
 }
 
 fn families(names: &[&str]) -> Families {
-    Arc::new(
-        names
-            .iter()
-            .map(|n| n.as_bytes().to_vec())
-            .collect::<FastSet<_>>(),
-    )
+    let meta = Arc::new(Refreshed::new(META_REFRESH));
+    Arc::new(KnownTable::new(
+        names.iter().map(|n| n.as_bytes().to_vec()),
+        meta,
+    ))
 }
 
 fn unreachable() -> Error {

@@ -39,7 +39,7 @@ pub(crate) const META_REFRESH: Duration = Duration::from_secs(5);
 /// assert_eq!(percolator::txn::meta_row("accounts"), b"table/accounts".to_vec());
 /// ```
 pub fn meta_row(table: &str) -> Vec<u8> {
-    // Sized at once: every commit looks a meta row up by this key.
+    // Sized at once: the key is made whenever a table's meta row is read.
     const PREFIX: &[u8] = b"table/";
     let mut row = Vec::with_capacity(PREFIX.len() + table.len());
     row.extend_from_slice(PREFIX);
@@ -58,7 +58,7 @@ pub fn meta_table_descriptor(name: &str) -> TableDescriptor {
 }
 
 /// One meta row as this client knows it.
-type RowCell = Arc<Refreshed<Arc<RowResult>>>;
+pub(crate) type RowCell = Arc<Refreshed<Arc<RowResult>>>;
 
 /// Meta rows read by this client, each trusted for [`META_REFRESH`] (see `refresh`).
 #[derive(Default)]
@@ -77,7 +77,7 @@ impl MetaCache {
         row: &[u8],
     ) -> Result<Arc<RowResult>> {
         // Every transaction comes here: the common case clones nothing but the row's `Arc`.
-        if let Some(young) = self.young(row) {
+        if let Some(young) = self.young(row, Instant::now()) {
             return Ok(young);
         }
         self.cell(row)
@@ -89,11 +89,8 @@ impl MetaCache {
 
     /// `row` as cached, if it is young: what [`row`](Self::row) returns without a read or a
     /// wait.
-    pub fn young(&self, row: &[u8]) -> Option<Arc<RowResult>> {
-        self.rows
-            .read()
-            .get(row)
-            .and_then(|c| c.young(Instant::now()))
+    fn young(&self, row: &[u8], now: Instant) -> Option<Arc<RowResult>> {
+        self.rows.read().get(row).and_then(|c| c.young(now))
     }
 
     /// Reads `row` now, whatever the cache holds.
@@ -109,7 +106,8 @@ impl MetaCache {
         Ok(fresh)
     }
 
-    fn cell(&self, row: &[u8]) -> RowCell {
+    /// `row`'s place in the cache, for good: a cell is never dropped once made.
+    pub fn cell(&self, row: &[u8]) -> RowCell {
         if let Some(cell) = self.rows.read().get(row) {
             return cell.clone();
         }

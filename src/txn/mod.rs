@@ -69,6 +69,9 @@ pub mod setup;
 /// outsider picks the keys to collide them.
 pub(crate) type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 pub(crate) type FastSet<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
+/// A flag per cell of a commit. Nearly every commit has a handful of cells: their flags sit in
+/// place rather than in an allocation of their own.
+pub(crate) type CellFlags = smallvec::SmallVec<[bool; 16]>;
 
 pub use crate::clock::{Clock, SystemClock};
 pub use crate::key::{CellKey, InvalidKey};

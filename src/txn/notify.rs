@@ -13,6 +13,7 @@ use crate::txn::context::{Context, Granularities};
 use crate::txn::meta::META_FAMILY;
 use crate::txn::notify_cells::{observed_qualifier, OBSERVED};
 use crate::txn::packed::{CommitCells, Written};
+use crate::txn::CellFlags;
 
 /// Whether the meta row of a table marks column `family:qualifier` observed. Most tables
 /// observe nothing: their writes build no qualifier to look up.
@@ -36,8 +37,8 @@ pub(crate) async fn notify_flags(
     writes: &CommitCells,
     weak: &BTreeSet<CellKey>,
     checked: &Granularities<'_>,
-) -> Result<Vec<bool>> {
-    let mut flags = Vec::with_capacity(writes.len());
+) -> Result<CellFlags> {
+    let mut flags = CellFlags::with_capacity(writes.len());
     for i in 0..writes.len() {
         let (table, cell) = (writes.table(i), writes.cell(i));
         if !weak.is_empty() && weak.contains(&writes.key(i)) {

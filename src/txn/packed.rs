@@ -7,6 +7,8 @@
 use std::cmp::Ordering;
 use std::collections::BTreeSet;
 
+use smallvec::SmallVec;
+
 use crate::key::CellKey;
 use crate::txn::mutation::Write;
 
@@ -157,6 +159,11 @@ impl Packed {
         self.0.len() - self.layout().row
     }
 
+    /// Whether this is the cell of `key`, whose table has index `table`.
+    fn is_of(&self, table: u32, key: &CellKey) -> bool {
+        self.key_parts() == (table as usize, &key.row, &key.family, &key.qualifier)
+    }
+
     fn key_parts(&self) -> (usize, &[u8], &[u8], &[u8]) {
         let l = self.layout();
         let b = &self.0;
@@ -203,7 +210,8 @@ impl Written<'_> {
 /// ones before. Iterated grouped by table, in the order tables were first written.
 #[derive(Default)]
 pub(crate) struct WriteBuffer {
-    tables: Vec<String>,
+    /// Most transactions write one table: its name sits in place.
+    tables: Tables,
     /// The only cell, while there is one: most transactions write a single cell, and an
     /// ordered set of one costs a node of its own and its walks, for nothing to order. The
     /// second cell moves it into `cells`; at most one of the two holds anything.
@@ -235,15 +243,6 @@ impl WriteBuffer {
         match &self.one {
             Some(one) => (one == probe).then_some(one),
             None => self.cells.get(probe),
-        }
-    }
-
-    /// Takes the buffered cell of `probe`'s key out.
-    fn take(&mut self, probe: &Packed) -> Option<Packed> {
-        match &self.one {
-            Some(one) if one == probe => self.one.take(),
-            Some(_) => None,
-            None => self.cells.take(probe),
         }
     }
 
@@ -314,7 +313,13 @@ impl WriteBuffer {
     /// The cells in commit order: `primary` first (a lock-only write when it was not
     /// buffered), then the rest grouped by table.
     pub fn into_commit_order(mut self, primary: &CellKey) -> CommitCells {
-        let taken = self.probe(primary).and_then(|p| self.take(&p));
+        let table = self.table_index(&primary.table);
+        let taken = match (&self.one, table) {
+            // The only cell, as in most commits: compared in place, not through a probe.
+            (Some(one), Some(t)) if one.is_of(t, primary) => self.one.take(),
+            (Some(_), _) | (None, None) => None,
+            (None, Some(_)) => self.probe(primary).and_then(|p| self.cells.take(&p)),
+        };
         let primary = match taken {
             Some(p) => p,
             None => {
@@ -325,10 +330,12 @@ impl WriteBuffer {
                 Packed::of(table, primary, &Write::Lock)
             }
         };
-        let mut cells = Vec::with_capacity(self.len() + 1);
+        let mut cells = SmallVec::with_capacity(self.len() + 1);
         cells.push(primary);
         cells.extend(self.one);
-        cells.extend(self.cells);
+        if !self.cells.is_empty() {
+            cells.extend(self.cells);
+        }
         CommitCells {
             tables: self.tables,
             cells,
@@ -339,9 +346,16 @@ impl WriteBuffer {
 /// The cells of one commit, the primary first; each cell's key and write are unpacked only
 /// when its request is built.
 pub(crate) struct CommitCells {
-    tables: Vec<String>,
-    cells: Vec<Packed>,
+    tables: Tables,
+    /// In place for the one or two cells most commits write.
+    cells: SmallVec<[Packed; 2]>,
 }
+
+/// The names of the tables a transaction writes, in the order it first wrote them.
+type Tables = SmallVec<[String; 1]>;
+
+/// Each table and family a commit writes (see [`CommitCells::family_probes`]).
+pub(crate) type FamilyProbes<'a> = SmallVec<[(&'a str, &'a [u8]); 2]>;
 
 impl CommitCells {
     pub fn len(&self) -> usize {
@@ -374,8 +388,8 @@ impl CommitCells {
     /// Each table and family written, once, in commit order: what `Context::check_families`
     /// needs to see of the cells. A commit writes few families, so a look through those found
     /// so far (the last one first, as a row's cells sit together) beats a set.
-    pub fn family_probes(&self) -> Vec<(&str, &[u8])> {
-        let mut probes: Vec<(&str, &[u8])> = Vec::new();
+    pub fn family_probes(&self) -> FamilyProbes<'_> {
+        let mut probes = FamilyProbes::new();
         for i in 0..self.cells.len() {
             let probe = (self.table(i), self.cells[i].family());
             if probes.last() != Some(&probe) && !probes.contains(&probe) {
@@ -422,7 +436,7 @@ mod tests {
             );
             let cells = b.into_commit_order(&k);
             assert_eq!(cells.key(0), k);
-            assert_eq!(cells.family_probes(), [("t", &k.family[..])]);
+            assert_eq!(cells.family_probes()[..], [("t", &k.family[..])]);
         }
     }
 

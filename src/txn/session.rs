@@ -12,17 +12,19 @@ use crate::key::CellKey;
 use crate::txn::context::Context;
 use crate::txn::stats::Stats;
 
-#[derive(Clone)]
+/// Not `Clone`: the commit borrows its transaction's session, so the count needs no
+/// allocation of its own; work that outlives the transaction (its background secondaries)
+/// takes a session of its own.
 pub(crate) struct Session {
     ctx: Arc<Context>,
-    rpcs: Arc<AtomicU64>,
+    rpcs: AtomicU64,
 }
 
 impl Session {
     pub fn new(ctx: Arc<Context>) -> Session {
         Session {
             ctx,
-            rpcs: Arc::new(AtomicU64::new(0)),
+            rpcs: AtomicU64::new(0),
         }
     }
 

@@ -153,7 +153,7 @@ impl<'a> SnapshotReader<'a> {
         let ctx = self.session.ctx();
         // A table without the percolator families is a typed error, not FamilyNotFound; a key
         // in a family the table lacks is FamilyNotFound, not "absent".
-        let granularity = ctx.check_families(keys).await?.of(table);
+        let granularity = ctx.check_families(keys, Instant::now()).await?.of(table);
         let schema = ctx.schema();
         let resolver = LockResolver::new(self.session);
         let qualifiers: Vec<Vec<u8>> = keys.iter().map(|k| schema.qualifier(k)).collect();

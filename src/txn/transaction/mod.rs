@@ -265,7 +265,7 @@ impl AsyncTransaction {
             self.span.record("primary", display(&primary));
             self.session.ctx().check_snapshot(start_ts).await?;
             let ordered = std::mem::take(&mut self.writes).into_commit_order(&primary);
-            let session = self.session.clone();
+            let session = &self.session;
             let committed =
                 match Committer::new(session, start_ts, primary, ordered, &self.notified).await {
                     Ok(committer) => committer.with_primary_extra(extra).commit().await,
