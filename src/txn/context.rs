@@ -381,8 +381,7 @@ impl FamilyProbe for (&str, &[u8]) {
 }
 
 /// The lock granularity of each table [`Context::check_families`] checked, with the meta
-/// row it was read from.
-/// In place for the one table most commits write.
+/// row it was read from (in place for the one table most commits write).
 pub(crate) struct Granularities<'k>(SmallVec<[(&'k str, LockGranularity, Arc<RowResult>); 1]>);
 
 impl Granularities<'_> {

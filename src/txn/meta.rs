@@ -77,7 +77,7 @@ impl MetaCache {
         row: &[u8],
     ) -> Result<Arc<RowResult>> {
         // Every transaction comes here: the common case clones nothing but the row's `Arc`.
-        if let Some(young) = self.young(row, Instant::now()) {
+        if let Some(young) = self.young(row) {
             return Ok(young);
         }
         self.cell(row)
@@ -89,8 +89,11 @@ impl MetaCache {
 
     /// `row` as cached, if it is young: what [`row`](Self::row) returns without a read or a
     /// wait.
-    fn young(&self, row: &[u8], now: Instant) -> Option<Arc<RowResult>> {
-        self.rows.read().get(row).and_then(|c| c.young(now))
+    fn young(&self, row: &[u8]) -> Option<Arc<RowResult>> {
+        self.rows
+            .read()
+            .get(row)
+            .and_then(|c| c.young(Instant::now()))
     }
 
     /// Reads `row` now, whatever the cache holds.
