@@ -256,7 +256,9 @@ impl<'s> Committer<'s> {
         let m = &self.muts.mutation(i);
         match self.try_prewrite(m).await {
             Ok(()) => {
-                let seam = if m.is_primary() {
+                // Lock 0 is the primary's (`CommitBatch`): no key comparison needed to know it.
+                debug_assert_eq!(i == 0, m.is_primary());
+                let seam = if i == 0 {
                     ctx.primaries().register(m);
                     Seam::AfterPrimaryPrewrite
                 } else {

@@ -2,50 +2,101 @@
 //! included). The heartbeat publishes the oldest in the client's liveness row, and GC never
 //! moves the safe point above any published one (docs/gc.md), so a long transaction keeps
 //! its versions.
+//!
+//! Every transaction registers and unregisters, from any runtime thread, while the oldest is
+//! read once per heartbeat. So registering is one compare-and-swap on a slot of a fixed table
+//! and ending one store; only when a transaction's slots are all taken (hundreds open at once)
+//! does it go to a locked map.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-/// Every transaction registers and unregisters here, from any runtime thread: the map is split
-/// in shards so that they rarely wait on one another's lock.
-const SHARDS: usize = 16;
+/// Slots in the table: 32 cache lines of 8.
+const SLOTS: usize = 256;
+const PER_LINE: usize = 8;
+const LINES: usize = SLOTS / PER_LINE;
+/// Slots a registration tries before it goes to the overflow map.
+const PROBES: u64 = 8;
+/// A slot no transaction holds. A transaction at start_ts 0 registers in the overflow map.
+const FREE: u64 = 0;
 
-/// start_ts -> how many open transactions share it (snapshots may repeat a timestamp).
-type Starts = BTreeMap<u64, u32>;
-
-#[derive(Default)]
 pub(crate) struct OpenTransactions {
-    shards: [Mutex<Starts>; SHARDS],
+    /// The start_ts of the transaction holding each slot, or `FREE`.
+    slots: Box<[AtomicU64]>,
+    /// start_ts -> how many open transactions beyond the slots share it (snapshots may repeat
+    /// a timestamp).
+    overflow: Mutex<BTreeMap<u64, u32>>,
+}
+
+impl Default for OpenTransactions {
+    fn default() -> Self {
+        OpenTransactions {
+            slots: (0..SLOTS).map(|_| AtomicU64::new(FREE)).collect(),
+            overflow: Mutex::default(),
+        }
+    }
+}
+
+/// The slot a registration at `start_ts` tries on its `probe`-th attempt. Consecutive
+/// timestamps fall on different cache lines, so that two cores registering the oracle's
+/// consecutive timestamps do not write the same line.
+fn slot_of(start_ts: u64, probe: u64) -> usize {
+    let n = start_ts.wrapping_add(probe) as usize;
+    (n % LINES) * PER_LINE + (n / LINES) % PER_LINE
 }
 
 impl OpenTransactions {
-    fn shard(&self, start_ts: u64) -> &Mutex<Starts> {
-        &self.shards[(start_ts as usize) % SHARDS]
-    }
-
     /// Registers `start_ts` until the returned guard is dropped.
     pub fn register(self: &Arc<Self>, start_ts: u64) -> Registration {
-        *self.shard(start_ts).lock().entry(start_ts).or_default() += 1;
+        let place = (start_ts != FREE)
+            .then(|| {
+                (0..PROBES).map(|p| slot_of(start_ts, p)).find(|&i| {
+                    self.slots[i]
+                        .compare_exchange(FREE, start_ts, Ordering::SeqCst, Ordering::Relaxed)
+                        .is_ok()
+                })
+            })
+            .flatten()
+            .map_or_else(
+                || {
+                    *self.overflow.lock().entry(start_ts).or_default() += 1;
+                    Place::Overflow
+                },
+                Place::Slot,
+            );
         Registration {
             open: Arc::clone(self),
             start_ts,
+            place,
         }
     }
 
     pub fn oldest(&self) -> Option<u64> {
-        self.shards
+        let in_slots = self
+            .slots
             .iter()
-            .filter_map(|s| s.lock().keys().next().copied())
-            .min()
+            .map(|s| s.load(Ordering::SeqCst))
+            .filter(|&ts| ts != FREE)
+            .min();
+        let in_overflow = self.overflow.lock().keys().next().copied();
+        in_slots.into_iter().chain(in_overflow).min()
     }
+}
+
+/// Where a registration is held.
+enum Place {
+    Slot(usize),
+    Overflow,
 }
 
 /// One open transaction; dropping it (commit, rollback, or the transaction dropped) ends it.
 pub(crate) struct Registration {
     open: Arc<OpenTransactions>,
     start_ts: u64,
+    place: Place,
 }
 
 impl Registration {
@@ -56,11 +107,16 @@ impl Registration {
 
 impl Drop for Registration {
     fn drop(&mut self) {
-        let mut starts = self.open.shard(self.start_ts).lock();
-        if let Some(n) = starts.get_mut(&self.start_ts) {
-            *n -= 1;
-            if *n == 0 {
-                starts.remove(&self.start_ts);
+        match self.place {
+            Place::Slot(i) => self.open.slots[i].store(FREE, Ordering::Release),
+            Place::Overflow => {
+                let mut starts = self.open.overflow.lock();
+                if let Some(n) = starts.get_mut(&self.start_ts) {
+                    *n -= 1;
+                    if *n == 0 {
+                        starts.remove(&self.start_ts);
+                    }
+                }
             }
         }
     }
@@ -88,5 +144,46 @@ mod tests {
         assert_eq!(open.oldest(), Some(20));
         drop(a);
         assert_eq!(open.oldest(), None);
+    }
+
+    #[test]
+    fn transactions_beyond_the_slots_are_published_too() {
+        let open = Arc::new(OpenTransactions::default());
+        // Many at one start_ts fill its probes and spill; the oldest is among the spilled.
+        let many: Vec<_> = (0..2 * SLOTS)
+            .map(|i| open.register(1_000 + i as u64))
+            .collect();
+        let spilled: Vec<_> = (0..PROBES + 3).map(|_| open.register(500)).collect();
+        assert!(spilled.iter().any(|r| matches!(r.place, Place::Overflow)));
+        assert_eq!(open.oldest(), Some(500));
+        drop(spilled);
+        assert_eq!(open.oldest(), Some(1_000));
+        drop(many);
+        assert_eq!(open.oldest(), None);
+        assert!(open.overflow.lock().is_empty(), "every spilled one removed");
+        assert!(open.slots.iter().all(|s| s.load(Ordering::SeqCst) == FREE));
+    }
+
+    #[test]
+    fn a_snapshot_at_timestamp_zero_is_published() {
+        let open = Arc::new(OpenTransactions::default());
+        let zero = open.register(0);
+        let later = open.register(7);
+        assert_eq!(open.oldest(), Some(0));
+        drop(zero);
+        assert_eq!(open.oldest(), Some(7));
+        drop(later);
+    }
+
+    #[test]
+    fn consecutive_timestamps_fall_on_different_cache_lines() {
+        for ts in 0..1_000u64 {
+            let (a, b) = (slot_of(ts, 0), slot_of(ts + 1, 0));
+            assert!(a < SLOTS && b < SLOTS);
+            assert_ne!(a / PER_LINE, b / PER_LINE, "{ts}");
+        }
+        // And a start_ts's probes are distinct slots.
+        let probes: std::collections::HashSet<_> = (0..PROBES).map(|p| slot_of(42, p)).collect();
+        assert_eq!(probes.len(), PROBES as usize);
     }
 }

@@ -128,17 +128,21 @@ impl AsyncTransaction {
             return Ok(ts);
         }
         let ctx = self.session.ctx();
-        let ts = in_span!(
-            tracing::debug_span!(parent: &self.span, "begin"),
-            ctx.timestamp()
-        )?;
+        let ts = in_span!(self.begin_span(), ctx.timestamp())?;
         // Reads of one transaction that start together may each fetch a timestamp: the first
         // one stored is the snapshot for all of them, and the others are never registered.
-        let start = self.start.get_or_init(|| {
-            self.span.record("start_ts", ts);
-            ctx.open_txns().register(ts)
-        });
+        let start = self.start.get_or_init(|| self.registered(ts));
         Ok(start.start_ts())
+    }
+
+    fn begin_span(&self) -> tracing::Span {
+        tracing::debug_span!(parent: &self.span, "begin")
+    }
+
+    /// `ts` published as this transaction's start (docs/gc.md).
+    fn registered(&self, ts: u64) -> Registration {
+        self.span.record("start_ts", ts);
+        self.session.ctx().open_txns().register(ts)
     }
 
     /// The start timestamp if it is fixed already.
@@ -242,18 +246,21 @@ impl AsyncTransaction {
     ) -> impl Future<Output = Result<Committed>> + Send {
         async move {
             let read_only = self.read_only;
-            if self.start.get().is_none() && self.first.is_some() {
-                // Nothing was read (a read-only snapshot has its start_ts from the outset), so
-                // no snapshot is owed: a start_ts at hand saves a round trip.
-                let ctx = self.session.ctx();
-                if let Some(ts) = ctx.recent_timestamp() {
-                    let _ = self.start.set(ctx.open_txns().register(ts));
-                }
-            }
-            // Fixed by now in most commits: no call, and no future, to learn it.
-            let start_ts = match self.fixed_start_ts() {
+            // The commit owns the transaction, so no read can be fetching a start_ts beside
+            // it: one found missing is set in place, without `OnceLock`'s synchronisation.
+            let start_ts = match self.start.get_mut().map(|r| r.start_ts()) {
                 Some(ts) => ts,
-                None => Box::pin(self.start_ts()).await?,
+                None => {
+                    // Nothing was read (a read-only snapshot has its start_ts from the outset),
+                    // so no snapshot is owed: a start_ts at hand saves a round trip.
+                    let ctx = self.session.ctx();
+                    let ts = match ctx.recent_timestamp().filter(|_| self.first.is_some()) {
+                        Some(ts) => ts,
+                        None => in_span!(self.begin_span(), ctx.timestamp())?,
+                    };
+                    self.start = OnceLock::from(self.registered(ts));
+                    ts
+                }
             };
             let Some(primary) = self.first.take().filter(|_| !read_only) else {
                 self.span.record("commit_ts", start_ts);

@@ -94,7 +94,8 @@ pub enum Command {
         /// 64 connections, so that calls do not queue behind each other on a connection.
         #[arg(long)]
         threads: Option<usize>,
-        /// Rows the workloads spread their operations over.
+        /// Rows the workloads spread their operations over; each task (or thread) works on a
+        /// slice of its own when there are two or more for each.
         #[arg(long, default_value_t = 10_000)]
         rows: usize,
         /// The workloads take turns this many times (each turn seconds/rounds long), so a

@@ -3,19 +3,20 @@
 //! HBase RPCs per operation.
 
 use std::collections::BTreeMap;
+use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 use serde::Serialize;
 
 use crate::oracle_bench::Histogram;
 pub use crate::workload::floor::FLOOR_WORKLOADS;
 use crate::workload::floor::{Floor, FloorTask, FLOOR_GET, FLOOR_PUT1, FLOOR_TRANSFER2};
 use crate::workload::notify_bench::{ClientFactory, NotifyBench, KILL_EVERY};
-use crate::workload::rows::{add_one, row, two_rows};
+use crate::workload::rows::{add_one, one_row, row, task_rows, two_rows};
 use crate::workload::stack::Stack;
 use crate::workload::usage::Usage;
 use percolator::hbase::{
@@ -289,8 +290,8 @@ pub fn run(
             let warm_up = round == 0;
             let sample_of_turn = match config.api {
                 Api::Sync => measure(stack, turn, warm_up, |stop, errors| {
-                    on_threads(config.threads, stop, errors, |rng| {
-                        op(name, stack, &client, &tables, config.rows, rng)
+                    on_threads(config.threads, config.rows, stop, errors, |rng, rows| {
+                        op(name, stack, &client, &tables, rows, rng)
                     })
                 }),
                 Api::Async => measure(stack, turn, warm_up, |stop, errors| {
@@ -344,32 +345,29 @@ fn op(
     stack: &Stack,
     client: &Client,
     tables: &Tables,
-    rows: usize,
+    rows: &Range<usize>,
     rng: &mut StdRng,
 ) -> Result<()> {
     let hbase = &stack.hbase;
     match name {
         "raw_get" => hbase
-            .get(
-                &tables.raw,
-                &Get::new(row(rng.gen_range(0..rows))).column(F, Q),
-            )
+            .get(&tables.raw, &Get::new(row(one_row(rng, rows))).column(F, Q))
             .map(drop),
         // A checkAndMutate that always passes: column `f:c` stays empty, and an empty expected
         // value matches an absent or empty cell.
         RAW_CAS => {
-            let r = row(rng.gen_range(0..rows));
+            let r = row(one_row(rng, rows));
             let cam = CheckAndMutate::new(r.clone(), F, "c", CompareOp::Equal, "")
                 .put(Put::new(r).add(F, "c", ""));
             hbase.check_and_mutate(&tables.raw, &cam).map(drop)
         }
         "raw_put" => hbase.put(
             &tables.raw,
-            &Put::new(row(rng.gen_range(0..rows))).add(F, Q, "7"),
+            &Put::new(row(one_row(rng, rows))).add(F, Q, "7"),
         ),
-        RAW_ROW10 => hbase.put(&tables.raw, &wide_put(row(rng.gen_range(0..rows)), "7")),
+        RAW_ROW10 => hbase.put(&tables.raw, &wide_put(row(one_row(rng, rows)), "7")),
         TXN_ROW10 => {
-            let r = row(rng.gen_range(0..rows));
+            let r = row(one_row(rng, rows));
             let mut t = client.begin()?;
             for i in 0..ROW_COLUMNS {
                 t.set(&tables.txn, &r, F, wide_column(i), "7")?;
@@ -390,11 +388,11 @@ fn op(
         }
         "txn_get" => client
             .begin()?
-            .get(&tables.txn, row(rng.gen_range(0..rows)), F, Q)
+            .get(&tables.txn, row(one_row(rng, rows)), F, Q)
             .map(drop),
         "txn_put1" => {
             let mut t = client.begin()?;
-            t.set(&tables.txn, row(rng.gen_range(0..rows)), F, Q, "7")?;
+            t.set(&tables.txn, row(one_row(rng, rows)), F, Q, "7")?;
             t.commit().map(drop)
         }
         "txn_transfer2" => {
@@ -515,28 +513,28 @@ async fn op_async(
     rng: &mut StdRng,
     floor_task: &mut FloorTask,
 ) -> Result<()> {
-    let (hbase, tables, rows) = (&c.hbase, &c.tables, c.rows);
+    let (hbase, tables, rows) = (&c.hbase, &c.tables, &floor_task.rows);
     match name {
         "raw_get" => {
-            let get = Get::new(row(rng.gen_range(0..rows))).column(F, Q);
+            let get = Get::new(row(one_row(rng, rows))).column(F, Q);
             hbase.get(&tables.raw, &get).await.map(drop)
         }
         RAW_CAS => {
-            let r = row(rng.gen_range(0..rows));
+            let r = row(one_row(rng, rows));
             let cam = CheckAndMutate::new(r.clone(), F, "c", CompareOp::Equal, "")
                 .put(Put::new(r).add(F, "c", ""));
             hbase.check_and_mutate(&tables.raw, &cam).await.map(drop)
         }
         "raw_put" => {
-            let put = Put::new(row(rng.gen_range(0..rows))).add(F, Q, "7");
+            let put = Put::new(row(one_row(rng, rows))).add(F, Q, "7");
             hbase.put(&tables.raw, &put).await
         }
         RAW_ROW10 => {
-            let put = wide_put(row(rng.gen_range(0..rows)), "7");
+            let put = wide_put(row(one_row(rng, rows)), "7");
             hbase.put(&tables.raw, &put).await
         }
         TXN_ROW10 => {
-            let r = row(rng.gen_range(0..rows));
+            let r = row(one_row(rng, rows));
             let mut txn = c.txn.begin().await?;
             for i in 0..ROW_COLUMNS {
                 txn.set(&tables.txn, &r, F, wide_column(i), "7")?;
@@ -555,12 +553,12 @@ async fn op_async(
         }
         "txn_get" => {
             let txn = c.txn.begin().await?;
-            let r = row(rng.gen_range(0..rows));
+            let r = row(one_row(rng, rows));
             txn.get(&tables.txn, r, F, Q).await.map(drop)
         }
         "txn_put1" => {
             let mut txn = c.txn.begin().await?;
-            txn.set(&tables.txn, row(rng.gen_range(0..rows)), F, Q, "7")?;
+            txn.set(&tables.txn, row(one_row(rng, rows)), F, Q, "7")?;
             txn.commit().await.map(drop)
         }
         "txn_transfer2" => {
@@ -593,22 +591,25 @@ fn record(h: &mut Histogram, errors: &AtomicU64, t0: Instant, outcome: Result<()
     }
 }
 
-/// `threads` threads running `op` until `stop`.
+/// `threads` threads running `op` until `stop`, each on its slice of `rows`.
 fn on_threads(
     threads: usize,
+    rows: usize,
     stop: &AtomicBool,
     errors: &AtomicU64,
-    op: impl Fn(&mut StdRng) -> Result<()> + Sync,
+    op: impl Fn(&mut StdRng, &Range<usize>) -> Result<()> + Sync,
 ) -> Vec<Histogram> {
     std::thread::scope(|s| {
+        let op = &op;
         let workers: Vec<_> = (0..threads)
-            .map(|_| {
-                s.spawn(|| {
+            .map(|thread| {
+                let rows = task_rows(thread, threads, rows);
+                s.spawn(move || {
                     let mut rng = StdRng::from_entropy();
                     let mut h = Histogram::default();
                     while !stop.load(Ordering::Relaxed) {
                         let t0 = Instant::now();
-                        record(&mut h, errors, t0, op(&mut rng));
+                        record(&mut h, errors, t0, op(&mut rng, &rows));
                     }
                     h
                 })
@@ -635,7 +636,6 @@ fn on_tasks(
         Arc::new(AtomicBool::new(false)),
         Arc::new(AtomicU64::new(0)),
     );
-    let per_task = clients.rows / tasks.max(1);
     let handles: Vec<_> = (0..tasks)
         .map(|task| {
             let (done, failed, clients, name) = (
@@ -644,8 +644,7 @@ fn on_tasks(
                 clients.clone(),
                 name.to_string(),
             );
-            // The rows this task's floor operations write: tasks never share one.
-            let mut floor_task = FloorTask::new(task * per_task..(task + 1) * per_task);
+            let mut floor_task = FloorTask::new(task_rows(task, tasks, clients.rows));
             runtime.spawn(async move {
                 let mut rng = StdRng::from_entropy();
                 let mut h = Histogram::default();

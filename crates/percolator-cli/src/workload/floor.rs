@@ -35,6 +35,8 @@ use percolator::txn::LockGranularity::Cell;
 use percolator::txn::{CellKey, TxnOptions};
 use percolator::{Error, Result};
 
+use crate::workload::rows::{one_row, two_rows};
+
 pub const FLOOR_GET: &str = "floor_get";
 pub const FLOOR_PUT1: &str = "floor_put1";
 pub const FLOOR_TRANSFER2: &str = "floor_transfer2";
@@ -61,8 +63,8 @@ pub(crate) struct Floor {
     pub owner: String,
 }
 
-/// One bench task's part: the rows it alone writes, and its secondary commit under way (with
-/// the row it commits).
+/// One bench task's part: its rows (`rows::task_rows`, its alone for the floors), and its
+/// secondary commit under way (with the row it commits).
 pub(crate) struct FloorTask {
     pub rows: Range<usize>,
     secondary: Option<(usize, JoinHandle<Result<()>>)>,
@@ -101,7 +103,7 @@ impl Floor {
     /// `txn_get`'s calls on a row of this task's slice: a start_ts, then one Get of the cell's
     /// lock and write columns (a short value is in the write record).
     pub async fn get(&self, task: &mut FloorTask, rng: &mut impl Rng) -> Result<()> {
-        let key = self.key(rng.gen_range(task.rows.clone()))?;
+        let key = self.key(one_row(rng, &task.rows))?;
         let start_ts = self.tso.timestamp().await?;
         let (gets, _) = self.snapshot_gets(&[key], start_ts);
         self.hbase.get(&self.table, &gets[0]).await.map(drop)
@@ -109,7 +111,7 @@ impl Floor {
 
     /// `txn_put1`'s calls on a row of this task's slice: a blind write, so no read.
     pub async fn put1(&self, task: &mut FloorTask, rng: &mut impl Rng) -> Result<()> {
-        let row = rng.gen_range(task.rows.clone());
+        let row = one_row(rng, &task.rows);
         task.settle_any_of(&[row]).await?;
         let key = self.key(row)?;
         let start_ts = match self
@@ -130,8 +132,8 @@ impl Floor {
 
     /// `txn_transfer2`'s calls on two rows of this task's slice.
     pub async fn transfer2(&self, task: &mut FloorTask, rng: &mut impl Rng) -> Result<()> {
-        let (a, b) = crate::workload::rows::two_rows(rng, task.rows.len());
-        let rows = [task.rows.start + a, task.rows.start + b];
+        let (a, b) = two_rows(rng, &task.rows);
+        let rows = [a, b];
         task.settle_any_of(&rows).await?;
         let keys = [self.key(rows[0])?, self.key(rows[1])?];
         let start_ts = self.tso.timestamp().await?;
@@ -264,6 +266,7 @@ async fn cas(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::workload::rows::task_rows;
     use crate::workload::stack::Stack;
     use percolator::hbase::Get;
     use percolator::txn::codec::{decode_lock_state, LockState};
@@ -308,12 +311,11 @@ mod tests {
             owner: client.owner_id().to_string(),
         });
         let runtime = percolator::internals::client_runtime(&client.asynchronous()).clone();
-        let per_task = ROWS / TASKS;
         let tasks: Vec<_> = (0..TASKS)
             .map(|i| {
                 let floor = Arc::clone(&floor);
                 runtime.spawn(async move {
-                    let mut task = FloorTask::new(i * per_task..(i + 1) * per_task);
+                    let mut task = FloorTask::new(task_rows(i, TASKS, ROWS));
                     let mut rng = StdRng::seed_from_u64(i as u64);
                     for _ in 0..OPS {
                         floor.transfer2(&mut task, &mut rng).await?;
