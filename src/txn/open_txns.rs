@@ -51,27 +51,31 @@ fn slot_of(start_ts: u64, probe: u64) -> usize {
 impl OpenTransactions {
     /// Registers `start_ts` until the returned guard is dropped.
     pub fn register(self: &Arc<Self>, start_ts: u64) -> Registration {
-        let place = (start_ts != FREE)
-            .then(|| {
-                (0..PROBES).map(|p| slot_of(start_ts, p)).find(|&i| {
-                    self.slots[i]
-                        .compare_exchange(FREE, start_ts, Ordering::SeqCst, Ordering::Relaxed)
-                        .is_ok()
-                })
-            })
-            .flatten()
-            .map_or_else(
-                || {
-                    *self.overflow.lock().entry(start_ts).or_default() += 1;
-                    Place::Overflow
-                },
-                Place::Slot,
-            );
+        let place = match self.claim_slot(start_ts) {
+            Some(i) => Place::Slot(i),
+            None => {
+                *self.overflow.lock().entry(start_ts).or_default() += 1;
+                Place::Overflow
+            }
+        };
         Registration {
             open: Arc::clone(self),
             start_ts,
             place,
         }
+    }
+
+    /// A free slot among `start_ts`'s probes, now holding it; `None` when all are taken (or
+    /// `start_ts` is `FREE` itself).
+    fn claim_slot(&self, start_ts: u64) -> Option<usize> {
+        if start_ts == FREE {
+            return None;
+        }
+        (0..PROBES).map(|p| slot_of(start_ts, p)).find(|&i| {
+            self.slots[i]
+                .compare_exchange(FREE, start_ts, Ordering::SeqCst, Ordering::Relaxed)
+                .is_ok()
+        })
     }
 
     pub fn oldest(&self) -> Option<u64> {

@@ -248,7 +248,7 @@ impl AsyncTransaction {
             let read_only = self.read_only;
             // The commit owns the transaction, so no read can be fetching a start_ts beside
             // it: one found missing is set in place, without `OnceLock`'s synchronisation.
-            let start_ts = match self.start.get_mut().map(|r| r.start_ts()) {
+            let start_ts = match self.fixed_start_ts() {
                 Some(ts) => ts,
                 None => {
                     // Nothing was read (a read-only snapshot has its start_ts from the outset),

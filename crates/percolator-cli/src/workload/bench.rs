@@ -507,13 +507,8 @@ impl Clients {
 }
 
 /// One operation of workload `name`, through the async API.
-async fn op_async(
-    name: &str,
-    c: &Clients,
-    rng: &mut StdRng,
-    floor_task: &mut FloorTask,
-) -> Result<()> {
-    let (hbase, tables, rows) = (&c.hbase, &c.tables, &floor_task.rows);
+async fn op_async(name: &str, c: &Clients, rng: &mut StdRng, part: &mut FloorTask) -> Result<()> {
+    let (hbase, tables, rows) = (&c.hbase, &c.tables, &part.rows);
     match name {
         "raw_get" => {
             let get = Get::new(row(one_row(rng, rows))).column(F, Q);
@@ -572,9 +567,9 @@ async fn op_async(
             }
             txn.commit().await.map(drop)
         }
-        FLOOR_GET => c.floor(name)?.get(floor_task, rng).await,
-        FLOOR_PUT1 => c.floor(name)?.put1(floor_task, rng).await,
-        FLOOR_TRANSFER2 => c.floor(name)?.transfer2(floor_task, rng).await,
+        FLOOR_GET => c.floor(name)?.get(part, rng).await,
+        FLOOR_PUT1 => c.floor(name)?.put1(part, rng).await,
+        FLOOR_TRANSFER2 => c.floor(name)?.transfer2(part, rng).await,
         other => Err(unknown_workload(other)),
     }
 }
@@ -644,7 +639,7 @@ fn on_tasks(
                 clients.clone(),
                 name.to_string(),
             );
-            let mut floor_task = FloorTask::new(task_rows(task, tasks, clients.rows));
+            let mut part = FloorTask::new(task_rows(task, tasks, clients.rows));
             runtime.spawn(async move {
                 let mut rng = StdRng::from_entropy();
                 let mut h = Histogram::default();
@@ -659,15 +654,12 @@ fn on_tasks(
                         Some(bench) => bench.op(&clients.txn).await,
                         None => {
                             let t0 = Instant::now();
-                            (
-                                t0,
-                                op_async(&name, &clients, &mut rng, &mut floor_task).await,
-                            )
+                            (t0, op_async(&name, &clients, &mut rng, &mut part).await)
                         }
                     };
                     record(&mut h, &failed, t0, outcome);
                 }
-                if floor_task.settle().await.is_err() {
+                if part.settle().await.is_err() {
                     failed.fetch_add(1, Ordering::Relaxed);
                 }
                 h
