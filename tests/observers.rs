@@ -211,6 +211,47 @@ fn a_write_to_an_unobserved_column_leaves_no_notification() {
     client.shutdown();
 }
 
+/// A table made transactional before observers existed has no notify family: a commit that
+/// would leave a notification there fails before it writes anything, whether the client found
+/// the table in its cache or had to read it.
+#[test]
+fn an_observed_write_to_a_table_without_the_notify_family_is_refused_and_writes_nothing() {
+    let env = Env::start();
+    let t = env.table("obs_no_notify_family");
+    register_copy(&env.client(), &t);
+    env.hbase
+        .admin()
+        .delete_family(&t, &env.schema.notify_family)
+        .unwrap();
+    // A fresh client caches the descriptor (without the family) and the meta row (with the
+    // observed column) on a write that leaves no notification.
+    let client = env.client();
+    client
+        .run(|txn| txn.set(&t, "r", FAMILY, "other", "1"))
+        .unwrap();
+    for attempt in ["cached", "again"] {
+        let mut txn = client.begin().unwrap();
+        txn.set(&t, "r", FAMILY, "q", "1").unwrap();
+        match txn.commit() {
+            Err(percolator::Error::FamilyNotFound { table, family, .. }) => {
+                assert_eq!(
+                    (table.as_str(), family.as_bytes()),
+                    (t.as_str(), &b"_pn"[..]),
+                    "{attempt}"
+                );
+            }
+            other => panic!("{attempt}: expected FamilyNotFound, got {other:?}"),
+        }
+    }
+    env.assert_no_locks(&t);
+    let q = percolator::CellKey::new(t.as_str(), "r", FAMILY, "q").unwrap();
+    assert!(
+        env.writes(&q).is_empty(),
+        "nothing of the refused commit was written"
+    );
+    client.shutdown();
+}
+
 #[test]
 fn a_weak_notification_runs_the_observer_without_changing_the_value() {
     let env = Env::start();

@@ -3,7 +3,6 @@
 //! commit point is written (see `commit_point`), then the secondaries, in the background
 //! unless asked to wait. Failure handling follows docs/design.md invariants 1-4, 7 and 9.
 
-use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -15,12 +14,11 @@ use crate::key::CellKey;
 use crate::metrics;
 use crate::txn::actions::{self, after_failed_prewrite, PrewriteNext};
 use crate::txn::batches::{windowed, CommitBatch, Flow};
+use crate::txn::commit_checks::CommitChecks;
 use crate::txn::commit_point;
 use crate::txn::families::KnownTable;
-use crate::txn::granularity::LockGranularity;
 use crate::txn::lock_guess::LockCellGuess;
 use crate::txn::mutation::{LockTemplate, Mutation};
-use crate::txn::notify;
 use crate::txn::options::Seam;
 use crate::txn::packed::CommitCells;
 use crate::txn::resolver::LockResolver;
@@ -63,31 +61,18 @@ pub(crate) struct Committed {
 
 impl<'s> Committer<'s> {
     /// `writes` in commit order: the first is the primary, `primary` (its key, which the
-    /// caller holds already: each lock names it); `weak` the cells given a
-    /// notification without an observed write. Checks every table and family written, and
-    /// which writes leave an observer notification (from the same meta rows), and learns
-    /// each table's lock granularity: in a table that locks rows, a row's writes become one
-    /// mutation (docs/design.md invariant 14).
-    pub async fn new(
+    /// caller holds already: each lock names it), as `checks` found its tables; `started`:
+    /// when the commit started, which its duration is measured from.
+    pub fn new(
         session: &'s Session,
         start_ts: u64,
         primary: CellKey,
         writes: CommitCells,
-        weak: &BTreeSet<CellKey>,
-    ) -> Result<Committer<'s>> {
+        checks: CommitChecks,
+        started: Instant,
+    ) -> Committer<'s> {
         let ctx = session.ctx();
-        let started = Instant::now();
-        let probes = writes.family_probes();
-        let granularities = ctx.check_families(&probes, started).await?;
-        let notify = notify::notify_flags(ctx, &writes, weak, &granularities).await?;
-        let row_tables: Vec<String> = probes
-            .iter()
-            .filter(|(table, _)| granularities.of(table) == LockGranularity::Row)
-            .map(|(table, _)| table.to_string())
-            .collect();
-        // They borrow `writes`, which the batch takes.
-        drop(granularities);
-        drop(probes);
+        let CommitChecks { notify, row_tables } = checks;
         let opts = ctx.opts();
         let template = LockTemplate {
             primary,
@@ -100,13 +85,13 @@ impl<'s> Committer<'s> {
         let muts = Arc::new(CommitBatch::new(
             template, start_ts, writes, notify, row_tables,
         ));
-        Ok(Committer {
+        Committer {
             session,
             start_ts,
             muts,
             primary_extra: None,
             started,
-        })
+        }
     }
 
     /// Makes `delete` (in the primary's row) land with the commit point.

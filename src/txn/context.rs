@@ -160,11 +160,18 @@ impl Context {
 
     /// `SnapshotTooOld` if GC's safe point, as cached, is above `start_ts` (docs/gc.md).
     pub async fn check_snapshot(&self, start_ts: u64) -> Result<()> {
-        match self.safe_point.young(Instant::now()) {
-            Some(safe_point) => crate::txn::safe_point::check(start_ts, safe_point),
+        match self.snapshot_checked(start_ts, Instant::now()) {
+            Some(checked) => checked,
             // Boxed: a read is rare, and its future would otherwise size every commit's.
             None => Box::pin(self.check_snapshot_read(start_ts)).await,
         }
+    }
+
+    /// [`Context::check_snapshot`] when the cached safe point is young at `now` (the
+    /// caller's reading of the clock); `None` when it must be read.
+    pub fn snapshot_checked(&self, start_ts: u64, now: Instant) -> Option<Result<()>> {
+        let safe_point = self.safe_point.young(now)?;
+        Some(crate::txn::safe_point::check(start_ts, safe_point))
     }
 
     async fn check_snapshot_read(&self, start_ts: u64) -> Result<()> {
@@ -246,7 +253,7 @@ impl Context {
 
     /// [`Context::check_families`] when every family is in a cached descriptor and every meta
     /// row is cached and young, as the read would find them; `None` when one is not.
-    fn checked_from_cache<'k>(
+    pub fn checked_from_cache<'k>(
         &self,
         probes: &'k [impl FamilyProbe],
         now: Instant,

@@ -20,6 +20,7 @@ mod background;
 mod batches;
 mod blocking;
 mod client;
+mod commit_checks;
 mod commit_point;
 mod committer;
 pub(crate) mod context;

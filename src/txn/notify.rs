@@ -40,21 +40,21 @@ pub(crate) async fn notify_flags(
 ) -> Result<CellFlags> {
     let mut flags = CellFlags::with_capacity(writes.len());
     for i in 0..writes.len() {
-        let (table, cell) = (writes.table(i), writes.cell(i));
-        if !weak.is_empty() && weak.contains(&writes.key(i)) {
-            flags.push(true);
-            continue;
-        }
-        if cell.written() == Written::Lock || ctx.schema().is_percolator_family(cell.family()) {
-            flags.push(false);
-            continue;
-        }
-        // The rare reads are boxed: held in place, they would size every commit's future.
-        let row = match checked.meta_row(table) {
-            Some(row) => Arc::clone(row),
-            None => Box::pin(ctx.table_meta(table)).await?,
+        let flag = match flag_without_meta(ctx, writes, weak, i) {
+            Some(flag) => flag,
+            None => {
+                let table = writes.table(i);
+                // The rare reads are boxed: held in place, they would size every commit's
+                // future.
+                let row = match checked.meta_row(table) {
+                    Some(row) => Arc::clone(row),
+                    None => Box::pin(ctx.table_meta(table)).await?,
+                };
+                let cell = writes.cell(i);
+                is_observed(&row, cell.family(), cell.qualifier())
+            }
         };
-        flags.push(is_observed(&row, cell.family(), cell.qualifier()));
+        flags.push(flag);
     }
     // A table made transactional before observers existed lacks the notify family.
     let mut has_notify_family: Option<&str> = None;
@@ -66,6 +66,55 @@ pub(crate) async fn notify_flags(
         }
     }
     Ok(flags)
+}
+
+/// [`notify_flags`] when it needs no read: every written table's meta row is among `checked`,
+/// and each table a notification goes to has the notify family in its cached descriptor.
+/// `None` when something must be read.
+pub(crate) fn notify_flags_cached(
+    ctx: &Context,
+    writes: &CommitCells,
+    weak: &BTreeSet<CellKey>,
+    checked: &Granularities<'_>,
+) -> Option<CellFlags> {
+    let mut flags = CellFlags::with_capacity(writes.len());
+    for i in 0..writes.len() {
+        let table = writes.table(i);
+        let flag = match flag_without_meta(ctx, writes, weak, i) {
+            Some(flag) => flag,
+            None => {
+                let cell = writes.cell(i);
+                is_observed(checked.meta_row(table)?, cell.family(), cell.qualifier())
+            }
+        };
+        if flag
+            && !ctx
+                .known_table(table)?
+                .contains(&ctx.schema().notify_family)
+        {
+            return None;
+        }
+        flags.push(flag);
+    }
+    Some(flags)
+}
+
+/// Whether write `i` leaves a notification, when its table's meta row does not decide it: a
+/// weak notification does, a lock-only write or a write to a project family does not.
+fn flag_without_meta(
+    ctx: &Context,
+    writes: &CommitCells,
+    weak: &BTreeSet<CellKey>,
+    i: usize,
+) -> Option<bool> {
+    if !weak.is_empty() && weak.contains(&writes.key(i)) {
+        return Some(true);
+    }
+    let cell = writes.cell(i);
+    if cell.written() == Written::Lock || ctx.schema().is_percolator_family(cell.family()) {
+        return Some(false);
+    }
+    None
 }
 
 #[cfg(test)]

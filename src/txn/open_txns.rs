@@ -15,7 +15,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 /// Slots in the table: 32 cache lines of 8.
-const SLOTS: usize = 256;
+pub(crate) const SLOTS: usize = 256;
 const PER_LINE: usize = 8;
 const LINES: usize = SLOTS / PER_LINE;
 /// Slots a registration tries before it goes to the overflow map.
@@ -48,6 +48,12 @@ fn slot_of(start_ts: u64, probe: u64) -> usize {
     (n % LINES) * PER_LINE + (n / LINES) % PER_LINE
 }
 
+/// The slots of a table of [`SLOTS`] a registration at `start_ts` tries, in order (the
+/// commits' primaries use the same probing).
+pub(crate) fn probes(start_ts: u64) -> impl Iterator<Item = usize> {
+    (0..PROBES).map(move |p| slot_of(start_ts, p))
+}
+
 impl OpenTransactions {
     /// Registers `start_ts` until the returned guard is dropped.
     pub fn register(self: &Arc<Self>, start_ts: u64) -> Registration {
@@ -71,7 +77,7 @@ impl OpenTransactions {
         if start_ts == FREE {
             return None;
         }
-        (0..PROBES).map(|p| slot_of(start_ts, p)).find(|&i| {
+        probes(start_ts).find(|&i| {
             self.slots[i]
                 .compare_exchange(FREE, start_ts, Ordering::SeqCst, Ordering::Relaxed)
                 .is_ok()

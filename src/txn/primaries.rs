@@ -12,14 +12,17 @@ use parking_lot::Mutex;
 use crate::key::CellKey;
 use crate::txn::codec::Lock;
 use crate::txn::mutation::Mutation;
+use crate::txn::open_txns::{probes, SLOTS};
 use crate::txn::FastMap;
 
 /// One registered primary.
 struct Guard {
+    start_ts: u64,
     /// The primary as prewritten, shared with the commit.
     prewritten: Arc<Mutation>,
-    /// The lock and its bytes as a heartbeat rewrote them, once one has.
-    refreshed: Option<(Lock, Vec<u8>)>,
+    /// The lock and its bytes as a heartbeat rewrote them, once one has (boxed: few commits
+    /// last long enough, and a slot stays small).
+    refreshed: Option<Box<(Lock, Vec<u8>)>>,
     /// Cleared when a heartbeat found the lock changed or lost its reply: no more heartbeats,
     /// and the commit point settles what is stored.
     live: bool,
@@ -28,13 +31,13 @@ struct Guard {
 impl Guard {
     fn lock(&self) -> &Lock {
         self.refreshed
-            .as_ref()
+            .as_deref()
             .map_or(&self.prewritten.lock, |(lock, _)| lock)
     }
 
     fn bytes(&self) -> &[u8] {
         self.refreshed
-            .as_ref()
+            .as_deref()
             .map_or(&self.prewritten.bytes, |(_, bytes)| bytes)
     }
 }
@@ -65,57 +68,183 @@ pub(crate) struct Due {
     pub bytes: Vec<u8>,
 }
 
-#[derive(Default)]
+/// Every commit registers its primary and retires it, from any runtime thread, while the
+/// heartbeat looks at them all a few times per lock TTL. So each primary takes a slot of a
+/// fixed table, found by its start_ts as the open transactions' are, under a lock of its own;
+/// only when a primary's slots are all taken does it go to a map under one lock. A start_ts
+/// registers once.
 pub(crate) struct Primaries {
-    guards: Mutex<FastMap<u64, Guard>>,
+    slots: Box<[Mutex<Option<Guard>>]>,
+    overflow: Mutex<FastMap<u64, Guard>>,
+}
+
+impl Default for Primaries {
+    fn default() -> Self {
+        Primaries {
+            slots: (0..SLOTS).map(|_| Mutex::new(None)).collect(),
+            overflow: Mutex::default(),
+        }
+    }
 }
 
 impl Primaries {
     pub fn register(&self, primary: &Arc<Mutation>) {
-        self.guards.lock().insert(
-            primary.lock.start_ts,
-            Guard {
-                prewritten: Arc::clone(primary),
-                refreshed: None,
-                live: true,
-            },
-        );
+        let start_ts = primary.lock.start_ts;
+        let guard = Guard {
+            start_ts,
+            prewritten: Arc::clone(primary),
+            refreshed: None,
+            live: true,
+        };
+        for i in probes(start_ts) {
+            let mut slot = self.slots[i].lock();
+            if slot.is_none() {
+                *slot = Some(guard);
+                return;
+            }
+        }
+        self.overflow.lock().insert(start_ts, guard);
     }
 
     /// Stops heartbeats of `start_ts` and returns its lock as stored now.
     pub fn retire(&self, start_ts: u64) -> Option<StoredLock> {
-        self.guards.lock().remove(&start_ts).map(StoredLock)
+        for i in probes(start_ts) {
+            let mut slot = self.slots[i].lock();
+            if slot.as_ref().is_some_and(|g| g.start_ts == start_ts) {
+                return slot.take().map(StoredLock);
+            }
+        }
+        self.overflow.lock().remove(&start_ts).map(StoredLock)
     }
 
     /// The primaries whose wall time is older than `older_than_ms`.
     pub fn due(&self, older_than_ms: u64) -> Vec<Due> {
-        self.guards
-            .lock()
-            .iter()
-            .filter(|(_, g)| g.live && g.lock().wall_ms < older_than_ms)
-            .map(|(&start_ts, g)| Due {
-                start_ts,
+        let due = |g: &Guard| {
+            (g.live && g.lock().wall_ms < older_than_ms).then(|| Due {
+                start_ts: g.start_ts,
                 key: g.prewritten.key.clone(),
                 lock: g.lock().clone(),
                 bytes: g.bytes().to_vec(),
             })
-            .collect()
+        };
+        let mut found: Vec<Due> = self
+            .slots
+            .iter()
+            .filter_map(|slot| slot.lock().as_ref().and_then(due))
+            .collect();
+        found.extend(self.overflow.lock().values().filter_map(due));
+        found
     }
 
     /// Records a heartbeat that rewrote the lock of `due` to `lock`/`bytes`, unless the commit
     /// retired it meanwhile.
     pub fn refreshed(&self, due: &Due, lock: Lock, bytes: Vec<u8>) {
-        if let Some(g) = self.guards.lock().get_mut(&due.start_ts)
-            && g.bytes() == due.bytes.as_slice()
-        {
-            g.refreshed = Some((lock, bytes));
-        }
+        self.update(due.start_ts, |g| {
+            if g.bytes() == due.bytes.as_slice() {
+                g.refreshed = Some(Box::new((lock, bytes)));
+            }
+        });
     }
 
     /// Stops heartbeats of a primary whose heartbeat found it changed or could not tell.
     pub fn stop(&self, start_ts: u64) {
-        if let Some(g) = self.guards.lock().get_mut(&start_ts) {
-            g.live = false;
+        self.update(start_ts, |g| g.live = false);
+    }
+
+    /// Runs `f` on `start_ts`'s guard, if it is registered.
+    fn update(&self, start_ts: u64, f: impl FnOnce(&mut Guard)) {
+        for i in probes(start_ts) {
+            if let Some(g) = self.slots[i]
+                .lock()
+                .as_mut()
+                .filter(|g| g.start_ts == start_ts)
+            {
+                return f(g);
+            }
         }
+        if let Some(g) = self.overflow.lock().get_mut(&start_ts) {
+            f(g);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::txn::mutation::{LockTemplate, Write};
+
+    fn primary(start_ts: u64, wall_ms: u64) -> Arc<Mutation> {
+        let key = CellKey::new("t", format!("row{start_ts}"), "f", "q").unwrap();
+        let template = LockTemplate {
+            primary: key.clone(),
+            owner: "owner".into(),
+            wall_ms,
+            ttl_ms: 3_000,
+            short_value_limit: 64,
+            primary_row: false,
+        };
+        Arc::new(template.mutation(start_ts, key, Write::Put(b"v".to_vec()), false))
+    }
+
+    #[test]
+    fn a_retired_primary_gets_no_more_heartbeats_and_is_retired_once() {
+        let primaries = Primaries::default();
+        let (a, b) = (primary(10, 100), primary(11, 100));
+        primaries.register(&a);
+        primaries.register(&b);
+        let starts = |due: Vec<Due>| {
+            let mut s: Vec<u64> = due.iter().map(|d| d.start_ts).collect();
+            s.sort();
+            s
+        };
+        assert_eq!(starts(primaries.due(200)), [10, 11]);
+        assert_eq!(starts(primaries.due(100)), [0u64; 0], "none older than 100");
+        let stored = primaries.retire(10).expect("registered");
+        assert_eq!(stored.bytes(), a.bytes.as_slice());
+        assert_eq!(starts(primaries.due(200)), [11]);
+        assert!(
+            primaries.retire(10).is_none(),
+            "a second retire finds nothing"
+        );
+    }
+
+    #[test]
+    fn the_commit_point_compares_against_the_bytes_a_heartbeat_wrote() {
+        let primaries = Primaries::default();
+        let m = primary(7, 100);
+        primaries.register(&m);
+        let due = primaries.due(200).pop().expect("due");
+        let refreshed = Lock {
+            wall_ms: 500,
+            ..m.lock.clone()
+        };
+        primaries.refreshed(&due, refreshed.clone(), b"rewritten".to_vec());
+        // A stale heartbeat (bytes no longer as it read them) changes nothing.
+        primaries.refreshed(&due, m.lock.clone(), b"stale".to_vec());
+        assert!(primaries.due(200).is_empty(), "refreshed at 500");
+        primaries.stop(7);
+        assert!(primaries.due(1_000).is_empty(), "stopped");
+        let stored = primaries.retire(7).expect("registered");
+        assert_eq!(stored.bytes(), b"rewritten");
+        assert_eq!(stored.lock(), &refreshed);
+    }
+
+    #[test]
+    fn primaries_beyond_their_slots_are_kept_heartbeaten_and_retired() {
+        let primaries = Primaries::default();
+        // Every slot taken, then more: those spill into the map.
+        let all: Vec<_> = (1..=SLOTS as u64 + 20).map(|ts| primary(ts, 100)).collect();
+        for m in &all {
+            primaries.register(m);
+        }
+        assert!(!primaries.overflow.lock().is_empty());
+        assert_eq!(primaries.due(200).len(), all.len());
+        for m in all.iter().rev() {
+            let stored = primaries.retire(m.lock.start_ts).expect("registered");
+            assert_eq!(stored.key(), &m.key);
+        }
+        assert!(primaries.due(200).is_empty());
+        assert!(primaries.overflow.lock().is_empty());
+        assert!(primaries.slots.iter().all(|s| s.lock().is_none()));
     }
 }

@@ -13,6 +13,7 @@ pub use scan::RowStream;
 use std::collections::{BTreeSet, HashMap};
 use std::future::Future;
 use std::sync::OnceLock;
+use std::time::Instant;
 
 use tracing::field::{display, Empty};
 use tracing::instrument::Instrumented;
@@ -22,6 +23,7 @@ use crate::error::{Error, Result};
 use crate::hbase::Delete;
 use crate::key::CellKey;
 use crate::metrics;
+use crate::txn::commit_checks::CommitChecks;
 use crate::txn::committer::{Committed, Committer};
 use crate::txn::open_txns::Registration;
 use crate::txn::packed::WriteBuffer;
@@ -270,14 +272,35 @@ impl AsyncTransaction {
                 });
             };
             self.span.record("primary", display(&primary));
-            self.session.ctx().check_snapshot(start_ts).await?;
             let ordered = std::mem::take(&mut self.writes).into_commit_order(&primary);
-            let session = &self.session;
-            let committed =
-                match Committer::new(session, start_ts, primary, ordered, &self.notified).await {
-                    Ok(committer) => committer.with_primary_extra(extra).commit().await,
-                    Err(e) => Err(e),
-                };
+            let (ctx, weak) = (self.session.ctx(), &self.notified);
+            // One reading of the clock judges the cached safe point and tables, and starts
+            // the commit's timing.
+            let started = Instant::now();
+            let cached = match ctx.snapshot_checked(start_ts, started) {
+                Some(snapshot) => {
+                    snapshot?;
+                    CommitChecks::from_cache(ctx, &ordered, weak, started)
+                }
+                None => {
+                    ctx.check_snapshot(start_ts).await?;
+                    None
+                }
+            };
+            let checks = match cached {
+                Some(checks) => checks,
+                // Boxed: a read is rare, and its future would otherwise size every commit's.
+                None => Box::pin(CommitChecks::check(ctx, &ordered, weak, started)).await,
+            };
+            let committed = match checks {
+                Ok(checks) => {
+                    Committer::new(&self.session, start_ts, primary, ordered, checks, started)
+                        .with_primary_extra(extra)
+                        .commit()
+                        .await
+                }
+                Err(e) => Err(e),
+            };
             metrics::count(metrics::transaction_outcome(&committed));
             if let Ok(c) = &committed {
                 self.span.record("commit_ts", c.commit_ts);
