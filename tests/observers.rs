@@ -979,7 +979,11 @@ fn committed_reports_the_processed_changes_commit_ts() {
     let mut txn = client.begin().unwrap();
     txn.set(&t, "r", FAMILY, "q", "v").unwrap();
     let change_ts = txn.commit().unwrap();
-    wait_until(&client, &t, "the run", || runs(&client, &t, "r") == 1);
+    // The hook is called once the run's commit returns, which a reader may see committed a
+    // moment before.
+    wait_until(&client, &t, "the run and its report", || {
+        runs(&client, &t, "r") == 1 && !reported.lock().unwrap().is_empty()
+    });
     let reported = reported.lock().unwrap().clone();
     assert_eq!(reported.len(), 1, "{reported:?}");
     let (row, run) = &reported[0];
