@@ -61,7 +61,8 @@ pub(crate) struct Committed {
 
 impl<'s> Committer<'s> {
     /// `writes` in commit order: the first is the primary, `primary` (its key, which the
-    /// caller holds already: each lock names it), as `checks` found its tables; `started`:
+    /// caller holds already: each lock names it), as `checks` found its tables;
+    /// `primary_extra`: a delete in the primary's row that lands with the commit point; `started`:
     /// when the commit started, which its duration is measured from.
     pub fn new(
         session: &'s Session,
@@ -69,6 +70,7 @@ impl<'s> Committer<'s> {
         primary: CellKey,
         writes: CommitCells,
         checks: CommitChecks,
+        primary_extra: Option<Delete>,
         started: Instant,
     ) -> Committer<'s> {
         let ctx = session.ctx();
@@ -89,15 +91,9 @@ impl<'s> Committer<'s> {
             session,
             start_ts,
             muts,
-            primary_extra: None,
+            primary_extra,
             started,
         }
-    }
-
-    /// Makes `delete` (in the primary's row) land with the commit point.
-    pub fn with_primary_extra(mut self, delete: Option<Delete>) -> Committer<'s> {
-        self.primary_extra = delete;
-        self
     }
 
     /// Commits and returns commit_ts.

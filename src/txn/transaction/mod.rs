@@ -294,8 +294,8 @@ impl AsyncTransaction {
             };
             let committed = match checks {
                 Ok(checks) => {
-                    Committer::new(&self.session, start_ts, primary, ordered, checks, started)
-                        .with_primary_extra(extra)
+                    let session = &self.session;
+                    Committer::new(session, start_ts, primary, ordered, checks, extra, started)
                         .commit()
                         .await
                 }
