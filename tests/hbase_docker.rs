@@ -1,140 +1,127 @@
-//! The conformance suite against a real HBase in Docker (testcontainers): the image from
-//! `docker/Dockerfile`, which runs the same Maven project and script as `scripts/real-hbase`
-//! (the HBase version is the one in `tests/real-hbase/pom.xml`), built here every time (the
-//! layer cache makes an unchanged tree quick). Without a reachable Docker engine it prints
-//! "skipped: no Docker engine" and passes, so the default test run needs no Docker.
+//! A real HBase in a container, through the public image of `percolator-testcontainers` as a
+//! service's own tests would use it: one container for the whole binary, then the conformance
+//! suite, the transaction protocol suite (every test of `txn_protocol.rs`, compiled in here),
+//! a 30 s bank demo with client crashes, and the failures a user meets.
+//!
+//! Where no Docker engine can run the image it prints "skipped" with the reason and the suites
+//! run on the emulator; with `PERCOLATOR_DOCKER_TESTS=require` (CI) that fails instead.
+
+// The protocol suite brings its own fixture, which loads the gateway module a second time;
+// both copies reach the one container that `percolator-testcontainers` keeps per process.
+#![allow(clippy::duplicate_mod)]
 
 mod common;
+#[path = "txn_protocol.rs"]
+mod txn_protocol;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use common::gateway::{docker_gateway, docker_required};
 use common::suite::CASES;
 use common::Gateway;
-use percolator::{HBaseClient, HBaseConfig};
-use testcontainers::core::IntoContainerPort;
-use testcontainers::runners::SyncRunner;
-use testcontainers::GenericImage;
+use percolator_testcontainers::{engine_unavailable, Build, Error, HBaseImage};
 
-const IMAGE: &str = "percolator-hbase";
-/// Master start-up plus region assignment of the system tables.
-const READY_WITHIN: Duration = Duration::from_secs(300);
+/// Containers of this process that are still there, by id or by this crate's owner label.
+fn containers_left(container: &str) -> Vec<String> {
+    let mut left = Vec::new();
+    for filter in [
+        format!("id={container}"),
+        format!("label=org.percolator.testcontainers={container}"),
+    ] {
+        let out = Command::new("docker")
+            .args(["ps", "-aq", "--filter", &filter])
+            .output()
+            .expect("docker ps");
+        left.extend(
+            String::from_utf8_lossy(&out.stdout)
+                .split_whitespace()
+                .map(String::from),
+        );
+    }
+    left
+}
 
-/// Why no Docker engine can be used, if none can. A rootless or Docker Desktop engine listens
-/// on a socket of its own; when one answers and `DOCKER_HOST` is unset, it is exported so that
-/// testcontainers talks to the same engine.
-fn docker_unavailable() -> Option<String> {
-    if let Ok(host) = std::env::var("DOCKER_HOST")
-        && !host.is_empty()
-    {
-        return match host.strip_prefix("unix://") {
-            Some(path) if !Path::new(path).exists() => {
-                Some(format!("DOCKER_HOST={host}: no such socket"))
-            }
-            _ => None,
-        };
-    }
-    let mut sockets = vec![PathBuf::from("/var/run/docker.sock")];
-    if let Some(dir) = std::env::var_os("XDG_RUNTIME_DIR") {
-        sockets.push(Path::new(&dir).join("docker.sock"));
-    }
-    if let Some(home) = std::env::var_os("HOME") {
-        sockets.push(Path::new(&home).join(".docker/run/docker.sock"));
-        sockets.push(Path::new(&home).join(".docker/desktop/docker.sock"));
-    }
-    let mut tried = Vec::new();
-    for socket in &sockets {
-        match std::os::unix::net::UnixStream::connect(socket) {
-            Ok(_) => {
-                if socket != &sockets[0] {
-                    let host = format!("unix://{}", socket.display());
-                    // SAFETY: this binary's only test calls it first, while no other thread of
-                    // the process reads the environment (testcontainers reads it afterwards).
-                    unsafe { std::env::set_var("DOCKER_HOST", host) };
-                }
-                return None;
-            }
-            Err(e) => tried.push(format!("{}: {e}", socket.display())),
+/// Whether this machine can start containers at all; says why not once.
+fn engine() -> bool {
+    match engine_unavailable() {
+        None => true,
+        Some(why) if !docker_required() => {
+            eprintln!("skipped: no Docker engine ({why})");
+            false
         }
+        Some(why) => panic!("PERCOLATOR_DOCKER_TESTS=require, but no Docker engine: {why}"),
     }
-    Some(tried.join("; "))
 }
 
-/// The HBase version `scripts/real-hbase` runs by default, which the image builds too: the
-/// `hbase.version` property of `tests/real-hbase/pom.xml`. It names the image's tag.
-fn hbase_version() -> String {
-    let pom = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/real-hbase/pom.xml");
-    let text = std::fs::read_to_string(&pom).expect("read tests/real-hbase/pom.xml");
-    let tag = "<hbase.version>";
-    let start = text.find(tag).expect("hbase.version in the pom") + tag.len();
-    let end = start + text[start..].find('<').expect("closing tag");
-    text[start..end].trim().to_string()
-}
-
-/// Builds the image (context: the repository root) every time: the engine's layer cache makes
-/// an unchanged tree cost seconds, and an edited one is never run stale.
-fn ensure_image(tag: &str) {
-    let image = format!("{IMAGE}:{tag}");
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    eprintln!(
-        "building {image} from {} (the first build downloads HBase from Maven Central)",
-        root.join("docker/Dockerfile").display()
+/// The release the image runs by default is the one `scripts/real-hbase` runs: the pom's.
+#[test]
+fn the_default_release_is_the_same_everywhere() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let read = |path: &str| std::fs::read_to_string(root.join(path)).expect(path);
+    let pom = read("tests/real-hbase/pom.xml");
+    let start = pom.find("<hbase.version>").expect("hbase.version") + "<hbase.version>".len();
+    let pom_version = &pom[start..start + pom[start..].find('<').unwrap()];
+    assert_eq!(percolator_testcontainers::DEFAULT_VERSION, pom_version);
+    let arg = format!("ARG HBASE_VERSION={pom_version}\n");
+    assert!(
+        read("docker/Dockerfile").contains(&arg),
+        "docker/Dockerfile: {arg}"
     );
-    let status = Command::new("docker")
-        .args(["build", "-f"])
-        .arg(root.join("docker/Dockerfile"))
-        .args(["--build-arg", &format!("HBASE_VERSION={tag}"), "-t", &image])
-        .arg(root)
-        .status()
-        .expect("run `docker build` (the docker CLI is needed to build the image)");
-    assert!(status.success(), "docker build of {image} failed");
+    assert!(
+        read("docker/Dockerfile.maven").contains(&arg),
+        "docker/Dockerfile.maven: {arg}"
+    );
+    let compose = read("docker/docker-compose.yml");
+    let default = format!("${{HBASE_VERSION:-{pom_version}}}");
+    assert_eq!(
+        compose.matches(&default).count(),
+        3,
+        "docker/docker-compose.yml: {default}"
+    );
 }
 
-/// Polls until the gateway answers an admin call backed by the master.
-fn wait_until_ready(addr: &str) {
-    let deadline = Instant::now() + READY_WITHIN;
-    let config = HBaseConfig::new(addr)
-        .connect_timeout(Duration::from_secs(2))
-        .read_timeout(Duration::from_secs(20))
-        .pool_size(1);
-    loop {
-        let ready = match HBaseClient::connect(config.clone()) {
-            Ok(client) => client.admin().list_namespaces(),
-            Err(e) => Err(e),
-        };
-        match ready {
-            Ok(namespaces) if namespaces.iter().any(|n| n == "default") => return,
-            not_yet => {
-                if Instant::now() >= deadline {
-                    panic!("HBase at {addr} not ready after {READY_WITHIN:?}: {not_yet:?}")
-                }
-            }
-        }
-        std::thread::sleep(Duration::from_secs(2));
+/// Maven offline blames a missing plugin prefix; the harness's build says the network is
+/// missing instead, which is what a build inside a container without one meets.
+#[test]
+fn maven_without_a_network_says_the_network_is_missing() {
+    if Command::new("mvn").arg("-v").output().is_err() {
+        eprintln!("skipped: no mvn");
+        return;
     }
+    let dir = tempfile::tempdir().unwrap();
+    let settings = dir.path().join("settings.xml");
+    std::fs::write(
+        &settings,
+        "<settings><mirrors><mirror><id>nowhere</id><mirrorOf>*</mirrorOf>\
+         <url>http://127.0.0.1:9/</url></mirror></mirrors></settings>",
+    )
+    .unwrap();
+    let args = format!(
+        "-s {} -Dmaven.repo.local={}",
+        settings.display(),
+        dir.path().join("repo").display()
+    );
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = Command::new(root.join("scripts/real-hbase"))
+        .args(["build", "--version", "0.0.0-offline-check"])
+        .env("REAL_HBASE_MAVEN_ARGS", args)
+        .output()
+        .expect("run scripts/real-hbase build");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("real-hbase: maven could not reach its repository: the network"),
+        "{stderr}"
+    );
+    let _ = std::fs::remove_dir_all(root.join("target/real-hbase/maven/0.0.0-offline-check"));
 }
 
 #[test]
-fn conformance_suite_against_real_hbase_in_docker() {
-    if let Some(reason) = docker_unavailable() {
-        eprintln!("skipped: no Docker engine ({reason})");
-        return;
-    }
-    let tag = hbase_version();
-    ensure_image(&tag);
-    let container = GenericImage::new(IMAGE, &tag)
-        .with_exposed_port(9090.tcp())
-        .start()
-        .expect("start the HBase container");
-    let host = container.get_host().expect("container host");
-    let port = container
-        .get_host_port_ipv4(9090)
-        .expect("mapped Thrift2 port");
-    let addr = format!("{host}:{port}");
-    wait_until_ready(&addr);
-
+fn conformance_suite_against_the_container() {
+    let Some(addr) = docker_gateway() else { return };
     let gateway = Gateway::external(&addr);
     let failed: Vec<&str> = CASES
         .iter()
@@ -146,6 +133,197 @@ fn conformance_suite_against_real_hbase_in_docker() {
         .collect();
     assert!(
         failed.is_empty(),
-        "cases failing against real HBase: {failed:?}"
+        "cases failing against the container: {failed:?}"
+    );
+}
+
+/// The `percolator` binary the test command built beside this test (scripts/bin-dir's rule).
+fn percolator_bin() -> PathBuf {
+    let dir = std::env::var_os("PERCOLATOR_BIN_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            let exe = std::env::current_exe().expect("this test's path");
+            exe.parent()
+                .and_then(|deps| deps.parent())
+                .expect("target dir")
+                .to_path_buf()
+        });
+    let bin = dir.join("percolator");
+    assert!(
+        bin.is_file(),
+        "no percolator binary at {}: build it (cargo build -p percolator-cli) or set PERCOLATOR_BIN_DIR",
+        bin.display()
+    );
+    bin
+}
+
+#[test]
+fn bank_demo_with_client_crashes_against_the_container() {
+    let Some(addr) = docker_gateway() else { return };
+    let out = Command::new(percolator_bin())
+        .args([
+            "demo",
+            "--hbase",
+            &addr,
+            "--seconds",
+            "30",
+            "--crash-rate",
+            "0.01",
+        ])
+        .output()
+        .expect("run percolator demo");
+    let text = String::from_utf8_lossy(&out.stdout);
+    eprintln!("{text}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "the demo failed: {}", out.status);
+    let done = text
+        .lines()
+        .find(|l| l.starts_with("done in"))
+        .expect("the demo's report");
+    assert!(done.contains(" 0 undetermined"), "{done}");
+    assert!(
+        !done.contains(" 0 client crashes"),
+        "no client crashed: {done}"
+    );
+    let total = text
+        .lines()
+        .find(|l| l.starts_with("total "))
+        .expect("the total line");
+    let words: Vec<&str> = total
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|w| !w.is_empty())
+        .collect();
+    assert_eq!(words.len(), 2, "{total}");
+    assert_eq!(words[0], words[1], "the total moved: {total}");
+    assert!(text.contains("all invariants hold"), "{text}");
+}
+
+#[test]
+fn an_image_whose_release_is_not_its_tags_is_refused() {
+    if !engine() || docker_gateway().is_none() {
+        return;
+    }
+    // An image of the default release, tagged as another one: what a stale build looks like.
+    let stale = "percolator-hbase-stale-test:2.5.8";
+    let default = HBaseImage::default().image_ref();
+    let tagged = Command::new("docker")
+        .args(["tag", &default, stale])
+        .status()
+        .unwrap();
+    assert!(tagged.success());
+    let started = HBaseImage::default()
+        .with_repository("percolator-hbase-stale-test")
+        .with_version("2.5.8")
+        .with_build(Build::Never)
+        .start();
+    let _ = Command::new("docker").args(["rmi", stale]).output();
+    match started {
+        Err(e @ Error::StaleImage { .. }) => {
+            let line = e.to_string();
+            eprintln!("{line}");
+            assert!(line.contains("holds HBase 2.6.1, not 2.5.8"), "{line}");
+            assert!(line.contains("--force"), "{line}");
+        }
+        other => panic!(
+            "a stale image was not refused: {:?}",
+            other.map(|c| c.gateway().to_owned())
+        ),
+    }
+}
+
+#[test]
+fn a_taken_gateway_port_is_named_and_starts_nothing() {
+    if !engine() || docker_gateway().is_none() {
+        return;
+    }
+    let holder = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = holder.local_addr().unwrap().port();
+    match HBaseImage::default().with_gateway_port(port).start() {
+        Err(e @ Error::PortTaken { .. }) => {
+            eprintln!("{e}");
+            assert!(
+                e.to_string()
+                    .contains(&format!("port {port} on 127.0.0.1 is already taken")),
+                "{e}"
+            );
+        }
+        other => panic!(
+            "a taken port was not refused: {:?}",
+            other.map(|c| c.gateway().to_owned())
+        ),
+    }
+}
+
+#[test]
+fn a_container_not_ready_in_time_is_explained_with_its_log_and_removed() {
+    if !engine() || docker_gateway().is_none() {
+        return;
+    }
+    let within = Duration::from_secs(10);
+    match HBaseImage::default().with_ready_within(within).start() {
+        Err(e @ Error::NotReady { .. }) => {
+            eprintln!("{e}");
+            let Error::NotReady {
+                container,
+                within: said,
+                log_tail,
+            } = e
+            else {
+                unreachable!()
+            };
+            assert_eq!(said, within);
+            assert_ne!(log_tail, "(nothing)", "no line of HBase's log");
+            assert!(
+                containers_left(&container).is_empty(),
+                "container {container} was left"
+            );
+        }
+        other => panic!(
+            "a start past its readiness time did not fail: {:?}",
+            other.map(|c| c.gateway().to_owned())
+        ),
+    }
+}
+
+#[test]
+fn a_base_the_engine_cannot_pull_names_the_local_base_step() {
+    if !engine() || docker_gateway().is_none() {
+        return;
+    }
+    let started = HBaseImage::default()
+        .with_repository("percolator-hbase-nopull-test")
+        .with_base("percolator-no-such-base-image:0")
+        .start();
+    match started {
+        Err(e @ Error::BaseNotPulled { .. }) => {
+            let line = e.to_string();
+            eprintln!("{line}");
+            assert!(line.contains("percolator-no-such-base-image:0"), "{line}");
+            assert!(line.contains("scripts/docker-image base"), "{line}");
+        }
+        other => panic!(
+            "a base that cannot be pulled was not explained: {:?}",
+            other.map(|c| c.gateway().to_owned())
+        ),
+    }
+}
+
+#[test]
+fn a_container_is_removed_when_its_test_panics() {
+    if !engine() || docker_gateway().is_none() {
+        return;
+    }
+    let mut id = String::new();
+    let unwound = catch_unwind(AssertUnwindSafe(|| {
+        let hbase = HBaseImage::default()
+            .start()
+            .expect("start a second container");
+        id = hbase.container().id().to_owned();
+        panic!("a test failing with its container running");
+    }));
+    assert!(unwound.is_err());
+    assert!(!id.is_empty());
+    assert!(
+        containers_left(&id).is_empty(),
+        "container {id} outlived its test's panic"
     );
 }

@@ -1,5 +1,6 @@
-//! The gateway a test talks to: the in-process emulator by default, or the Thrift2 gateway
-//! named by `HBASE_THRIFT=host:port`. Tables are created with unique names and dropped
+//! The gateway a test talks to: the in-process emulator by default, the Thrift2 gateway named
+//! by `HBASE_THRIFT=host:port`, or a real HBase in a container (the `hbase_docker` binary, or
+//! `PERCOLATOR_TEST_HBASE=docker` for any suite), one per test binary. Tables are created with unique names and dropped
 //! (disable + delete) when the test's `TestTable` goes out of scope; [`drop_later`] drops a
 //! table in the background instead (about a second per table on a real HBase).
 
@@ -15,12 +16,45 @@ use percolator::{HBaseClient, HBaseConfig};
 
 pub const ENV_GATEWAY: &str = "HBASE_THRIFT";
 
-/// The gateway named by `HBASE_THRIFT`, if any (an empty value counts as unset).
+/// The real gateway this test binary uses, if any: the container's where one is wanted
+/// (see [`docker_wanted`]), else the one named by `HBASE_THRIFT` (empty counts as unset).
 pub fn external_addr() -> Option<String> {
+    if docker_wanted() {
+        return docker_gateway();
+    }
     std::env::var(ENV_GATEWAY)
         .ok()
         .map(|addr| addr.trim().to_owned())
         .filter(|addr| !addr.is_empty())
+}
+
+/// Whether this binary's suites run against a containerized HBase: always in `hbase_docker`,
+/// and in any binary with `PERCOLATOR_TEST_HBASE=docker`.
+pub fn docker_wanted() -> bool {
+    env!("CARGO_CRATE_NAME") == "hbase_docker"
+        || std::env::var("PERCOLATOR_TEST_HBASE").is_ok_and(|v| v == "docker")
+}
+
+/// Whether a machine that cannot run the container fails the suites instead of skipping
+/// them: `PERCOLATOR_DOCKER_TESTS=require` (CI sets it).
+pub fn docker_required() -> bool {
+    std::env::var("PERCOLATOR_DOCKER_TESTS").is_ok_and(|v| v == "require")
+}
+
+/// The gateway of this binary's one container, started by the first test that asks (through
+/// the public `percolator-testcontainers` image, as a service's tests would). `None` where no
+/// engine can run it and it is not required: the suites then say "skipped" once and run on
+/// the emulator.
+pub fn docker_gateway() -> Option<String> {
+    match percolator_testcontainers::HBaseImage::default().start_shared() {
+        Ok(hbase) => Some(hbase.gateway().to_owned()),
+        Err(e) if e.is_unavailable() && !docker_required() => {
+            static SAID: OnceLock<()> = OnceLock::new();
+            SAID.get_or_init(|| eprintln!("skipped: the containerized HBase ({e})"));
+            None
+        }
+        Err(e) => panic!("the containerized HBase: {e}"),
+    }
 }
 
 pub struct Gateway {
