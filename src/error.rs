@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::hbase::errors::{is_retryable_exception, one_line};
+use crate::hbase::errors::{is_retryable_exception, is_transient_message, one_line};
 use crate::key::{Binary, CellKey, InvalidKey};
 
 /// What a caller should do about an error, so retry loops need not match on variants.
@@ -100,7 +100,7 @@ pub enum MigrationIssue {
 pub enum Error {
     // ---- HBase access layer ----
     /// The table does not exist (or is not visible to the gateway).
-    #[error("table {} not found: {}", Binary(.table.as_bytes()), one_line(.message))]
+    #[error("table {} not found{}", Binary(.table.as_bytes()), what_else(.table, .message))]
     TableNotFound {
         /// The table asked for.
         table: String,
@@ -151,7 +151,7 @@ pub enum Error {
     /// assert_eq!(busy.retry_class(), RetryClass::Retry, "HBase retries a busy region");
     /// assert!(busy.detail().unwrap().contains("HRegion.checkResources"));
     /// ```
-    #[error("HBase I/O error{}: {}", retry_note(*.can_retry, .exception), one_line(.message))]
+    #[error("HBase I/O error{}: {}", retry_note(*.can_retry, .exception, .message), one_line(.message))]
     ServerIo {
         /// The gateway's whole message: the Java exception's class, its message and often a
         /// multi-line stack trace.
@@ -594,11 +594,11 @@ impl Error {
     pub fn retry_class(&self) -> RetryClass {
         match self {
             Error::ServerIo {
+                message,
                 can_retry,
                 exception,
-                ..
             } => {
-                if *can_retry || exception.as_deref().is_some_and(is_retryable_exception) {
+                if server_io_retries(*can_retry, exception, message) {
                     RetryClass::Retry
                 } else {
                     RetryClass::Fatal
@@ -693,9 +693,32 @@ impl Error {
     }
 }
 
+/// Whether a gateway error is worth retrying: HBase said so, or it names a state that clears
+/// by itself (a region moving, opening or too busy, a server starting or replaced, a full
+/// queue), by its class or by its message, whatever `canRetry` says.
+fn server_io_retries(can_retry: bool, exception: &Option<String>, message: &str) -> bool {
+    can_retry
+        || exception.as_deref().is_some_and(is_retryable_exception)
+        || is_transient_message(message)
+}
+
+/// `: <first line>` of the gateway's message about a missing table, unless that line only
+/// names the table again (the gateway's usual message is the bare name, or the exception's
+/// class and the name).
+fn what_else(table: &str, message: &str) -> String {
+    let line = one_line(message);
+    let named = line.rsplit(": ").next().unwrap_or(line);
+    let bare = |name: &str| name.strip_prefix("default:").unwrap_or(name).to_owned();
+    if line.is_empty() || bare(named) == bare(table) {
+        String::new()
+    } else {
+        format!(": {line}")
+    }
+}
+
 /// ` (retryable)` for a gateway error worth retrying, for [`Error::ServerIo`]'s Display.
-fn retry_note(can_retry: bool, exception: &Option<String>) -> &'static str {
-    if can_retry || exception.as_deref().is_some_and(is_retryable_exception) {
+fn retry_note(can_retry: bool, exception: &Option<String>, message: &str) -> &'static str {
+    if server_io_retries(can_retry, exception, message) {
         " (retryable)"
     } else {
         ""
@@ -1091,7 +1114,21 @@ mod tests {
                     table: "ns:t".into(),
                     message: "ns:t".into(),
                 },
-                "table ns:t not found: ns:t",
+                "table ns:t not found",
+            ),
+            (
+                Error::TableNotFound {
+                    table: "t".into(),
+                    message: "org.apache.hadoop.hbase.TableNotFoundException: default:t".into(),
+                },
+                "table t not found",
+            ),
+            (
+                Error::TableNotFound {
+                    table: "t".into(),
+                    message: "Failed 1 action: t: 1 time, servers with issues: null".into(),
+                },
+                "table t not found: Failed 1 action: t: 1 time, servers with issues: null",
             ),
         ];
         for (error, text) in cases {
@@ -1108,10 +1145,7 @@ mod tests {
             table: "ns:t".into(),
             message: trace.into(),
         };
-        assert_eq!(
-            missing.to_string(),
-            "table ns:t not found: org.apache.hadoop.hbase.TableNotFoundException: ns:t"
-        );
+        assert_eq!(missing.to_string(), "table ns:t not found");
         assert_eq!(missing.detail(), Some(trace));
         let unknown = Error::OutcomeUnknown {
             method: "increment",

@@ -297,6 +297,75 @@ pub(crate) fn is_retryable_exception(class: &str) -> bool {
     RETRYABLE_EXCEPTIONS.contains(&simple)
 }
 
+/// What HBase 2.4-2.6 write in the messages of a region or server in transition. The gateway
+/// forwards only `getMessage()`, often with `canRetry` false: an exception its own HBase
+/// client raised (locating a region in `hbase:meta`, giving up after its retries) carries no
+/// class name, and one a region server raised is nested in a `RetriesExhaustedException`'s
+/// list. Each clears once the region is assigned again or the server replaced.
+const TRANSIENT_TEXTS: &[&str] = &[
+    // NoServerForRegionException, from locating a region in hbase:meta during a move or split.
+    "No server address listed in ",
+    // The locator after a split, before the daughters are online (or after its tries).
+    "Unable to find region for ",
+    // hbase:meta itself unreachable (a read's replica location).
+    "Can't get the location for replica",
+    "Failed to find location, tableName=",
+    // NotServingRegionException, RegionMovedException, RegionOpeningException.
+    " is not online on ",
+    "Region moved to: hostname=",
+    " is opening on ",
+    // RegionTooBusyException.
+    "Over memstore limit=",
+    "Failed to obtain lock; regionName=",
+    "StoreTooBusy,",
+    // CallQueueTooBigException (it has no class prefix even from a region server) and
+    // CallDroppedException.
+    "Call queue is full on ",
+    "Call dropped, server ",
+    // ServerNotRunningYetException (region server or master), PleaseHoldException.
+    "is not running yet",
+    "Master is initializing",
+    // A crashed server's port, met inside the gateway's retries (IPCUtil's wrapping).
+    "failed on connection exception",
+    "failed on local exception",
+    "failed servers list",
+];
+
+/// `Server rs1,16020,17... aborting|stopping` (RegionServerAbortedException and
+/// RegionServerStoppedException), `... is dead.` (a server hbase:meta still names), and the
+/// gateway's client giving up on one call after its operation timeout (`callTimeout=60000,
+/// callDuration=60012: ... row 'r' on table 't' at region=...`).
+fn transient_pattern() -> &'static Regex {
+    static P: OnceLock<Regex> = OnceLock::new();
+    P.get_or_init(|| {
+        Regex::new(
+            r"\bServer \S+ (?:aborting|stopping)\b|\bis dead\.|\bcallTimeout=\d+, callDuration=\d+",
+        )
+        .expect("valid")
+    })
+}
+
+/// Whether the gateway's message, wherever in it, names a state that clears by itself: one of
+/// [`TRANSIENT_TEXTS`], or an exception HBase's client retries ([`RETRYABLE_EXCEPTIONS`]),
+/// also inside a `RetriesExhaustedException` over it.
+pub(crate) fn is_transient_message(message: &str) -> bool {
+    TRANSIENT_TEXTS.iter().any(|text| message.contains(text))
+        || transient_pattern().is_match(message)
+        || RETRYABLE_EXCEPTIONS
+            .iter()
+            .any(|name| contains_word(message, name))
+}
+
+/// `name` in `text` as a whole identifier (not the tail of a longer one).
+fn contains_word(text: &str, name: &str) -> bool {
+    text.match_indices(name).any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + name.len()..].chars().next();
+        !before.is_some_and(|c| c.is_alphanumeric() || c == '_')
+            && !after.is_some_and(|c| c.is_alphanumeric() || c == '_')
+    })
+}
+
 /// The gateway's own client raised `TableNotFoundException(tableName)` while locating the
 /// table's region (data calls, descriptors, table state), and the gateway forwards only
 /// `getMessage()`: the bare name, without the class that remote exceptions carry. The batch
@@ -517,6 +586,68 @@ mod tests {
             disabled.to_string(),
             "HBase I/O error: org.apache.hadoop.hbase.TableNotEnabledException: t"
         );
+    }
+
+    /// A region or server in transition, as HBase 2.4, 2.5 and 2.6 word it and as the gateway
+    /// forwards it: often without a class, with `canRetry` false, or nested in the list of a
+    /// client that gave up. Every one is `Retry`, and says so.
+    const TRANSIENT: &[&str] = &[
+        // NoServerForRegionException, raised inside the gateway: no class name.
+        "No server address listed in hbase:meta for region percolator_meta,,1700000000000.3f2a9c0d1e. containing row table/orders",
+        "Unable to find region for r7 in t1 after 3 tries.",
+        "Unable to find region for r7 in t1",
+        "Can't get the location for replica 0",
+        "Failed to find location, tableName=t1, row=r7, reload=true",
+        // From a region server: class, message, stack.
+        "org.apache.hadoop.hbase.NotServingRegionException: t1,,1700000000000.c5f998a0b1. is not online on rs1.example.com,16020,1700000000000\n\tat org.apache.hadoop.hbase.regionserver.HRegionServer.getRegionByEncodedName(HRegionServer.java:3439)",
+        "Region moved to: hostname=rs2.example.com port=16020 startCode=1700000000001. As of locationSeqNum=1234.",
+        "org.apache.hadoop.hbase.exceptions.RegionOpeningException: Region t1,,1700000000000.c5f998a0b1. is opening on rs1.example.com,16020,1700000000000",
+        "Over memstore limit=512.0 M, regionName=bd53c140afadb8316d2fce84ef3f701e, server=rs1.example.com,16020,1700000000000",
+        "Failed to obtain lock; regionName=t1,,1700000000000.c5f998a0b1., server=rs1.example.com,16020,1700000000000",
+        "StoreTooBusy,t1,,1700000000000.c5f998a0b1.:f Above parallelPutToStoreThreadLimit(10)",
+        "Call queue is full on rs1.example.com,16020,1700000000000, is hbase.ipc.server.max.callqueue.size too small?",
+        "Call queue is full on rs1.example.com,16020,1700000000000, too many items queued ?",
+        "Call dropped, server rs1.example.com,16020,1700000000000 is overloaded, please retry.",
+        "org.apache.hadoop.hbase.ipc.ServerNotRunningYetException: Server rs1.example.com,16020,1700000000000 is not running yet",
+        "org.apache.hadoop.hbase.PleaseHoldException: Master is initializing",
+        "org.apache.hadoop.hbase.regionserver.RegionServerAbortedException: Server rs1.example.com,16020,1700000000000 aborting",
+        "org.apache.hadoop.hbase.regionserver.RegionServerStoppedException: Server rs1.example.com,16020,1700000000000 stopping",
+        "hbase:meta says the region t1,,1700000000000.c5f998a0b1. is managed by the server rs1.example.com,16020,1700000000000, but it is dead.",
+        // The gateway's client giving up: one call's operation timeout, its retries, a batch.
+        "callTimeout=60000, callDuration=60012: Call to address=rs1.example.com:16020 failed on local exception: java.io.IOException: Connection reset by peer row 'r7' on table 't1' at region=t1,,1700000000000.c5f998a0b1., hostname=rs1.example.com,16020,1700000000000, seqNum=2",
+        "Failed after attempts=3, exceptions:\n2026-11-30T10:00:01.234Z, RpcRetryingCaller{globalStartTime=2026-11-30T10:00:00.100Z, pause=100, maxAttempts=3}, org.apache.hadoop.hbase.NotServingRegionException: org.apache.hadoop.hbase.NotServingRegionException: t1,,1700000000000.c5f998a0b1. is not online on rs1.example.com,16020,1700000000000\n",
+        "Failed after attempts=3, exceptions:\n2026-11-30T10:00:01.234Z, RpcRetryingCaller{globalStartTime=2026-11-30T10:00:00.100Z, pause=100, maxAttempts=3}, java.net.ConnectException: Call to address=rs1.example.com:16020 failed on connection exception: org.apache.hbase.thirdparty.io.netty.channel.AbstractChannel$AnnotatedConnectException: Connection refused\n",
+        "Failed after attempts=3, exceptions:\n2026-11-30T10:00:01.234Z, RpcRetryingCaller{globalStartTime=2026-11-30T10:00:00.100Z, pause=100, maxAttempts=3}, java.io.IOException: Call to rs1.example.com/10.0.0.5:16020 failed on local exception: org.apache.hadoop.hbase.ipc.FailedServerException: This server is in the failed servers list: rs1.example.com/10.0.0.5:16020\n",
+        "Failed 3 actions: NotServingRegionException: 3 times, servers with issues: rs1.example.com,16020,1700000000000, ",
+        "Failed 1 action: RegionTooBusyException: 1 time, servers with issues: rs1.example.com,16020,1700000000000, ",
+    ];
+
+    #[test]
+    fn a_region_or_server_in_transition_is_retryable_by_its_message_alone() {
+        for message in TRANSIENT {
+            let err = server_error(tio(message, false), "checkAndMutate", "t1");
+            assert_eq!(err.retry_class(), RetryClass::Retry, "{message}");
+            assert!(
+                err.to_string().starts_with("HBase I/O error (retryable): "),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_failure_that_does_not_clear_by_itself_stays_fatal_whatever_it_mentions() {
+        for message in [
+            "org.apache.hadoop.hbase.TableNotEnabledException: t1",
+            "Region offline; disable table call? t1,,1700000000000.c5f998a0b1.",
+            "org.apache.hadoop.hbase.DoNotRetryIOException: Cell with size 20971520 exceeds limit of 10485760 bytes",
+            "Failed after attempts=3, exceptions:\n2026-11-30T10:00:01.234Z, RpcRetryingCaller{globalStartTime=2026-11-30T10:00:00.100Z, pause=100, maxAttempts=3}, org.apache.hadoop.hbase.TableNotEnabledException: t1\n",
+            "org.apache.hadoop.hbase.exceptions.FailedSanityCheckException: Requested row out of range",
+            "the MyNotServingRegionExceptionWrapper class is not a real exception",
+        ] {
+            let err = server_error(tio(message, false), "checkAndMutate", "t1");
+            assert_eq!(err.retry_class(), RetryClass::Fatal, "{message}");
+            assert!(!err.to_string().contains("retryable"), "{err}");
+        }
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //! transaction. It turns the primary's lock into a write record at `commit_ts`; before it
 //! lands the transaction can still be rolled back by anyone, after it nobody can.
 //!
-//! A lost reply is settled by re-reading the primary (invariant 7). If the primary still
+//! A lost reply, or an HBase error (which does not say the CAS was not applied), is settled by
+//! re-reading the primary (invariant 7). If the primary still
 //! holds our lock (the reply was lost before the commit applied, or a heartbeat rewrote its
 //! bytes meanwhile), the commit is repeated against the bytes actually stored. A commit that
 //! gives up rolls its primary back the same way (`roll_back_primary`).
@@ -49,7 +50,10 @@ pub(crate) async fn commit_primary(
     };
     match session.cas(&primary.table, &cam).await {
         Ok(true) => Ok(rides.is_some()),
-        Ok(false) | Err(Error::OutcomeUnknown { .. }) => {
+        // An HBase error does not say the CAS was not applied: the gateway's client may have
+        // applied it, lost the reply to a region move, and given up on its retries. Reported
+        // as it stands, a `Retry` error would have `run` do a committed transaction again.
+        Ok(false) | Err(Error::OutcomeUnknown { .. } | Error::ServerIo { .. }) => {
             // Boxed: the usual commit never settles, and should not carry room for it.
             Box::pin(settle(session, primary, start_ts, commit_ts, primary_row)).await?;
             Ok(false)

@@ -1,6 +1,8 @@
 //! docs/design.md invariant 7 (a lost reply leaves the effect unknown: re-read before deciding) and
 //! invariant 9 (the commit timestamp is taken only after every lock is stored). Replies are
-//! lost inside the client's HBase access (`FaultyStore`), and on the wire by a proxy.
+//! lost inside the client's HBase access (`FaultyStore`), and on the wire by a proxy; the
+//! gateway's own retries of an applied checkAndMutate (its region moved between the apply and
+//! the reply) answer `false` for the client's own write, or an HBase error.
 
 use std::sync::Arc;
 
@@ -327,4 +329,54 @@ fn a_reply_lost_on_the_wire_anywhere_in_a_commit_leaves_it_all_or_nothing() {
         "the loss hit the commit at several points, then no more: {hit:?}"
     );
     println!("replies lost, and the outcomes: {hit:?}");
+}
+
+/// The gateway's client retried a checkAndMutate that had already been applied: the answer is
+/// `false`, for the client's own write. Taken for a conflict without reading back, a prewrite
+/// would abort a transaction that holds its locks, and a commit point would report a commit
+/// that landed as rolled back.
+#[test]
+fn a_gateway_retry_of_an_applied_cas_is_read_back_not_taken_for_a_conflict() {
+    for (kind, row) in [
+        (CasKind::Prewrite, "p"),
+        (CasKind::Prewrite, "s"),
+        (CasKind::Commit, "p"),
+        (CasKind::Commit, "s"),
+    ] {
+        let (env, t, client, outcome) = commit_with_fault(kind, row, Fault::AppliedTwice, 1);
+        assert!(outcome.is_ok(), "{kind:?} on {row}: {outcome:?}");
+        assert_committed(&env, &t, outcome);
+        client.shutdown();
+    }
+}
+
+/// The gateway's client applied the checkAndMutate, its region moved before the reply, and it
+/// gave up: the client gets an HBase error that names a region in transition (`Retry`).
+/// Whatever the step, the transaction's outcome is right: the commit point is read back and
+/// reported committed (so `run` does not do the transfer twice), and an earlier step either
+/// commits or leaves nothing behind.
+#[test]
+fn a_gateway_that_gave_up_after_applying_leaves_the_outcome_right() {
+    for (kind, row) in [
+        (CasKind::Prewrite, "p"),
+        (CasKind::Prewrite, "s"),
+        (CasKind::Commit, "p"),
+        (CasKind::Commit, "s"),
+    ] {
+        let (env, t, client, outcome) = commit_with_fault(kind, row, Fault::AppliedThenGaveUp, 1);
+        match (kind, row, outcome) {
+            (_, _, Ok(commit_ts)) => assert_committed(&env, &t, Ok(commit_ts)),
+            (CasKind::Commit, "p", Err(e)) => {
+                panic!("the commit point applied, yet the commit failed with {e}")
+            }
+            (_, _, Err(e)) => {
+                assert_eq!(e.retry_class(), RetryClass::Retry, "{kind:?} on {row}: {e}");
+                client.kill();
+                assert_eq!(read_p_and_s(&env, &t), (value("0"), value("0")));
+                env.assert_no_locks(&t);
+                continue;
+            }
+        }
+        client.shutdown();
+    }
 }

@@ -123,6 +123,13 @@ pub enum Fault {
     /// Another call, made from this one, applied in its place; then reported as
     /// `OutcomeUnknown` (the client cannot tell what happened).
     Instead(Rewrite),
+    /// Applied, then applied again by a retry inside the gateway (its region moved between
+    /// the apply and the reply), whose answer is the one returned: `false`, the condition no
+    /// longer holding, for the client's own write.
+    AppliedTwice,
+    /// Applied, then reported as the gateway's HBase client giving up after its retries (a
+    /// region moving between the apply and the reply): an HBase error, `canRetry` false.
+    AppliedThenGaveUp,
 }
 
 /// Makes the call a [`Fault::Instead`] applies from the call the client sent.
@@ -224,6 +231,23 @@ fn lost(table: &str, row: &[u8]) -> Error {
     }
 }
 
+/// What the gateway sends when its client gave up on a call whose region moved: HBase's
+/// `RetriesExhaustedException` message over a `NotServingRegionException`, as HBase 2.x
+/// words it, with `canRetry` false.
+fn gave_up(row: &[u8]) -> Error {
+    Error::ServerIo {
+        message: format!(
+            "Failed after attempts=2, exceptions:\n2026-11-30T10:00:01.234Z, \
+             RpcRetryingCaller{{globalStartTime=2026-11-30T10:00:00.100Z, pause=100, maxAttempts=2}}, \
+             org.apache.hadoop.hbase.NotServingRegionException: t,{},1.c5f998a0b1. is not online on \
+             rs1.example.com,16020,1700000000000\n",
+            String::from_utf8_lossy(row)
+        ),
+        can_retry: false,
+        exception: None,
+    }
+}
+
 #[async_trait::async_trait]
 impl HBaseAccess for FaultyStore {
     async fn get_many(&self, table: &str, gets: &[Get]) -> Result<Vec<RowResult>> {
@@ -255,6 +279,11 @@ impl HBaseAccess for FaultyStore {
         let applied = HBaseAccess::check_and_mutate(&self.inner, table, cam).await;
         match fault {
             Some(Fault::LoseReply) => applied.and_then(|_| Err(lost(table, &cam.row))),
+            Some(Fault::AppliedTwice) => {
+                applied?;
+                HBaseAccess::check_and_mutate(&self.inner, table, cam).await
+            }
+            Some(Fault::AppliedThenGaveUp) => applied.and_then(|_| Err(gave_up(&cam.row))),
             _ => applied,
         }
     }
