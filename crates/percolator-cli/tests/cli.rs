@@ -648,3 +648,44 @@ fn oracle_fetch_and_stats_give_up_on_a_silent_oracle_within_their_timeout() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--timeout 0"));
 }
+
+/// Every duration flag reads `5`, `5s`, `500ms`, `10m` alike; `--hbase` defaults to
+/// `HBASE_THRIFT`, as the library's `HBaseConfig::with_env` does.
+#[test]
+fn durations_take_units_and_the_gateway_comes_from_hbase_thrift() {
+    let s = servers();
+    let t = s.table("units");
+    for timeout in ["5", "5s", "1500ms", "1m", "0.5m"] {
+        let (code, _, err) =
+            percolator(&s.args(&["put", "--timeout", timeout, &t, "r", "f:q", "v"]));
+        assert_eq!(code, 0, "--timeout {timeout}: {err}");
+    }
+    let (code, _, err) = percolator(&s.args(&["put", "--timeout", "5d", &t, "r", "f:q", "v"]));
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("as a duration (e.g. 5, 5s, 0.5, 500ms, 10m, 1h)"),
+        "{err}"
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_percolator"))
+        .args(["get", "--oracle", &s.oracle, "--json", &t, "r", "f:q"])
+        .env("HBASE_THRIFT", &s.hbase)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(json(&text), serde_json::json!({"value": "v"}));
+}
+
+/// `migrate status` of a table that does not exist says so and exits 1, like every other
+/// problem it finds.
+#[test]
+fn migrate_status_of_a_missing_table_is_a_problem() {
+    let s = servers();
+    let (code, out, err) = percolator(&["migrate", "status", "--hbase", &s.hbase, "nosuchtable"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert_eq!(out.trim(), "nosuchtable: missing");
+}

@@ -53,7 +53,7 @@ pub struct ServeArgs {
     /// Runtime worker threads.
     #[arg(long, default_value_t = 2)]
     pub threads: usize,
-    /// Period of the stats log line, in seconds.
+    /// Period of the stats log line (5, 5s, 500ms, 1m).
     #[arg(long, default_value_t = 10)]
     pub stats_interval_s: u64,
     /// Serve the server's metrics as Prometheus text at http://ADDR/metrics.
@@ -94,9 +94,9 @@ pub enum Command {
         /// How many timestamps to fetch.
         #[arg(long, default_value_t = 1)]
         count: u64,
-        /// The most each connect and each request may wait, in seconds: against an oracle
+        /// The most each connect and each request may wait (5, 5s, 500ms, 1m): against an oracle
         /// that accepts connections and never answers, the command fails after it, naming it.
-        #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
+        #[arg(long, value_name = "DURATION", default_value_t = 30.0, value_parser = crate::tools::duration::seconds)]
         timeout: f64,
         #[command(flatten)]
         access: OracleAccess,
@@ -106,8 +106,8 @@ pub enum Command {
         /// Oracle address, HOST:PORT.
         #[arg(long)]
         addr: String,
-        /// The most each connect and each request may wait, in seconds.
-        #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
+        /// The most each connect and each request may wait (5, 5s, 500ms, 1m).
+        #[arg(long, value_name = "DURATION", default_value_t = 30.0, value_parser = crate::tools::duration::seconds)]
         timeout: f64,
         #[command(flatten)]
         access: OracleAccess,
@@ -120,7 +120,7 @@ pub enum Command {
         /// Requesters, each with one request in flight at a time.
         #[arg(long, default_value_t = 64)]
         concurrency: usize,
-        /// How long to measure, in seconds.
+        /// How long to measure (5, 5s, 500ms, 1m).
         #[arg(long, default_value_t = 5.0)]
         seconds: f64,
         /// Client connections.

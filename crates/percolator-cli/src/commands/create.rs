@@ -20,8 +20,8 @@ use super::{connect_hbase, print_json, DEFAULT_TIMEOUT_S};
 #[derive(clap::Args, Clone, Debug)]
 pub struct CreateArgs {
     /// The HBase Thrift2 gateway: HOST:PORT, http://HOST:PORT, https://HOST:PORT, or a
-    /// comma-separated list.
-    #[arg(long)]
+    /// comma-separated list; `HBASE_THRIFT` when not given (as `HBaseConfig::with_env`).
+    #[arg(long, env = "HBASE_THRIFT")]
     pub hbase: String,
     /// The table to create, NAMESPACE:NAME or NAME.
     pub table: String,
@@ -38,8 +38,8 @@ pub struct CreateArgs {
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
-    /// The most time the command may take, in seconds.
-    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_TIMEOUT_S)]
+    /// The most time the command may take (5, 5s, 500ms, 1m).
+    #[arg(long, value_name = "DURATION", default_value_t = DEFAULT_TIMEOUT_S, value_parser = crate::tools::duration::seconds)]
     pub timeout: f64,
 }
 

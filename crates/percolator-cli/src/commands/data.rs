@@ -27,8 +27,9 @@ use percolator::{Error, Result};
 /// ```
 #[derive(clap::Args, Clone, Debug)]
 pub struct DataArgs {
-    /// The HBase Thrift2 gateway, HOST:PORT.
-    #[arg(long)]
+    /// The HBase Thrift2 gateway: HOST:PORT, http://HOST:PORT, https://HOST:PORT, or a
+    /// comma-separated list; `HBASE_THRIFT` when not given (as `HBaseConfig::with_env`).
+    #[arg(long, env = "HBASE_THRIFT")]
     pub hbase: String,
     /// The timestamp oracle, HOST:PORT.
     #[arg(long)]
@@ -36,9 +37,9 @@ pub struct DataArgs {
     /// Print JSON instead of text (binary values as {"hex": "..."}).
     #[arg(long)]
     pub json: bool,
-    /// The most time the command may take, in seconds, waits on the gateway and the oracle
+    /// The most time the command may take (5, 5s, 500ms, 1m), waits on the gateway and the oracle
     /// included; past it the command fails, naming the server it was waiting for.
-    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_TIMEOUT_S)]
+    #[arg(long, value_name = "DURATION", default_value_t = DEFAULT_TIMEOUT_S, value_parser = crate::tools::duration::seconds)]
     pub timeout: f64,
 }
 
@@ -127,8 +128,9 @@ pub enum DataCommand {
     },
     /// Lists the locks in a table; with --resolve, resolves abandoned ones (needs --oracle).
     Locks {
-        /// The HBase Thrift2 gateway, HOST:PORT.
-        #[arg(long)]
+        /// The HBase Thrift2 gateway: HOST:PORT, http://HOST:PORT, https://HOST:PORT, or a
+        /// comma-separated list; `HBASE_THRIFT` when not given.
+        #[arg(long, env = "HBASE_THRIFT")]
         hbase: String,
         /// The timestamp oracle, HOST:PORT (needed by --resolve).
         #[arg(long)]
@@ -140,9 +142,9 @@ pub enum DataCommand {
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
-        /// The most time the command may take, in seconds, waits on the gateway and the
+        /// The most time the command may take (5, 5s, 500ms, 1m), waits on the gateway and the
         /// oracle included.
-        #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_TIMEOUT_S)]
+        #[arg(long, value_name = "DURATION", default_value_t = DEFAULT_TIMEOUT_S, value_parser = crate::tools::duration::seconds)]
         timeout: f64,
         /// The table.
         table: String,

@@ -26,8 +26,9 @@ use percolator::{Error, Result, RetryClass};
 /// ```
 #[derive(Clone, Debug, clap::Args)]
 pub struct GcCommand {
-    /// HBase Thrift2 gateway host:port.
-    #[arg(long)]
+    /// The HBase Thrift2 gateway: HOST:PORT, http://HOST:PORT, https://HOST:PORT, or a
+    /// comma-separated list; `HBASE_THRIFT` when not given (as `HBaseConfig::with_env`).
+    #[arg(long, env = "HBASE_THRIFT")]
     pub hbase: String,
     /// Timestamp oracle host:port (comma-separated for fail-over).
     #[arg(long)]
@@ -45,10 +46,10 @@ pub struct GcCommand {
     /// One JSON report per round on stdout.
     #[arg(long)]
     pub json: bool,
-    /// The longest wait for any one answer of the gateway or the oracle, in seconds: against
+    /// The longest wait for any one answer of the gateway or the oracle (5, 5s, 500ms, 1m): against
     /// one that accepts connections and never answers, the command fails after this long,
     /// naming it. A round that gets its answers may take longer in all.
-    #[arg(long, value_name = "SECONDS", default_value_t = super::DEFAULT_TIMEOUT_S)]
+    #[arg(long, value_name = "DURATION", default_value_t = super::DEFAULT_TIMEOUT_S, value_parser = crate::tools::duration::seconds)]
     pub timeout: f64,
     /// The meta table holding the safe point (the clients' `Schema::meta_table`).
     #[arg(long, default_value = "percolator_meta")]
@@ -73,8 +74,9 @@ impl GcCommand {
     /// # Ok::<(), percolator::Error>(())
     /// ```
     pub fn run(&self) -> Result<()> {
-        let opts = GcOptions::default().with_life_time(parse_duration(&self.life_time)?)?;
-        let interval = parse_duration(&self.interval)?;
+        let opts =
+            GcOptions::default().with_life_time(crate::tools::duration::parse(&self.life_time)?)?;
+        let interval = crate::tools::duration::parse(&self.interval)?;
         let oracles: Vec<String> = self
             .oracle
             .split(',')
@@ -191,43 +193,5 @@ impl GcCommand {
             text
         };
         writeln!(out, "{line}").map_err(|e| Error::io("writing the report", e))
-    }
-}
-
-/// `500ms`, `90s`, `10m`, `1h` (a bare number is seconds).
-pub(super) fn parse_duration(text: &str) -> Result<Duration> {
-    let text = text.trim();
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let bad = || Error::IllegalArgument {
-        message: format!("cannot read {text:?} as a duration (e.g. 90s, 10m, 1h)"),
-    };
-    let n: u64 = number.parse().map_err(|_| bad())?;
-    let ms = match unit {
-        "ms" => 1,
-        "" | "s" => 1000,
-        "m" => 60_000,
-        "h" => 3_600_000,
-        _ => return Err(bad()),
-    };
-    Ok(Duration::from_millis(n.checked_mul(ms).ok_or_else(bad)?))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parse_duration;
-    use std::time::Duration;
-
-    #[test]
-    fn durations_read_with_units_and_refuse_anything_else() {
-        assert_eq!(parse_duration("10m").unwrap(), Duration::from_secs(600));
-        assert_eq!(parse_duration("90s").unwrap(), Duration::from_secs(90));
-        assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
-        assert_eq!(parse_duration("2").unwrap(), Duration::from_secs(2));
-        assert!(parse_duration("ten").is_err());
-        assert!(parse_duration("5d").is_err());
-        assert!(parse_duration("").is_err());
     }
 }

@@ -9,7 +9,7 @@ use percolator::migrate::{self, ApplyOptions, ProgressMode};
 use percolator::txn::{LockGranularity, Schema};
 use percolator::{Error, MigrationIssue, Result};
 
-/// The `--timeout` of the `migrate` commands, in seconds.
+/// The `--timeout` of the `migrate` commands (5, 5s, 500ms, 1m).
 pub const MIGRATE_TIMEOUT_S: f64 = 60.0;
 
 /// `percolator migrate ...`.
@@ -49,16 +49,17 @@ pub enum MigrateCommand {
 /// ```
 #[derive(clap::Args, Debug)]
 pub struct MigrateArgs {
-    /// The HBase Thrift2 gateway, HOST:PORT.
-    #[arg(long)]
+    /// The HBase Thrift2 gateway: HOST:PORT, http://HOST:PORT, https://HOST:PORT, or a
+    /// comma-separated list; `HBASE_THRIFT` when not given (as `HBaseConfig::with_env`).
+    #[arg(long, env = "HBASE_THRIFT")]
     pub hbase: String,
     /// Print JSON (one value for all tables) instead of text; no progress bar.
     #[arg(long)]
     pub json: bool,
-    /// The longest wait for any one answer of the gateway or the oracle, in seconds: against
+    /// The longest wait for any one answer of the gateway or the oracle (5, 5s, 500ms, 1m): against
     /// one that accepts connections and never answers, the command fails after this long,
     /// naming it. A migration that gets its answers may take longer in all.
-    #[arg(long, value_name = "SECONDS", default_value_t = MIGRATE_TIMEOUT_S)]
+    #[arg(long, value_name = "DURATION", default_value_t = MIGRATE_TIMEOUT_S, value_parser = crate::tools::duration::seconds)]
     pub timeout: f64,
     /// The tables, by name.
     #[arg(required = true)]
@@ -315,19 +316,23 @@ pub fn migrate(command: &MigrateCommand) -> Result<bool> {
                 .tables
                 .iter()
                 .map(|t| migrate::status(&hb, &schema, t))
-                .collect::<Result<Vec<_>>>()?;
+                .collect::<Result<Vec<_>>>()?
+                .into_iter()
+                .map(|mut s| {
+                    s.pass = s.pass.map(readable_pass);
+                    s
+                })
+                .collect::<Vec<_>>();
             if a.json {
                 print_json(&all);
             } else {
                 for s in &all {
-                    let pass = s
-                        .pass
-                        .as_ref()
-                        .map_or(String::new(), |p| format!(" (pass {p})"));
+                    let pass = s.pass.as_ref().map_or(String::new(), pass_line);
                     println!("{}: {}{pass}", s.table, s.state);
                 }
             }
-            Ok(true)
+            // A table that is not there is a problem to report, not a state to accept.
+            Ok(all.iter().all(|s| s.exists))
         }
         MigrateCommand::Disable(a) => {
             let hb = connect_hbase(&a.common.hbase, a.common.timeout)?;
@@ -510,5 +515,63 @@ mod tests {
             Err(Error::Shutdown)
         });
         assert!(matches!(err, Err(Error::Shutdown)) && calls == 1);
+    }
+}
+
+/// The stored pass with its checkpoint row as every command shows a key: UTF-8 text, else
+/// `{"hex": ...}` (the stored form is a byte array).
+fn readable_pass(mut pass: serde_json::Value) -> serde_json::Value {
+    let bytes = pass
+        .get("after")
+        .and_then(|after| after.as_array())
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(|b| b.as_u64().and_then(|b| u8::try_from(b).ok()))
+                .collect::<Vec<u8>>()
+        });
+    if let (Some(bytes), Some(fields)) = (bytes, pass.as_object_mut()) {
+        fields.insert("after".into(), crate::tools::value_json(&bytes));
+    }
+    pass
+}
+
+/// ` (pass 2, 1200 changed, after k0037999)` for the text report.
+fn pass_line(pass: &serde_json::Value) -> String {
+    let number = |key: &str| pass.get(key).and_then(serde_json::Value::as_u64);
+    let mut parts = vec![format!("pass {}", number("pass").unwrap_or(0))];
+    if let Some(changed) = number("changed") {
+        parts.push(format!("{changed} changed"));
+    }
+    match pass.get("after") {
+        Some(serde_json::Value::String(text)) => parts.push(format!("after {text}")),
+        Some(serde_json::Value::Object(hex)) => {
+            if let Some(serde_json::Value::String(h)) = hex.get("hex") {
+                parts.push(format!("after 0x{h}"));
+            }
+        }
+        _ => parts.push("from the start".into()),
+    }
+    format!(" ({})", parts.join(", "))
+}
+
+#[cfg(test)]
+mod status_tests {
+    use super::{pass_line, readable_pass};
+
+    #[test]
+    fn the_checkpoint_row_reads_as_every_key_does() {
+        let stored = serde_json::json!({"pass": 1, "changed": 37, "after": b"k0037999".to_vec()});
+        let shown = readable_pass(stored);
+        assert_eq!(
+            shown,
+            serde_json::json!({"pass": 1, "changed": 37, "after": "k0037999"})
+        );
+        assert_eq!(pass_line(&shown), " (pass 1, 37 changed, after k0037999)");
+        let binary = readable_pass(serde_json::json!({"pass": 2, "changed": 0, "after": [0, 255]}));
+        assert_eq!(binary["after"], serde_json::json!({"hex": "00ff"}));
+        assert_eq!(pass_line(&binary), " (pass 2, 0 changed, after 0x00ff)");
+        let start = readable_pass(serde_json::json!({"pass": 1, "changed": 0, "after": null}));
+        assert_eq!(pass_line(&start), " (pass 1, 0 changed, from the start)");
     }
 }

@@ -27,7 +27,6 @@ use percolator::oracle::physical_of;
 use percolator::txn::{LivenessConfig, Schema};
 use percolator::Result;
 
-use super::gc::parse_duration;
 use super::{print_json, timeout, DEFAULT_TIMEOUT_S};
 pub use verdict::{Check, Report, Verdict};
 
@@ -44,8 +43,8 @@ pub use verdict::{Check, Report, Verdict};
 #[derive(clap::Args, Clone, Debug)]
 pub struct DoctorArgs {
     /// The HBase Thrift2 gateway: HOST:PORT, http://HOST:PORT, https://HOST:PORT, or a
-    /// comma-separated list (each one is checked).
-    #[arg(long)]
+    /// comma-separated list (each one is checked); `HBASE_THRIFT` when not given (as `HBaseConfig::with_env`).
+    #[arg(long, env = "HBASE_THRIFT")]
     pub hbase: String,
     /// The timestamp oracle, HOST:PORT (comma-separated for fail-over).
     #[arg(long)]
@@ -53,9 +52,9 @@ pub struct DoctorArgs {
     /// Print one JSON value (the overall verdict and every check) instead of text.
     #[arg(long)]
     pub json: bool,
-    /// The longest wait for any one answer of the gateway or the oracle, in seconds; one that
+    /// The longest wait for any one answer of the gateway or the oracle (5, 5s, 500ms, 1m); one that
     /// does not answer within it fails its check.
-    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_TIMEOUT_S)]
+    #[arg(long, value_name = "DURATION", default_value_t = DEFAULT_TIMEOUT_S, value_parser = crate::tools::duration::seconds)]
     pub timeout: f64,
     /// The most two clocks (the oracle's, HBase's, this host's) may differ before
     /// `clock_skew` fails; past a quarter of it, it warns (e.g. 500ms, 1s). The default is
@@ -107,8 +106,8 @@ pub fn examine(args: &DoctorArgs) -> Result<Report> {
     timeout(args.timeout)?;
     // An address that cannot be read is a usage error (exit 2), not an unreachable gateway.
     Endpoint::parse_list(&args.hbase)?;
-    let max_skew = parse_duration(&args.max_skew)?;
-    let max_gc_lag = parse_duration(&args.max_gc_lag)?;
+    let max_skew = crate::tools::duration::parse(&args.max_skew)?;
+    let max_gc_lag = crate::tools::duration::parse(&args.max_gc_lag)?;
     let oracles: Vec<String> = args
         .oracle
         .split(',')
