@@ -197,9 +197,27 @@ fn bank_demo_with_client_crashes_against_the_container() {
     assert!(text.contains("all invariants hold"), "{text}");
 }
 
+/// Whether the failure tests run: they need an engine, and the shared container proves the
+/// image starts at all (so a failure below is the one each test provokes).
+fn failures_can_be_provoked() -> bool {
+    engine() && docker_gateway().is_some()
+}
+
+/// The error `image`'s start fails with, printed (docs quote these); a start that succeeds
+/// fails the test.
+fn start_error(image: HBaseImage) -> Error {
+    match image.start() {
+        Ok(hbase) => panic!("started at {}, where the start must fail", hbase.gateway()),
+        Err(e) => {
+            eprintln!("{e}");
+            e
+        }
+    }
+}
+
 #[test]
 fn an_image_whose_release_is_not_its_tags_is_refused() {
-    if !engine() || docker_gateway().is_none() {
+    if !failures_can_be_provoked() {
         return;
     }
     // An image of the default release, tagged as another one: what a stale build looks like.
@@ -207,109 +225,79 @@ fn an_image_whose_release_is_not_its_tags_is_refused() {
     let default = HBaseImage::default().image_ref();
     let tagged = Command::new("docker")
         .args(["tag", &default, stale])
-        .status()
-        .unwrap();
-    assert!(tagged.success());
-    let started = HBaseImage::default()
-        .with_repository("percolator-hbase-stale-test")
-        .with_version("2.5.8")
-        .with_build(Build::Never)
-        .start();
+        .status();
+    assert!(tagged.unwrap().success());
+    let err = start_error(
+        HBaseImage::default()
+            .with_repository("percolator-hbase-stale-test")
+            .with_version("2.5.8")
+            .with_build(Build::Never),
+    );
     let _ = Command::new("docker").args(["rmi", stale]).output();
-    match started {
-        Err(e @ Error::StaleImage { .. }) => {
-            let line = e.to_string();
-            eprintln!("{line}");
-            assert!(line.contains("holds HBase 2.6.1, not 2.5.8"), "{line}");
-            assert!(line.contains("--force"), "{line}");
-        }
-        other => panic!(
-            "a stale image was not refused: {:?}",
-            other.map(|c| c.gateway().to_owned())
-        ),
-    }
+    assert!(matches!(err, Error::StaleImage { .. }), "{err:?}");
+    let line = err.to_string();
+    assert!(line.contains("holds HBase 2.6.1, not 2.5.8"), "{line}");
+    assert!(line.contains("--force"), "{line}");
 }
 
 #[test]
 fn a_taken_gateway_port_is_named_and_starts_nothing() {
-    if !engine() || docker_gateway().is_none() {
+    if !failures_can_be_provoked() {
         return;
     }
     let holder = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = holder.local_addr().unwrap().port();
-    match HBaseImage::default().with_gateway_port(port).start() {
-        Err(e @ Error::PortTaken { .. }) => {
-            eprintln!("{e}");
-            assert!(
-                e.to_string()
-                    .contains(&format!("port {port} on 127.0.0.1 is already taken")),
-                "{e}"
-            );
-        }
-        other => panic!(
-            "a taken port was not refused: {:?}",
-            other.map(|c| c.gateway().to_owned())
-        ),
-    }
+    let err = start_error(HBaseImage::default().with_gateway_port(port));
+    assert!(matches!(err, Error::PortTaken { .. }), "{err:?}");
+    let line = err.to_string();
+    assert!(
+        line.contains(&format!("port {port} on 127.0.0.1 is already taken")),
+        "{line}"
+    );
 }
 
 #[test]
 fn a_container_not_ready_in_time_is_explained_with_its_log_and_removed() {
-    if !engine() || docker_gateway().is_none() {
+    if !failures_can_be_provoked() {
         return;
     }
     let within = Duration::from_secs(10);
-    match HBaseImage::default().with_ready_within(within).start() {
-        Err(e @ Error::NotReady { .. }) => {
-            eprintln!("{e}");
-            let Error::NotReady {
-                container,
-                within: said,
-                log_tail,
-            } = e
-            else {
-                unreachable!()
-            };
-            assert_eq!(said, within);
-            assert_ne!(log_tail, "(nothing)", "no line of HBase's log");
-            assert!(
-                containers_left(&container).is_empty(),
-                "container {container} was left"
-            );
-        }
-        other => panic!(
-            "a start past its readiness time did not fail: {:?}",
-            other.map(|c| c.gateway().to_owned())
-        ),
-    }
+    let err = start_error(HBaseImage::default().with_ready_within(within));
+    let Error::NotReady {
+        container,
+        within: said,
+        log_tail,
+    } = err
+    else {
+        panic!("a start past its readiness time: {err:?}")
+    };
+    assert_eq!(said, within);
+    assert_ne!(log_tail, "(nothing)", "no line of HBase's log");
+    assert!(
+        containers_left(&container).is_empty(),
+        "container {container} was left"
+    );
 }
 
 #[test]
 fn a_base_the_engine_cannot_pull_names_the_local_base_step() {
-    if !engine() || docker_gateway().is_none() {
+    if !failures_can_be_provoked() {
         return;
     }
-    let started = HBaseImage::default()
-        .with_repository("percolator-hbase-nopull-test")
-        .with_base("percolator-no-such-base-image:0")
-        .start();
-    match started {
-        Err(e @ Error::BaseNotPulled { .. }) => {
-            let line = e.to_string();
-            eprintln!("{line}");
-            assert!(line.contains("percolator-no-such-base-image:0"), "{line}");
-            assert!(line.contains("scripts/docker-image base"), "{line}");
-        }
-        other => panic!(
-            "a base that cannot be pulled was not explained: {:?}",
-            other.map(|c| c.gateway().to_owned())
-        ),
-    }
+    let err = start_error(
+        HBaseImage::default()
+            .with_repository("percolator-hbase-nopull-test")
+            .with_base("percolator-no-such-base-image:0"),
+    );
+    assert!(matches!(err, Error::BaseNotPulled { .. }), "{err:?}");
+    let line = err.to_string();
+    assert!(line.contains("percolator-no-such-base-image:0"), "{line}");
+    assert!(line.contains("scripts/docker-image base"), "{line}");
 }
 
 #[test]
 fn a_container_is_removed_when_its_test_panics() {
-    if !engine() || docker_gateway().is_none() {
+    if !failures_can_be_provoked() {
         return;
     }
     let mut id = String::new();

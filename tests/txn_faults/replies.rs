@@ -331,18 +331,21 @@ fn a_reply_lost_on_the_wire_anywhere_in_a_commit_leaves_it_all_or_nothing() {
     println!("replies lost, and the outcomes: {hit:?}");
 }
 
+/// A prewrite and a commit of the primary (p) and of the secondary (s).
+const EVERY_WRITING_STEP: [(CasKind, &str); 4] = [
+    (CasKind::Prewrite, "p"),
+    (CasKind::Prewrite, "s"),
+    (CasKind::Commit, "p"),
+    (CasKind::Commit, "s"),
+];
+
 /// The gateway's client retried a checkAndMutate that had already been applied: the answer is
 /// `false`, for the client's own write. Taken for a conflict without reading back, a prewrite
 /// would abort a transaction that holds its locks, and a commit point would report a commit
 /// that landed as rolled back.
 #[test]
 fn a_gateway_retry_of_an_applied_cas_is_read_back_not_taken_for_a_conflict() {
-    for (kind, row) in [
-        (CasKind::Prewrite, "p"),
-        (CasKind::Prewrite, "s"),
-        (CasKind::Commit, "p"),
-        (CasKind::Commit, "s"),
-    ] {
+    for (kind, row) in EVERY_WRITING_STEP {
         let (env, t, client, outcome) = commit_with_fault(kind, row, Fault::AppliedTwice, 1);
         assert!(outcome.is_ok(), "{kind:?} on {row}: {outcome:?}");
         assert_committed(&env, &t, outcome);
@@ -357,12 +360,7 @@ fn a_gateway_retry_of_an_applied_cas_is_read_back_not_taken_for_a_conflict() {
 /// commits or leaves nothing behind.
 #[test]
 fn a_gateway_that_gave_up_after_applying_leaves_the_outcome_right() {
-    for (kind, row) in [
-        (CasKind::Prewrite, "p"),
-        (CasKind::Prewrite, "s"),
-        (CasKind::Commit, "p"),
-        (CasKind::Commit, "s"),
-    ] {
+    for (kind, row) in EVERY_WRITING_STEP {
         let (env, t, client, outcome) = commit_with_fault(kind, row, Fault::AppliedThenGaveUp, 1);
         match (kind, row, outcome) {
             (_, _, Ok(commit_ts)) => assert_committed(&env, &t, Ok(commit_ts)),

@@ -5,9 +5,9 @@ use std::sync::Arc;
 use tokio::runtime::Handle;
 
 use crate::error::Result;
-use crate::hbase::{HBaseClient, HBaseConfig};
+use crate::hbase::HBaseConfig;
 use crate::key::CellKey;
-use crate::oracle::{OracleClient, TimestampSource};
+use crate::oracle::TimestampSource;
 use crate::runtime::wait as block_on;
 use crate::txn::client::{AsyncClient, Attempts};
 use crate::txn::options::TxnOptions;
@@ -75,16 +75,16 @@ impl Client {
     }
 
     /// Connects to an HBase Thrift2 gateway and a timestamp oracle (a fail-over list of
-    /// addresses), creating the liveness table if it is missing.
+    /// addresses), creating the liveness table if it is missing; as
+    /// [`AsyncClient::connect`], it waits out a region of that table in transition.
     pub fn connect(
         hbase: HBaseConfig,
         oracle_addrs: &[String],
         options: TxnOptions,
     ) -> Result<Client> {
-        let hbase = HBaseClient::connect(hbase)?;
-        crate::txn::setup::create_liveness_table(&hbase, &options.liveness)?;
-        let tso = OracleClient::connect(oracle_addrs, options.oracle.clone())?;
-        Client::new(Arc::new(hbase.asynchronous()), Arc::new(tso), options)
+        let runtime = crate::runtime::ambient_or_io()?;
+        let inner = block_on(&runtime, AsyncClient::connect(hbase, oracle_addrs, options))?;
+        Ok(Client { inner, runtime })
     }
 
     /// The async client this one wraps (same connections, heartbeat and liveness row).
