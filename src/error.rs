@@ -485,15 +485,18 @@ pub enum Error {
 
     /// A value is over the configured size limit.
     #[error(
-        "value for {} row {} is {size} bytes, over the limit of {limit}",
+        "value for {} row {} column {} is {size} bytes, over the limit of {limit}",
         Binary(.table.as_bytes()),
-        Binary(.row)
+        Binary(.row),
+        Binary(.column)
     )]
     ValueTooLarge {
         /// The table concerned.
         table: String,
         /// The row concerned.
         row: Vec<u8>,
+        /// The column, `family:qualifier`.
+        column: Vec<u8>,
         /// The value's size in bytes.
         size: usize,
         /// The configured limit in bytes.
@@ -949,11 +952,13 @@ impl Error {
             E::ValueTooLarge {
                 table,
                 row,
+                column,
                 size,
                 limit,
             } => E::ValueTooLarge {
                 table: table.clone(),
                 row: row.clone(),
+                column: column.clone(),
                 size: *size,
                 limit: *limit,
             },
@@ -1050,10 +1055,11 @@ mod tests {
                 Error::ValueTooLarge {
                     table: "users".into(),
                     row: b"big".to_vec(),
+                    column: b"f:photo".to_vec(),
                     size: 20_000_000,
                     limit: 10_485_760,
                 },
-                "value for users row big is 20000000 bytes, over the limit of 10485760",
+                "value for users row big column f:photo is 20000000 bytes, over the limit of 10485760",
             ),
             (
                 Error::TransactionTooLarge {

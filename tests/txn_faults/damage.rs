@@ -119,8 +119,8 @@ fn oversized_value_is_refused_before_anything_is_written() {
         .set(&t, "x", FAMILY, "q", vec![7u8; limit + 1])
         .unwrap_err();
     assert!(
-        matches!(&err, Error::ValueTooLarge { size, limit: l, row, .. }
-            if *size == limit + 1 && *l == limit && row == b"x"),
+        matches!(&err, Error::ValueTooLarge { size, limit: l, row, column, .. }
+            if *size == limit + 1 && *l == limit && row == b"x" && column == b"f:q"),
         "{err}"
     );
     assert_eq!(err.retry_class(), RetryClass::Fatal);

@@ -157,9 +157,10 @@ fn binary_values_round_trip_through_files_and_stdin_and_oversized_ones_are_refus
     let too_big = |code: i32, err: &str| {
         assert_eq!(code, 2, "{err}");
         assert!(
-            err.contains(&format!("{} bytes", limit + 1))
-                && err.contains(&format!("limit of {limit} bytes"))
-                && err.lines().count() == 1,
+            err.contains(&format!(
+                "value for {t} row big column f:v is {} bytes, over the limit of {limit}",
+                limit + 1
+            )) && err.lines().count() == 1,
             "{err}"
         );
     };

@@ -42,6 +42,7 @@ impl AsyncTransaction {
         let limit = self.session.ctx().opts().max_value_size;
         if value.len() > limit {
             return Err(Error::ValueTooLarge {
+                column: key.column(),
                 table: key.table,
                 row: key.row,
                 size: value.len(),

@@ -230,7 +230,7 @@ pub fn data(command: &DataCommand) -> Result<bool> {
             hex,
         } => {
             let key = key(&table, &row, &column)?;
-            let value = read_value(value.as_deref(), value_file.as_deref(), hex)?;
+            let value = read_value(&key, value.as_deref(), value_file.as_deref(), hex)?;
             write(conn, key, Some(value), waiting)
         }
         DataCommand::Delete {
@@ -403,18 +403,20 @@ fn with_oracle(
 }
 
 /// The value of `put`: the argument (`-`: standard input), or the file, decoded from hex with
-/// `hex`; refused above the client's value limit, before anything is written.
-fn read_value(arg: Option<&str>, file: Option<&Path>, hex: bool) -> Result<Vec<u8>> {
+/// `hex`; refused above the client's value limit, naming the cell, before anything is written.
+fn read_value(key: &CellKey, arg: Option<&str>, file: Option<&Path>, hex: bool) -> Result<Vec<u8>> {
     let limit = TxnOptions::default().max_value_size();
     let raw = match (file, arg) {
         (Some(path), _) => {
             let f = std::fs::File::open(path)
                 .map_err(|e| Error::io(format!("opening {}", path.display()), e))?;
             read_bounded(f, limit, &path.display().to_string())?
+                .map_err(|size| too_large(key, size, limit))?
         }
         (None, Some("-")) => {
             let bound = if hex { 2 * limit + 1024 } else { limit };
             read_bounded(std::io::stdin().lock(), bound, "standard input")?
+                .map_err(|size| too_large(key, size, limit))?
         }
         (None, Some(text)) => text.as_bytes().to_vec(),
         (None, None) => {
@@ -424,13 +426,19 @@ fn read_value(arg: Option<&str>, file: Option<&Path>, hex: bool) -> Result<Vec<u
         }
     };
     let value = if hex { decode_hex(&raw)? } else { raw };
-    check_size(value.len(), limit)?;
+    if value.len() > limit {
+        return Err(too_large(key, value.len(), limit));
+    }
     Ok(value)
 }
 
 /// Reads `source` whole, but keeps no more than `limit` + 1 bytes: past the limit it only
-/// counts the rest, for the error.
-fn read_bounded(source: impl Read, limit: usize, name: &str) -> Result<Vec<u8>> {
+/// counts the rest, and gives the whole size for the error.
+fn read_bounded(
+    source: impl Read,
+    limit: usize,
+    name: &str,
+) -> Result<std::result::Result<Vec<u8>, usize>> {
     let mut value = Vec::new();
     let mut source = source;
     (&mut source)
@@ -440,23 +448,20 @@ fn read_bounded(source: impl Read, limit: usize, name: &str) -> Result<Vec<u8>> 
     if value.len() > limit {
         let rest = std::io::copy(&mut source, &mut std::io::sink())
             .map_err(|e| Error::io(format!("reading {name}"), e))?;
-        return Err(too_large(value.len() + rest as usize, limit));
+        return Ok(Err(value.len() + rest as usize));
     }
-    Ok(value)
+    Ok(Ok(value))
 }
 
-fn check_size(size: usize, limit: usize) -> Result<()> {
-    if size > limit {
-        return Err(too_large(size, limit));
-    }
-    Ok(())
-}
-
-fn too_large(size: usize, limit: usize) -> Error {
-    Error::IllegalArgument {
-        message: format!(
-            "the value is {size} bytes, over the limit of {limit} bytes (TxnOptions::max_value_size); nothing written"
-        ),
+/// The library's own error for a value over `TxnOptions::max_value_size`: the cell named, in
+/// the error's fields and its one line.
+fn too_large(key: &CellKey, size: usize, limit: usize) -> Error {
+    Error::ValueTooLarge {
+        table: key.table.clone(),
+        row: key.row.clone(),
+        column: key.column(),
+        size,
+        limit,
     }
 }
 
@@ -525,7 +530,8 @@ fn write(conn: DataArgs, key: CellKey, value: Option<Vec<u8>>, waiting: Waiting)
 
 #[cfg(test)]
 mod tests {
-    use super::{decode_hex, read_bounded};
+    use super::{decode_hex, read_bounded, too_large};
+    use percolator::CellKey;
 
     #[test]
     fn hex_values_decode_with_or_without_prefix_and_refuse_odd_or_bad_digits() {
@@ -538,13 +544,15 @@ mod tests {
 
     #[test]
     fn a_source_over_the_limit_is_refused_with_its_whole_size() {
-        assert_eq!(read_bounded(&[1u8, 2, 3][..], 3, "x").unwrap(), [1, 2, 3]);
-        let err = read_bounded(&[0u8; 10][..], 4, "x")
-            .unwrap_err()
-            .to_string();
-        assert!(
-            err.contains("10 bytes") && err.contains("limit of 4 bytes"),
-            "{err}"
+        assert_eq!(
+            read_bounded(&[1u8, 2, 3][..], 3, "x").unwrap(),
+            Ok(vec![1, 2, 3])
+        );
+        assert_eq!(read_bounded(&[0u8; 10][..], 4, "x").unwrap(), Err(10));
+        let key = CellKey::new("users", b"big", b"f", b"photo").unwrap();
+        assert_eq!(
+            too_large(&key, 10, 4).to_string(),
+            "value for users row big column f:photo is 10 bytes, over the limit of 4"
         );
     }
 }
