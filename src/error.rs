@@ -730,6 +730,11 @@ fn retry_note(can_retry: bool, exception: &Option<String>, message: &str) -> &'s
 
 /// [`Error::NotThrift`]'s Display: what answered, and what to check.
 fn not_thrift(addr: &str, head: &[u8], http: bool) -> String {
+    const SHOWN: usize = 16;
+    let shown = || {
+        let more = if head.len() > SHOWN { "..." } else { "" };
+        format!("{}{more}", Binary(&head[..head.len().min(SHOWN)]))
+    };
     if http {
         let status = head
             .split(|&b| b == b'\r' || b == b'\n')
@@ -737,20 +742,29 @@ fn not_thrift(addr: &str, head: &[u8], http: bool) -> String {
             .unwrap_or(head);
         format!(
             "the HBase gateway at {addr} answered in HTTP ({}): it may be running in HTTP mode \
-             (hbase.regionserver.thrift.http=true), which this client does not speak; it talks \
-             Thrift over plain TCP",
+             (hbase.regionserver.thrift.http=true); use http://{addr} (https:// if it serves TLS)",
             Binary(status)
         )
+    } else if is_tls_record(head) {
+        format!(
+            "the HBase gateway at {addr} answered in TLS ({}): it serves HTTPS \
+             (hbase.thrift.ssl.enabled); use https://{addr}",
+            shown()
+        )
     } else {
-        const SHOWN: usize = 16;
-        let more = if head.len() > SHOWN { "..." } else { "" };
         format!(
             "the HBase gateway at {addr} answered with bytes that cannot begin a Thrift reply \
-             ({}{more}): check that the address is a Thrift2 gateway's, and that the transport \
+             ({}): check that the address is a Thrift2 gateway's, and that the transport \
              (buffered or framed) and protocol (binary or compact) match its own",
-            Binary(&head[..head.len().min(SHOWN)])
+            shown()
         )
     }
+}
+
+/// Whether `head` starts like a TLS record (an alert or a handshake, TLS 1.0-1.3), as a TLS
+/// server answers a client that spoke plain bytes to it.
+pub(crate) fn is_tls_record(head: &[u8]) -> bool {
+    matches!(head, [0x15 | 0x16, 0x03, 0x00..=0x04, ..])
 }
 
 impl From<InvalidKey> for Error {

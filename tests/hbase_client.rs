@@ -384,7 +384,8 @@ fn an_http_server_on_the_gateway_address_is_named_at_once() {
             assert!(
                 text.starts_with(&format!(
                     "the HBase gateway at {addr} answered in HTTP (HTTP/1.1 400 Bad Request): \
-                     it may be running in HTTP mode (hbase.regionserver.thrift.http=true)"
+                     it may be running in HTTP mode (hbase.regionserver.thrift.http=true); use \
+                     http://{addr}"
                 )),
                 "{text}"
             );
@@ -431,6 +432,23 @@ fn a_server_answering_garbage_is_named_at_once() {
             other => panic!("expected NotThrift, got {other:?}"),
         }
         let text = err.to_string();
+        if garbage[0] == 0x15 {
+            // A TLS port: the advice is the scheme, also for an HTTP request sent to it.
+            assert_eq!(
+                text,
+                format!(
+                    "the HBase gateway at {addr} answered in TLS (\\x15\\x03\\x03\\x00\\x02\\x022): \
+                     it serves HTTPS (hbase.thrift.ssl.enabled); use https://{addr}"
+                )
+            );
+            let over_http = client_for(&format!("http://{addr}"), |cfg| cfg);
+            let err = over_http.get("t", &Get::new("r")).unwrap_err().to_string();
+            assert!(
+                err.contains("answered an HTTP request in TLS") && err.contains("use https://"),
+                "{err}"
+            );
+            continue;
+        }
         assert!(
             text.starts_with(&format!(
                 "the HBase gateway at {addr} answered with bytes that cannot begin a Thrift reply ("

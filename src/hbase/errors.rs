@@ -103,6 +103,14 @@ impl Cause {
                 http: head.starts_with(b"HTTP/"),
                 head: head.clone(),
             },
+            Cause::NotHttp(head) if crate::error::is_tls_record(head) => Error::Protocol {
+                peer: Peer::HBase,
+                message: format!(
+                    "the gateway at {addr} answered an HTTP request in TLS ({}): it serves \
+                     HTTPS; use https:// instead of http://",
+                    crate::Binary(head)
+                ),
+            },
             Cause::NotHttp(head) => Error::Protocol {
                 peer: Peer::HBase,
                 message: format!(
