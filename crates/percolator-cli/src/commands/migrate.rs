@@ -198,7 +198,8 @@ fn is_nothing_to_do(e: &Error) -> bool {
 /// let args = MigrateArgs {
 ///     hbase: emulator.local_addr().to_string(), json: true, timeout: 60.0, tables: vec!["nope".into()],
 /// };
-/// assert!(migrate(&MigrateCommand::Status(args))?);
+/// // Status of a table that is not there: said, and a problem (exit status 1).
+/// assert!(!migrate(&MigrateCommand::Status(args))?);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn migrate(command: &MigrateCommand) -> Result<bool> {
