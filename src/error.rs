@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::hbase::errors::{is_retryable_exception, is_transient_message, one_line};
+use crate::hbase::errors::{is_transient_message, one_line};
 use crate::key::{Binary, CellKey, InvalidKey};
 
 /// What a caller should do about an error, so retry loops need not match on variants.
@@ -151,7 +151,7 @@ pub enum Error {
     /// assert_eq!(busy.retry_class(), RetryClass::Retry, "HBase retries a busy region");
     /// assert!(busy.detail().unwrap().contains("HRegion.checkResources"));
     /// ```
-    #[error("HBase I/O error{}: {}", retry_note(*.can_retry, .exception, .message), one_line(.message))]
+    #[error("HBase I/O error{}: {}", retry_note(*.can_retry, .message), one_line(.message))]
     ServerIo {
         /// The gateway's whole message: the Java exception's class, its message and often a
         /// multi-line stack trace.
@@ -597,11 +597,9 @@ impl Error {
     pub fn retry_class(&self) -> RetryClass {
         match self {
             Error::ServerIo {
-                message,
-                can_retry,
-                exception,
+                message, can_retry, ..
             } => {
-                if server_io_retries(*can_retry, exception, message) {
+                if server_io_retries(*can_retry, message) {
                     RetryClass::Retry
                 } else {
                     RetryClass::Fatal
@@ -699,10 +697,9 @@ impl Error {
 /// Whether a gateway error is worth retrying: HBase said so, or it names a state that clears
 /// by itself (a region moving, opening or too busy, a server starting or replaced, a full
 /// queue), by its class or by its message, whatever `canRetry` says.
-fn server_io_retries(can_retry: bool, exception: &Option<String>, message: &str) -> bool {
-    can_retry
-        || exception.as_deref().is_some_and(is_retryable_exception)
-        || is_transient_message(message)
+fn server_io_retries(can_retry: bool, message: &str) -> bool {
+    // The class a message starts with is in the message: the text covers it.
+    can_retry || is_transient_message(message)
 }
 
 /// `: <first line>` of the gateway's message about a missing table, unless that line only
@@ -720,8 +717,8 @@ fn what_else(table: &str, message: &str) -> String {
 }
 
 /// ` (retryable)` for a gateway error worth retrying, for [`Error::ServerIo`]'s Display.
-fn retry_note(can_retry: bool, exception: &Option<String>, message: &str) -> &'static str {
-    if server_io_retries(can_retry, exception, message) {
+fn retry_note(can_retry: bool, message: &str) -> &'static str {
+    if server_io_retries(can_retry, message) {
         " (retryable)"
     } else {
         ""
@@ -745,7 +742,7 @@ fn not_thrift(addr: &str, head: &[u8], http: bool) -> String {
              (hbase.regionserver.thrift.http=true); use http://{addr} (https:// if it serves TLS)",
             Binary(status)
         )
-    } else if is_tls_record(head) {
+    } else if crate::hbase::errors::is_tls_record(head) {
         format!(
             "the HBase gateway at {addr} answered in TLS ({}): it serves HTTPS \
              (hbase.thrift.ssl.enabled); use https://{addr}",
@@ -759,12 +756,6 @@ fn not_thrift(addr: &str, head: &[u8], http: bool) -> String {
             shown()
         )
     }
-}
-
-/// Whether `head` starts like a TLS record (an alert or a handshake, TLS 1.0-1.3), as a TLS
-/// server answers a client that spoke plain bytes to it.
-pub(crate) fn is_tls_record(head: &[u8]) -> bool {
-    matches!(head, [0x15 | 0x16, 0x03, 0x00..=0x04, ..])
 }
 
 impl From<InvalidKey> for Error {

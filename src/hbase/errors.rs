@@ -103,7 +103,7 @@ impl Cause {
                 http: head.starts_with(b"HTTP/"),
                 head: head.clone(),
             },
-            Cause::NotHttp(head) if crate::error::is_tls_record(head) => Error::Protocol {
+            Cause::NotHttp(head) if is_tls_record(head) => Error::Protocol {
                 peer: Peer::HBase,
                 message: format!(
                     "the gateway at {addr} answered an HTTP request in TLS ({}): it serves \
@@ -298,8 +298,16 @@ const RETRYABLE_EXCEPTIONS: &[&str] = &[
     "ThrottlingException",
 ];
 
+/// Whether `head` starts like a TLS record (an alert or a handshake, TLS 1.0-1.3), as a TLS
+/// server answers a client that spoke plain bytes to it.
+pub(crate) fn is_tls_record(head: &[u8]) -> bool {
+    matches!(head, [0x15 | 0x16, 0x03, 0x00..=0x04, ..])
+}
+
 /// Whether `class` (qualified or not) is one HBase's client retries; see
-/// [`RETRYABLE_EXCEPTIONS`].
+/// [`RETRYABLE_EXCEPTIONS`]. Classification goes by the whole message
+/// ([`is_transient_message`]), which holds the class; this names the list's own rule.
+#[cfg(test)]
 pub(crate) fn is_retryable_exception(class: &str) -> bool {
     let simple = class.rsplit('.').next().unwrap_or(class);
     RETRYABLE_EXCEPTIONS.contains(&simple)
