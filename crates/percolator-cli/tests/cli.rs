@@ -431,6 +431,22 @@ fn undocumented(command: &clap::Command, path: &str, missing: &mut Vec<String>, 
     }
 }
 
+/// Clap turns a type's rustdoc into `--help` text unless told otherwise; the oracle's
+/// command-line type documents itself for maintainers, with a code block.
+#[test]
+fn the_oracles_help_is_not_its_rustdoc() {
+    let help = percolator_cli::cli::oracle::Cli::command()
+        .render_long_help()
+        .to_string();
+    assert!(
+        help.starts_with("Timestamp oracle for percolator transactions"),
+        "{help}"
+    );
+    for leak in ["```", "percolator_cli::", "command line: serving"] {
+        assert!(!help.contains(leak), "{leak:?} in --help:\n{help}");
+    }
+}
+
 #[test]
 fn every_option_and_argument_of_both_binaries_has_help_text() {
     let (mut missing, mut seen) = (Vec::new(), 0);

@@ -19,6 +19,8 @@ use crate::oracle_access::OracleAccess;
 #[command(
     name = "percolator-oracle",
     about = "Timestamp oracle for percolator transactions",
+    // Without this the rustdoc above, code block and all, becomes `--help`'s long text.
+    long_about = None,
     args_conflicts_with_subcommands = true
 )]
 pub struct Cli {
