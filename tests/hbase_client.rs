@@ -538,3 +538,36 @@ fn a_call_timeout_bounds_the_whole_call_and_its_replay() {
         format!("transport error talking to the HBase gateway at {addr}: no reply within the call timeout of 1s")
     );
 }
+
+/// A raw Thrift gateway hangs up on an HTTP request and on a TLS handshake without a word;
+/// the error then says which scheme to drop, and stays a transport error (retried), since a
+/// restarting gateway hangs up in the same way.
+#[test]
+fn a_raw_gateway_reached_with_a_scheme_is_told_to_drop_it() {
+    let gw = Gateway::from_env();
+    if gw.addr().contains("://") {
+        eprintln!("skipped: the gateway in the environment is not a raw socket");
+        return;
+    }
+    for (scheme, advice) in [
+        ("http://", "give its address as host:port, without http://"),
+        ("https://", "or http://host:port, without https://"),
+    ] {
+        let addr = format!("{scheme}{}", gw.addr());
+        let started = Instant::now();
+        let err = HBaseClient::connect(
+            HBaseConfig::new(&addr)
+                .connect_timeout(Duration::from_secs(10))
+                .read_timeout(Duration::from_secs(10)),
+        )
+        .and_then(|c| c.get("t", &Get::new("r")))
+        .unwrap_err();
+        assert!(
+            started.elapsed() < Duration::from_secs(9),
+            "{addr}: {:?} to fail: {err}",
+            started.elapsed()
+        );
+        assert!(matches!(err, Error::Transport { .. }), "{addr}: {err:?}");
+        assert!(err.to_string().contains(advice), "{addr}: {err}");
+    }
+}

@@ -26,6 +26,9 @@ pub(crate) struct Http {
     authorize: Option<Authorize>,
     reply: Reply,
     closing: bool,
+    /// Whether a request went out on this connection, and any byte of a response came back.
+    asked: bool,
+    answered: bool,
 }
 
 /// Where the response being read is.
@@ -93,6 +96,8 @@ impl Http {
             authorize,
             reply: Reply::Head,
             closing: false,
+            asked: false,
+            answered: false,
         }
     }
 
@@ -174,6 +179,7 @@ impl Http {
 
 impl Layer for Http {
     fn seal(&mut self, request: &[u8], out: &mut Vec<u8>) -> Result<(), Cause> {
+        self.asked = true;
         out.extend_from_slice(self.head.as_bytes());
         if let Some(authorize) = &self.authorize {
             let value = authorize()?;
@@ -187,6 +193,7 @@ impl Layer for Http {
     }
 
     fn open(&mut self, wire: &[u8], plain: &mut Vec<u8>) -> Result<usize, Cause> {
+        self.answered |= !wire.is_empty();
         let mut at = 0;
         loop {
             let rest = &wire[at..];
@@ -292,6 +299,16 @@ impl Layer for Http {
                 reason: status.reason,
                 detail: page_text(&status.error_body),
             }),
+            // A raw-socket Thrift gateway takes `POST` for the start of a Thrift message,
+            // finds it malformed and hangs up without a word. Still a transport failure, so
+            // still retried: a gateway restarting closes connections in the same way.
+            Reply::Head if self.asked && !self.answered => Some(Cause::Io(
+                std::io::ErrorKind::UnexpectedEof,
+                "the gateway closed the connection without answering the HTTP request, as a \
+                 raw-socket Thrift gateway does; if it serves raw Thrift, give its address as \
+                 host:port, without http://"
+                    .into(),
+            )),
             _ => None,
         }
     }

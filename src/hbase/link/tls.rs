@@ -287,7 +287,9 @@ pub(crate) async fn connect(
         if n == 0 {
             return Err(io::Error::new(
                 io::ErrorKind::UnexpectedEof,
-                "the gateway closed the connection during the TLS handshake",
+                "the gateway closed the connection during the TLS handshake, as a gateway \
+                 that does not serve TLS (raw Thrift or plain HTTP) does; if it serves none, \
+                 give its address as host:port or http://host:port, without https://",
             ));
         }
         let mut rest = &buf[..n];
