@@ -3,9 +3,9 @@ use percolator::txn::{setup, Schema};
 use percolator::{Client, HBaseClient, HBaseConfig, TxnOptions};
 
 pub fn count(hbase: &str, oracle: &str) -> percolator::Result<Vec<u8>> {
-    let admin = HBaseClient::connect(HBaseConfig::new(hbase))?;
+    let config = HBaseConfig::new(hbase).with_env()?;
+    let admin = HBaseClient::connect(config.clone())?;
     setup::create_table(&admin, &Schema::default(), "counters", &["f"])?;
-    let config = HBaseConfig::new(hbase);
     let client = Client::connect(config, &[oracle.into()], TxnOptions::default())?;
     client.run(|txn| {
         let hits = txn.get("counters", "page:/", "f", "hits")?;

@@ -6,12 +6,13 @@ use percolator::txn::{setup, Schema};
 use percolator::{AsyncClient, HBaseClient, HBaseConfig, TxnOptions};
 
 pub async fn transfers(hbase: &str, oracle: &str) -> percolator::Result<u64> {
+    // The gateway's settings (a CA for https, Kerberos, ...) come from the environment.
+    let config = HBaseConfig::new(hbase).with_env()?;
+    let admin = HBaseClient::connect(config.clone())?;
     // Tables with a family `f` and the percolator families; a table that exists is checked.
-    let admin = HBaseClient::connect(HBaseConfig::new(hbase))?;
     for table in ["checking", "savings"] {
         setup::create_table(&admin, &Schema::default(), table, &["f"])?;
     }
-    let config = HBaseConfig::new(hbase);
     let client = AsyncClient::connect(config, &[oracle.into()], TxnOptions::default()).await?;
     let done = Arc::new(AtomicU64::new(0));
     let mut handlers = Vec::new();

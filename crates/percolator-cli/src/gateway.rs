@@ -19,16 +19,18 @@ use percolator::{HBaseConfig, Result};
 /// assert_eq!(cli.gateway.do_as.as_deref(), Some("alice"));
 /// ```
 #[derive(clap::Args, Clone, Debug, Default)]
+#[command(next_help_heading = "Gateway TLS, Kerberos and impersonation")]
 pub struct GatewayOptions {
     /// PEM file of the CA certificates an https:// gateway is checked against (default: the
     /// system's roots; env HBASE_CA_FILE).
-    #[arg(long, global = true, value_name = "FILE")]
+    #[arg(long, global = true, hide_short_help = true, value_name = "FILE")]
     pub hbase_ca: Option<PathBuf>,
     /// Client certificate (PEM) for a gateway that asks for one; with --hbase-client-key
     /// (env HBASE_CLIENT_CERT).
     #[arg(
         long,
         global = true,
+        hide_short_help = true,
         value_name = "FILE",
         requires = "hbase_client_key"
     )]
@@ -37,39 +39,40 @@ pub struct GatewayOptions {
     #[arg(
         long,
         global = true,
+        hide_short_help = true,
         value_name = "FILE",
         requires = "hbase_client_cert"
     )]
     pub hbase_client_key: Option<PathBuf>,
     /// Accept an https:// gateway's certificate whatever host it names (it must still be
     /// signed by a trusted CA).
-    #[arg(long, global = true)]
+    #[arg(long, global = true, hide_short_help = true)]
     pub hbase_no_verify_hostname: bool,
     /// The client's Kerberos principal; turns Kerberos on: SASL/GSSAPI on a raw socket,
     /// SPNEGO over HTTP (env HBASE_KRB_CLIENT_PRINCIPAL).
-    #[arg(long, global = true, value_name = "PRINCIPAL")]
+    #[arg(long, global = true, hide_short_help = true, value_name = "PRINCIPAL")]
     pub kerberos_principal: Option<String>,
     /// A keytab to log in from; turns Kerberos on (env HBASE_KRB_CLIENT_KEYTAB).
-    #[arg(long, global = true, value_name = "FILE")]
+    #[arg(long, global = true, hide_short_help = true, value_name = "FILE")]
     pub kerberos_keytab: Option<PathBuf>,
     /// A Kerberos ticket cache, e.g. FILE:/tmp/krb5cc_1000; turns Kerberos on (env
     /// HBASE_KRB_CCACHE; default: KRB5CCNAME's).
-    #[arg(long, global = true, value_name = "CCACHE")]
+    #[arg(long, global = true, hide_short_help = true, value_name = "CCACHE")]
     pub kerberos_ccache: Option<String>,
     /// Turns Kerberos on with the default ticket cache.
-    #[arg(long, global = true)]
+    #[arg(long, global = true, hide_short_help = true)]
     pub kerberos: bool,
     /// The gateway's Kerberos principal when it is not hbase/HOST (raw socket) or HTTP/HOST
     /// (HTTP), as behind a load balancer (env HBASE_KRB_SERVICE_PRINCIPAL).
-    #[arg(long, global = true, value_name = "PRINCIPAL")]
+    #[arg(long, global = true, hide_short_help = true, value_name = "PRINCIPAL")]
     pub kerberos_service_principal: Option<String>,
     /// SASL protection on a Kerberos raw socket: auth, auth-int or auth-conf (default; env
     /// HBASE_SASL_QOP). It must be the gateway's hbase.thrift.security.qop.
-    #[arg(long, global = true, value_name = "QOP")]
+    #[arg(long, global = true, hide_short_help = true, value_name = "QOP")]
     pub sasl_qop: Option<Qop>,
     /// Act as this end user on an HTTP gateway that allows impersonation
     /// (hbase.thrift.support.proxyuser; env HBASE_DO_AS).
-    #[arg(long, global = true, value_name = "USER")]
+    #[arg(long, global = true, hide_short_help = true, value_name = "USER")]
     pub do_as: Option<String>,
 }
 

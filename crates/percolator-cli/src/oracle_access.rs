@@ -20,27 +20,40 @@ use percolator::Result;
 /// assert_eq!(cli.oracle_access.oracle_tls_ca.as_deref(), Some("ca.pem".as_ref()));
 /// ```
 #[derive(clap::Args, Clone, Debug, Default)]
+#[command(next_help_heading = "Oracle TLS and token")]
 pub struct OracleAccess {
     /// Speak TLS to the oracle, trusting the system's CA certificates (implied by the other
     /// --oracle-tls-* flags).
-    #[arg(long, global = true)]
+    #[arg(long, global = true, hide_short_help = true)]
     pub oracle_tls: bool,
     /// PEM file of the CA certificates the oracle's certificate is checked against; turns TLS
     /// on.
-    #[arg(long, global = true, value_name = "FILE")]
+    #[arg(long, global = true, hide_short_help = true, value_name = "FILE")]
     pub oracle_tls_ca: Option<PathBuf>,
     /// Client certificate (PEM) for an oracle that requires one; with --oracle-tls-key.
-    #[arg(long, global = true, value_name = "FILE", requires = "oracle_tls_key")]
+    #[arg(
+        long,
+        global = true,
+        hide_short_help = true,
+        value_name = "FILE",
+        requires = "oracle_tls_key"
+    )]
     pub oracle_tls_cert: Option<PathBuf>,
     /// The client certificate's private key, PEM.
-    #[arg(long, global = true, value_name = "FILE", requires = "oracle_tls_cert")]
+    #[arg(
+        long,
+        global = true,
+        hide_short_help = true,
+        value_name = "FILE",
+        requires = "oracle_tls_cert"
+    )]
     pub oracle_tls_key: Option<PathBuf>,
     /// Accept the oracle's certificate whatever host it names (it must still be signed by a
     /// trusted CA).
-    #[arg(long, global = true)]
+    #[arg(long, global = true, hide_short_help = true)]
     pub oracle_tls_no_verify_hostname: bool,
     /// File holding the token an oracle requires (default: env PERCOLATOR_ORACLE_TOKEN).
-    #[arg(long, global = true, value_name = "FILE")]
+    #[arg(long, global = true, hide_short_help = true, value_name = "FILE")]
     pub oracle_token_file: Option<PathBuf>,
 }
 

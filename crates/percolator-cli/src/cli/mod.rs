@@ -25,11 +25,16 @@ use crate::workload::{bench, demo, gc_bench, observe_demo, soak};
 pub struct Cli {
     /// On an error, also print the gateway's whole message (the Java exception's stack trace),
     /// which the one-line error leaves out.
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = "Every command's options")]
     pub verbose: bool,
     /// Serve the library's metrics as Prometheus text at http://ADDR/metrics while the command
     /// runs (for the long-running ones: gc, the demos, the bench).
-    #[arg(long, global = true, value_name = "ADDR")]
+    #[arg(
+        long,
+        global = true,
+        value_name = "ADDR",
+        help_heading = "Every command's options"
+    )]
     pub metrics_listen: Option<String>,
     #[command(flatten)]
     pub gateway: crate::gateway::GatewayOptions,
