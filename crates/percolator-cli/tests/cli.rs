@@ -754,3 +754,84 @@ fn the_shared_security_flags_are_grouped_and_left_out_of_short_help() {
     }
     assert!(checked > 20, "checked only {checked} commands");
 }
+
+/// Ctrl-C in the middle of `migrate apply` says that nothing is lost and how to go on, and
+/// the same command then resumes and finishes the table.
+#[test]
+fn ctrl_c_during_migrate_apply_says_it_resumes_and_it_does() {
+    // A gateway a few milliseconds away, so that the adoption is still running when it is
+    // interrupted.
+    let config = hbase_emulator::EmulatorConfig {
+        service_time: Duration::from_millis(3),
+        ..Default::default()
+    };
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let emulator = hbase_emulator::start(listener, config).unwrap();
+    let hb = emulator.local_addr().to_string();
+    let client = HBaseClient::connect(percolator::HBaseConfig::new(hb.clone())).unwrap();
+    client
+        .admin()
+        .create_table(&TableDescriptor::new("big").family(FamilyDescriptor::new("f")))
+        .unwrap();
+    let rows: Vec<Put> = (0..4000)
+        .map(|i| Put::new(format!("r{i:05}")).add("f", "q", format!("v{i}")))
+        .collect();
+    for chunk in rows.chunks(500) {
+        client.put_many("big", chunk).unwrap();
+    }
+
+    let apply = [
+        "migrate",
+        "apply",
+        "--hbase",
+        &hb,
+        "--checkpoint-rows",
+        "50",
+        "big",
+    ];
+    let child = Command::new(env!("CARGO_BIN_EXE_percolator"))
+        .args(apply)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Interrupted once its data pass has checkpointed.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (_, out, _) = percolator(&["migrate", "status", "--hbase", &hb, "--json", "big"]);
+        if out.contains("\"after\": \"r") || out.contains("\"after\":\"r") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no checkpoint within 60 s: {out}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let interrupted = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(interrupted.success());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(
+        err.trim().ends_with(
+            "migrate apply interrupted; nothing is lost: the same command resumes from the last \
+             checkpoint (migrate status shows it)"
+        ),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+
+    let (code, out, err) = percolator(&apply);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("big: adopted") && out.contains("resumed"),
+        "{out}"
+    );
+    let (code, out, err) = percolator(&["migrate", "verify", "--hbase", &hb, "big"]);
+    assert_eq!(code, 0, "{out}{err}");
+}

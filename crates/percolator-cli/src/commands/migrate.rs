@@ -220,6 +220,10 @@ pub fn migrate(command: &MigrateCommand) -> Result<bool> {
             Ok(true)
         }
         MigrateCommand::Apply(a) => {
+            crate::tools::interrupt::explain_ctrl_c(
+                "migrate apply interrupted; nothing is lost: the same command resumes from the \
+                 last checkpoint (migrate status shows it)",
+            );
             let hb = connect_hbase(&a.common.hbase, a.common.timeout)?;
             let ts = a
                 .oracle
