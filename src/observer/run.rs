@@ -174,7 +174,7 @@ pub(crate) async fn run_once(
     }
     let clearing = clear_delete(schema, column, row, seen);
     if newest <= acked {
-        txn.rollback();
+        txn.rollback().await;
         apply_clear(client, column, clearing).await?;
         return Ok(Outcome::AlreadyAcked);
     }

@@ -467,7 +467,7 @@ impl Transaction {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn rollback(self) {
-        self.inner.rollback()
+        block_on(&self.runtime, self.inner.rollback())
     }
 }
 

@@ -309,7 +309,9 @@ impl AsyncTransaction {
         }
     }
 
-    /// Discards the buffered writes. Nothing was written before commit, so nothing to undo.
+    /// Discards the buffered writes. Nothing was written before commit, so nothing to undo;
+    /// it is async like every other call that ends a transaction, so that code awaiting it
+    /// stays right if the end of a transaction ever needs the cluster.
     ///
     /// ```
     /// # let emulator = hbase_emulator::start_local()?;
@@ -323,11 +325,11 @@ impl AsyncTransaction {
     /// # let client = percolator::AsyncClient::connect(hbase, &oracles, Default::default()).await?;
     /// let mut txn = client.begin().await?;
     /// txn.set("t", "row", "f", "q", b"v".to_vec())?;
-    /// txn.rollback();
+    /// txn.rollback().await;
     /// # client.shutdown().await;
     /// # Ok::<(), percolator::Error>(())
     /// # })?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn rollback(self) {}
+    pub async fn rollback(self) {}
 }
