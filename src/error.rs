@@ -313,7 +313,7 @@ pub enum Error {
 
     // ---- timestamp oracle ----
     /// No oracle on the list answered in time: retry, or check the oracles.
-    #[error("timestamp oracle unavailable (tried {addrs:?}): {reason}")]
+    #[error("timestamp oracle unavailable (tried {}): {reason}", .addrs.join(", "))]
     OracleUnavailable {
         /// The oracles tried, in order.
         addrs: Vec<String>,
@@ -741,6 +741,14 @@ fn not_thrift(addr: &str, head: &[u8], http: bool) -> String {
             "the HBase gateway at {addr} answered in HTTP ({}): it may be running in HTTP mode \
              (hbase.regionserver.thrift.http=true); use http://{addr} (https:// if it serves TLS)",
             Binary(status)
+        )
+    } else if let Some(refusal) = crate::hbase::errors::sasl_refusal(head) {
+        format!(
+            "the HBase gateway at {addr} answered with a SASL refusal ({refusal:?}): it requires \
+             Kerberos (hbase.thrift.security.qop is set); give the client's Kerberos settings \
+             (HBaseConfig::kerberos; --kerberos-principal with --kerberos-keytab, or --kerberos \
+             with a ticket cache; HBASE_KRB_CLIENT_PRINCIPAL, HBASE_KRB_CLIENT_KEYTAB) and build \
+             with the `kerberos` feature"
         )
     } else if crate::hbase::errors::is_tls_record(head) {
         format!(

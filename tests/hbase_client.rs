@@ -571,3 +571,36 @@ fn a_raw_gateway_reached_with_a_scheme_is_told_to_drop_it() {
         assert!(err.to_string().contains(advice), "{addr}: {err}");
     }
 }
+
+/// A gateway that requires Kerberos refuses plain Thrift with a SASL negotiation frame (status
+/// ERROR, a length, the reason); the error names Kerberos and the settings, at once, for every
+/// transport and protocol.
+#[test]
+fn a_sasl_refusal_names_kerberos_at_once() {
+    let addr = impostor(b"\x04\x00\x00\x00\x13Invalid status -128");
+    for transport in [Transport::Buffered, Transport::Framed] {
+        for protocol in [Protocol::Binary, Protocol::Compact] {
+            let c = client_for(&addr, |cfg| {
+                cfg.transport(transport)
+                    .protocol(protocol)
+                    .read_timeout(Duration::from_secs(20))
+            });
+            let started = Instant::now();
+            let err = c.get("t", &Get::new("r")).unwrap_err();
+            assert!(
+                started.elapsed() < Duration::from_secs(5),
+                "{transport:?}/{protocol:?}: {:?} to fail: {err}",
+                started.elapsed()
+            );
+            assert!(matches!(err, Error::NotThrift { .. }), "{err:?}");
+            assert_eq!(err.retry_class(), RetryClass::Fatal);
+            let text = err.to_string();
+            assert!(
+                text.contains("SASL refusal (\"Invalid status -128\")")
+                    && text.contains("requires Kerberos")
+                    && text.contains("--kerberos-principal"),
+                "{text}"
+            );
+        }
+    }
+}

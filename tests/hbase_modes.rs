@@ -146,6 +146,31 @@ fn each_sasl_gateway_serves_its_own_qop_and_refuses_the_others() {
     }
 }
 
+/// A client without Kerberos settings is refused by every SASL gateway, and told that the
+/// gateway requires Kerberos, well within its read timeout (it once waited all of it).
+#[test]
+fn a_client_without_kerberos_is_told_the_gateway_requires_it() {
+    let Some(gateways) = sasl_gateways() else {
+        return;
+    };
+    for (qop, addr) in &gateways {
+        let started = std::time::Instant::now();
+        let config =
+            HBaseConfig::new(addr.as_str()).read_timeout(std::time::Duration::from_secs(20));
+        let err = reach(config).unwrap_err();
+        let took = started.elapsed();
+        assert!(
+            took < std::time::Duration::from_secs(10),
+            "{qop}: {took:?}: {err}"
+        );
+        assert_eq!(err.retry_class(), RetryClass::Fatal, "{qop}: {err:?}");
+        assert!(
+            err.to_string().contains("requires Kerberos"),
+            "{qop}: {err}"
+        );
+    }
+}
+
 #[test]
 fn a_missing_or_expired_ticket_is_named_before_anything_is_sent() {
     let Some(addr) = external_addr().filter(|_| var("KRB5_CONFIG").is_some()) else {

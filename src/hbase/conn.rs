@@ -710,6 +710,13 @@ async fn connect_any(addr: &str, timeout: Duration) -> io::Result<TcpStream> {
     for candidate in tokio::net::lookup_host(addr).await? {
         match tokio::time::timeout(timeout, TcpStream::connect(candidate)).await {
             Ok(Ok(stream)) => return Ok(stream),
+            Ok(Err(e)) if e.kind() == io::ErrorKind::ConnectionRefused => {
+                last = io::Error::new(
+                    e.kind(),
+                    "connection refused: nothing listens there; check the host and port, and \
+                     that the gateway is running",
+                )
+            }
             Ok(Err(e)) => last = e,
             Err(_) => {
                 last = io::Error::new(

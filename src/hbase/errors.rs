@@ -304,6 +304,23 @@ pub(crate) fn is_tls_record(head: &[u8]) -> bool {
     matches!(head, [0x15 | 0x16, 0x03, 0x00..=0x04, ..])
 }
 
+/// The text of a SASL negotiation refusal at the front of `head` (Thrift's SASL transport:
+/// status BAD 3 or ERROR 4, a 4-byte big-endian length, UTF-8 text), as a gateway that
+/// requires Kerberos answers a client that spoke plain Thrift to it.
+pub(crate) fn sasl_refusal(head: &[u8]) -> Option<String> {
+    let [3 | 4, a, b, c, d, text @ ..] = head else {
+        return None;
+    };
+    let len = u32::from_be_bytes([*a, *b, *c, *d]) as usize;
+    // The messages are short; Thrift replies rarely start this way, and never with text.
+    if len == 0 || len > 1024 {
+        return None;
+    }
+    let text = &text[..text.len().min(len)];
+    let printable = !text.is_empty() && text.iter().all(|&b| (0x20..0x7f).contains(&b));
+    printable.then(|| String::from_utf8_lossy(text).into_owned())
+}
+
 /// Whether `class` (qualified or not) is one HBase's client retries; see
 /// [`RETRYABLE_EXCEPTIONS`]. Classification goes by the whole message
 /// ([`is_transient_message`]), which holds the class; this names the list's own rule.

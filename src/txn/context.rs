@@ -307,7 +307,7 @@ impl Context {
         Err(Error::FamilyNotFound {
             table: table.to_string(),
             family: String::from_utf8_lossy(family).into_owned(),
-            message: "the table has no such column family".into(),
+            message: format!("its families are {}", families.names().join(", ")),
         })
     }
 

@@ -53,6 +53,17 @@ impl KnownTable {
         self.families.contains(family)
     }
 
+    /// The families' names, sorted, for an error that lists them.
+    pub fn names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .families
+            .iter()
+            .map(|f| crate::Binary(f).to_string())
+            .collect();
+        names.sort();
+        names
+    }
+
     /// The table's meta row as the meta cache holds it.
     pub fn meta(&self) -> &Refreshed<Arc<RowResult>> {
         &self.meta

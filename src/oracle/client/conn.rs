@@ -118,7 +118,17 @@ impl Connection {
     }
 
     async fn open_inner(addr: &str, security: &Security) -> std::result::Result<Self, ConnError> {
-        let tcp = TcpStream::connect(addr).await?;
+        let tcp = TcpStream::connect(addr).await.map_err(|e| {
+            if e.kind() == std::io::ErrorKind::ConnectionRefused {
+                std::io::Error::new(
+                    e.kind(),
+                    "connection refused: nothing listens there; check the address, and that the \
+                     oracle is running",
+                )
+            } else {
+                e
+            }
+        })?;
         tcp.set_nodelay(true)?;
         let mut stream = match &security.tls {
             None => Either::Left(tcp),
