@@ -604,3 +604,38 @@ fn a_sasl_refusal_names_kerberos_at_once() {
         }
     }
 }
+
+/// HBase's gateway with `hbase.thrift.security.qop` set neither answers nor closes a plain
+/// request; it refuses only a SASL negotiation. The client's probe after a second of silence
+/// finds that, and the call fails naming Kerberos, long before the read timeout.
+#[test]
+fn a_silent_sasl_gateway_is_found_by_its_refusal_of_a_sasl_start() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            std::thread::spawn(move || {
+                let mut first = [0u8; 5];
+                if stream.read_exact(&mut first).is_ok() && first[0] == 1 {
+                    let _ = stream.write_all(b"\x03\x00\x00\x00\x13GSS initiate failed");
+                }
+                // Anything else: held open, unanswered.
+                let mut rest = [0u8; 4096];
+                while let Ok(1..) = stream.read(&mut rest) {}
+            });
+        }
+    });
+    let c = client_for(&addr, |cfg| cfg.read_timeout(Duration::from_secs(20)));
+    let started = Instant::now();
+    let err = c.get("t", &Get::new("r")).unwrap_err();
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(8), "{took:?}: {err}");
+    assert_eq!(err.retry_class(), RetryClass::Fatal, "{err:?}");
+    let text = err.to_string();
+    assert!(
+        text.contains("SASL refusal (\"GSS initiate failed\")")
+            && text.contains("requires Kerberos"),
+        "{text}"
+    );
+}

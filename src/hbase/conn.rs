@@ -32,7 +32,7 @@ use tokio::runtime::Handle;
 use tokio::sync::{oneshot, Notify};
 
 use super::errors::{self, Cause};
-use super::link::{Link, Plan};
+use super::link::{probe, Link, Plan};
 use super::wire::{self, Codec, Decoded, Request, Start, Success};
 use crate::Binary;
 
@@ -173,6 +173,10 @@ struct Shared {
     last_used_ns: AtomicU64,
     /// Set once `state.broken` is.
     is_broken: AtomicBool,
+    /// Whether a reply came, and whether a call has asked the SASL probe about the silence
+    /// before one did: a connection is probed once at most.
+    answered: AtomicBool,
+    probed: AtomicBool,
 }
 
 impl Shared {
@@ -251,6 +255,8 @@ impl Connection {
             opened: Instant::now(),
             last_used_ns: AtomicU64::new(0),
             is_broken: AtomicBool::new(false),
+            answered: AtomicBool::new(false),
+            probed: AtomicBool::new(false),
         });
         handle.spawn(drive(Arc::clone(&shared), stream, link.map(Layered::new)));
         Ok(Connection { shared })
@@ -340,8 +346,44 @@ impl Connection {
                 let sent = self.shared.sent(end);
                 (self.timed_out(limit), sent)
             }
+            refusal = self.sasl_refusal() => {
+                let cause = Cause::NotThrift(refusal);
+                self.shared.fail(cause.clone());
+                (cause, self.shared.sent(end))
+            }
         };
         Err(Failure { sent, cause })
+    }
+
+    /// Resolves, with the gateway's refusal of a SASL start, only if this connection has had
+    /// no reply for [`probe::PROBE_AFTER`] and a probe finds that the gateway requires SASL
+    /// (see [`probe`]); pending forever otherwise.
+    async fn sasl_refusal(&self) -> Vec<u8> {
+        let shared = &self.shared;
+        let eligible = shared.settings.plan.may_meet_sasl()
+            && !shared.answered.load(Ordering::Acquire)
+            && shared.settings.read_timeout > probe::PROBE_AFTER
+            && !shared.probed.swap(true, Ordering::AcqRel);
+        if eligible {
+            let pause = {
+                let _runtime = shared.handle.enter();
+                tokio::time::sleep(probe::PROBE_AFTER)
+            };
+            pause.await;
+            if !shared.answered.load(Ordering::Acquire) {
+                // On the connection's runtime, whatever polls this call; stopped with the call.
+                let addr = shared.settings.addr.clone();
+                let probing = tokio_util::task::AbortOnDropHandle::new(
+                    shared
+                        .handle
+                        .spawn(async move { probe::sasl_refusal_from(&addr).await }),
+                );
+                if let Ok(Some(refusal)) = probing.await {
+                    return refusal;
+                }
+            }
+        }
+        std::future::pending().await
     }
 
     /// This call's cause when `limit` (the setting and its value) ran out before its reply
@@ -515,6 +557,9 @@ async fn drive(shared: Arc<Shared>, mut stream: TcpStream, mut layered: Option<L
                 Took::Done(len) => {
                     buf.drain(..len);
                     current = None;
+                    if replies == 0 {
+                        shared.answered.store(true, Ordering::Release);
+                    }
                     replies += 1;
                     if layered.as_ref().is_some_and(Layered::closing) {
                         shared.fail(Cause::Io(

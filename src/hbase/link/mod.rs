@@ -8,6 +8,7 @@
 //! here only ever carries data. A plain socket has no link at all, and pays nothing for one.
 
 pub(crate) mod http;
+pub(crate) mod probe;
 #[cfg(feature = "kerberos")]
 mod sasl;
 pub(crate) mod tls;
@@ -60,6 +61,12 @@ impl Plan {
             #[cfg(feature = "kerberos")]
             sasl: None,
         }
+    }
+
+    /// Whether the gateway could be one that requires SASL without the client knowing: no
+    /// TLS before it and no SASL of our own ([`probe`] tells).
+    pub(crate) fn may_meet_sasl(&self) -> bool {
+        self.tls.is_none() && !self.has_sasl()
     }
 
     /// Whether connections need no link at all.
