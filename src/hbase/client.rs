@@ -313,6 +313,14 @@ impl AsyncHBaseClient {
         self.inner.rpc_count.load(Ordering::Relaxed)
     }
 
+    /// Whether requests go out in Thrift frames (a raw socket with the framed transport).
+    /// HBase 2.6's gateway then reads the byte fields of some admin calls through the frame's
+    /// whole buffer (`ByteBuffer.array()`): a family name in `deleteColumnFamily`, every
+    /// attribute of a table or family descriptor.
+    pub(crate) fn frames_requests(&self) -> bool {
+        self.inner.codec.transport == Transport::Framed
+    }
+
     /// The runtime the connections live on.
     pub(crate) fn handle(&self) -> &tokio::runtime::Handle {
         self.inner.gateways.first().pool.handle()

@@ -253,6 +253,51 @@ pub(crate) fn family_descriptor(f: &FamilyDescriptor) -> TColumnFamilyDescriptor
     }
 }
 
+/// Sets on `column` (a family as the gateway reported it) the settings `family` gives: in
+/// the typed fields, and in the attributes where HBase lists the same setting there too, so
+/// that the two never disagree whichever HBase reads last. Whether anything changed.
+pub(crate) fn merge_family(
+    column: &mut TColumnFamilyDescriptor,
+    family: &FamilyDescriptor,
+) -> bool {
+    let before = column.clone();
+    let mut attribute = |key: &str, value: String| {
+        if let Some(attributes) = column.attributes.as_mut()
+            && let Some(stored) = attributes.get_mut(key.as_bytes())
+        {
+            *stored = value.into_bytes();
+        }
+    };
+    if let Some(v) = family.max_versions {
+        attribute("VERSIONS", v.to_string());
+        column.max_versions = Some(v);
+    }
+    if let Some(v) = family.min_versions {
+        attribute("MIN_VERSIONS", v.to_string());
+        column.min_versions = Some(v);
+    }
+    if let Some(v) = family.ttl_secs {
+        attribute("TTL", v.to_string());
+        column.time_to_live = Some(v);
+    }
+    if let Some(v) = family.in_memory {
+        attribute("IN_MEMORY", v.to_string());
+        column.in_memory = Some(v);
+    }
+    if let Some(keep) = family.keep_deleted_cells {
+        attribute(
+            "KEEP_DELETED_CELLS",
+            if keep { "TRUE" } else { "FALSE" }.into(),
+        );
+        column.keep_deleted_cells = Some(if keep {
+            TKeepDeletedCells::TRUE
+        } else {
+            TKeepDeletedCells::FALSE
+        });
+    }
+    *column != before
+}
+
 pub(crate) fn family_from_thrift(f: TColumnFamilyDescriptor) -> FamilyDescriptor {
     FamilyDescriptor {
         name: f.name,

@@ -318,13 +318,15 @@ fn prepare_families(
         let now = SystemClock.now_ms().to_string().into_bytes();
         write_marker(hbase, schema, table, &[(state::TTL_CUT, now)])?;
     }
-    crate::txn::setup::add_percolator_families(hbase, schema, &desc)?;
+    // One table modification: HBase reopens every region of the table once for all of them.
+    let mut families = crate::txn::setup::percolator_family_changes(schema, &desc);
     for f in state::user_families(schema, &desc) {
         let (needed, changes) = state::required(f);
         if !changes.is_empty() {
-            admin.modify_family(table, &needed)?;
+            families.push(needed);
         }
     }
+    admin.change_families(table, &families)?;
     schema.check(&admin.table_descriptor(table)?)
 }
 

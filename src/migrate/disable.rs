@@ -176,15 +176,18 @@ pub fn disable(
     }
     state::crash(opts.crash_hook(), table, Step::FamiliesDropped)?;
     let original = marker.original_by_name();
+    let mut restored = Vec::new();
     for f in admin.table_descriptor(table)?.families {
         if let Some(o) = original.get(&f.name) {
-            let restored = o.restore(&f);
-            if restored != f {
-                admin.modify_family(table, &restored)?;
+            let back = o.restore(&f);
+            if back != f {
+                restored.push(back);
                 report.settings_restored.push(o.name.clone());
             }
         }
     }
+    // One table modification for them all, as `apply` made its changes.
+    admin.change_families(table, &restored)?;
     if marker.state().is_none() {
         report.remains.push(
             "the table had no migration marker: user family settings were left as they are".into(),

@@ -1,7 +1,7 @@
 //! Schema helpers: create transactional tables, and the liveness table.
 
 use crate::error::{Error, Result};
-use crate::hbase::{Get, HBaseClient, Put, TableDescriptor};
+use crate::hbase::{FamilyDescriptor, Get, HBaseClient, Put, TableDescriptor};
 use crate::txn::granularity::LockGranularity;
 use crate::txn::liveness::LivenessConfig;
 use crate::txn::meta::{meta_row, meta_table_descriptor, META_FAMILY};
@@ -133,18 +133,17 @@ pub fn enable_transactions_with(
     } else {
         write_granularity(hbase, schema, name, granularity)?;
     }
-    add_percolator_families(hbase, schema, &desc)?;
-    for user in desc
-        .families
-        .iter()
-        .filter(|f| !schema.is_percolator_family(&f.name))
-    {
-        if user.max_versions != Some(crate::txn::schema::ALL_VERSIONS) {
-            let mut f = user.clone();
-            f.max_versions = Some(crate::txn::schema::ALL_VERSIONS);
-            admin.modify_family(name, &f)?;
-        }
-    }
+    let mut changes = percolator_family_changes(schema, &desc);
+    changes.extend(
+        desc.families
+            .iter()
+            .filter(|f| !schema.is_percolator_family(&f.name))
+            .filter(|f| f.max_versions != Some(crate::txn::schema::ALL_VERSIONS))
+            .map(|f| {
+                FamilyDescriptor::new(f.name.clone()).max_versions(crate::txn::schema::ALL_VERSIONS)
+            }),
+    );
+    admin.change_families(name, &changes)?;
     schema.check(&admin.table_descriptor(name)?)
 }
 
@@ -181,24 +180,26 @@ pub(crate) fn check_granularity(
     })
 }
 
-/// Adds the percolator families missing from the table `desc` describes, and gives those
-/// present the number of versions they need.
-pub(crate) fn add_percolator_families(
-    hbase: &HBaseClient,
+/// What the table `desc` describes needs of the percolator families: those it lacks, whole,
+/// and the number of versions for those it has with another (for one table modification,
+/// `Admin::change_families`, with whatever else the caller changes).
+pub(crate) fn percolator_family_changes(
     schema: &Schema,
     desc: &TableDescriptor,
-) -> Result<()> {
-    let admin = hbase.admin();
-    for family in schema.families() {
-        match desc.families.iter().find(|f| f.name == family.name) {
-            None => admin.add_family(&desc.name, &family)?,
-            Some(existing) if existing.max_versions != family.max_versions => {
-                admin.modify_family(&desc.name, &family)?
-            }
-            Some(_) => {}
-        }
-    }
-    Ok(())
+) -> Vec<FamilyDescriptor> {
+    schema
+        .families()
+        .into_iter()
+        .filter_map(
+            |family| match desc.families.iter().find(|f| f.name == family.name) {
+                None => Some(family),
+                Some(existing) if existing.max_versions != family.max_versions => Some(
+                    FamilyDescriptor::new(family.name.clone()).max_versions(family.max_versions?),
+                ),
+                Some(_) => None,
+            },
+        )
+        .collect()
 }
 
 /// Creates the liveness table if it does not exist (its family's TTL makes rows ephemeral).

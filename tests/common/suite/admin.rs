@@ -102,6 +102,46 @@ pub fn family_changes(gw: &Gateway) {
     assert!(matches!(err, Error::FamilyNotFound { .. }), "{err:?}");
 }
 
+/// Several families changed and added in one table modification; what the change does not
+/// name stays as it was, here the TTL and in-memory flag of `g` and the family `f` whole.
+pub fn families_changed_together(gw: &Gateway) {
+    let t = gw.table_f(1);
+    let admin = gw.client().admin();
+    admin
+        .add_family(
+            t.name(),
+            &FamilyDescriptor::new("g")
+                .max_versions(2)
+                .ttl_secs(3600)
+                .in_memory(true),
+        )
+        .unwrap();
+    let before = admin.table_descriptor(t.name()).unwrap().families;
+    admin
+        .change_families(
+            t.name(),
+            &[
+                FamilyDescriptor::new("g").max_versions(5),
+                FamilyDescriptor::new("h").max_versions(3),
+            ],
+        )
+        .unwrap();
+    let after = admin.table_descriptor(t.name()).unwrap().families;
+    let find = |families: &[FamilyDescriptor], name: &[u8]| {
+        families.iter().find(|f| f.name == name).cloned()
+    };
+    assert_eq!(find(&after, b"f"), find(&before, b"f"));
+    let g = find(&after, b"g").expect("family g");
+    assert_eq!(
+        (g.max_versions, g.ttl_secs, g.in_memory),
+        (Some(5), Some(3600), Some(true))
+    );
+    assert_eq!(find(&after, b"h").expect("family h").max_versions, Some(3));
+    gw.client()
+        .put(t.name(), &Put::new("r").add("h", "q", "v"))
+        .unwrap();
+}
+
 pub fn namespaces(gw: &Gateway) {
     let admin = gw.client().admin();
     let ns = unique_name("ns");

@@ -90,6 +90,7 @@ macro_rules! with_cases {
             gateway_errors::batch_calls_report_retries_exhausted,
             admin::table_lifecycle,
             admin::family_changes,
+            admin::families_changed_together,
             admin::namespaces,
             admin::server_facts,
         ];
