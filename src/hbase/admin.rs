@@ -357,12 +357,16 @@ impl<'a> Admin<'a> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn modify_family(&self, table: &str, family: &FamilyDescriptor) -> Result<()> {
-        let desc = self.raw_descriptor(table)?;
-        let found = desc
-            .columns
-            .into_iter()
-            .flatten()
-            .find(|c| c.name == family.name);
+        let found = match self.raw_descriptor(table) {
+            Ok(desc) => desc
+                .columns
+                .into_iter()
+                .flatten()
+                .find(|c| c.name == family.name),
+            // HBase's own refusal of the change names the table, as it names the family below.
+            Err(crate::Error::TableNotFound { .. }) => None,
+            Err(e) => return Err(e),
+        };
         let column = match found {
             Some(mut column) => {
                 convert::merge_family(&mut column, family);
@@ -373,7 +377,7 @@ impl<'a> Admin<'a> {
                 }
                 column
             }
-            // HBase's own refusal names the family.
+            // HBase's own refusal names the family (or the table).
             None => convert::family_descriptor(family),
         };
         let name = convert::table_name(table);
