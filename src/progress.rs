@@ -32,6 +32,12 @@ use std::time::{Duration, Instant};
 pub trait ProgressSink: Send + Sync {
     /// A phase starts: what it does, and how many rows it will visit when that is known.
     fn start(&self, label: &str, total: Option<u64>) -> Box<dyn Phase>;
+
+    /// A step that visits no rows began or ended (a schema change): one line saying so.
+    /// Ignored unless the sink shows it.
+    fn note(&self, line: &str) {
+        let _ = line;
+    }
 }
 
 /// One phase of long work in progress.
@@ -65,6 +71,22 @@ impl fmt::Debug for ProgressMode {
             ProgressMode::Lines => f.write_str("Lines"),
             ProgressMode::Off => f.write_str("Off"),
             ProgressMode::Sink(_) => f.write_str("Sink(..)"),
+        }
+    }
+}
+
+impl ProgressMode {
+    /// Says `line` of a step that visits no rows: on stderr for [`ProgressMode::Lines`], to
+    /// the sink's [`ProgressSink::note`], nowhere for [`ProgressMode::Off`].
+    ///
+    /// ```
+    /// percolator::progress::ProgressMode::Off.note("schema t: changing 4 families");
+    /// ```
+    pub fn note(&self, line: &str) {
+        match self {
+            ProgressMode::Lines => eprintln!("{line}"),
+            ProgressMode::Sink(sink) => sink.note(line),
+            ProgressMode::Off => {}
         }
     }
 }

@@ -209,7 +209,7 @@ pub fn apply_planned(
         Marker::read(hbase, schema, table)?
     };
     state::settle(&marker, opts.settle);
-    prepare_families(hbase, schema, table, &marker)?;
+    prepare_families(hbase, schema, table, &marker, &opts.progress)?;
     state::crash(opts.crash_hook(), table, Step::FamiliesReady)?;
     let marker = Marker::read(hbase, schema, table)?;
     let mut pass: PassState = marker
@@ -311,6 +311,7 @@ fn prepare_families(
     schema: &Schema,
     table: &str,
     marker: &Marker,
+    progress: &ProgressMode,
 ) -> Result<()> {
     let admin = hbase.admin();
     let desc = admin.table_descriptor(table)?;
@@ -326,7 +327,19 @@ fn prepare_families(
             families.push(needed);
         }
     }
-    admin.change_families(table, &families)?;
+    if !families.is_empty() {
+        let started = std::time::Instant::now();
+        progress.note(&format!(
+            "schema {table}: changing {} families in one table modification (HBase reopens \
+             each region of the table once)",
+            families.len()
+        ));
+        admin.change_families(table, &families)?;
+        progress.note(&format!(
+            "schema {table}: changed in {:.1}s",
+            started.elapsed().as_secs_f64()
+        ));
+    }
     schema.check(&admin.table_descriptor(table)?)
 }
 

@@ -835,3 +835,23 @@ fn ctrl_c_during_migrate_apply_says_it_resumes_and_it_does() {
     let (code, out, err) = percolator(&["migrate", "verify", "--hbase", &hb, "big"]);
     assert_eq!(code, 0, "{out}{err}");
 }
+
+/// The schema change of `migrate apply` visits no rows; it is said when it starts and ends,
+/// so a slow one (HBase reopening regions) is not a silent wait.
+#[test]
+fn migrate_apply_says_when_it_changes_the_schema() {
+    let s = servers();
+    s.client
+        .admin()
+        .create_table(&TableDescriptor::new("noted").family(FamilyDescriptor::new("f")))
+        .unwrap();
+    let (code, _, err) = percolator(&["migrate", "apply", "--hbase", &s.hbase, "noted"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains(
+            "schema noted: changing 5 families in one table modification (HBase reopens each \
+             region of the table once)"
+        ) && err.contains("schema noted: changed in "),
+        "{err}"
+    );
+}

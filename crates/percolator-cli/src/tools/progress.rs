@@ -49,6 +49,10 @@ impl ProgressSink for Bars {
         bar.set_message(label.to_string());
         Box::new(Bar(bar))
     }
+
+    fn note(&self, line: &str) {
+        eprintln!("{line}");
+    }
 }
 
 struct Bar(ProgressBar);
