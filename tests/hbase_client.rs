@@ -348,6 +348,24 @@ fn impostor(answer: &'static [u8]) -> String {
     addr
 }
 
+/// A get from a fresh client of `transport` and `protocol` to `addr`, which must fail, and
+/// within 5 s: the client and the get's error.
+fn get_fails_at_once(addr: &str, transport: Transport, protocol: Protocol) -> (HBaseClient, Error) {
+    let c = client_for(addr, |cfg| {
+        cfg.transport(transport)
+            .protocol(protocol)
+            .read_timeout(Duration::from_secs(20))
+    });
+    let started = Instant::now();
+    let err = c.get("t", &Get::new("r")).unwrap_err();
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{transport:?} {protocol:?}: {:?} to fail: {err}",
+        started.elapsed()
+    );
+    (c, err)
+}
+
 const HTTP_400: &[u8] = b"HTTP/1.1 400 Bad Request\r\nContent-Type: text/html;charset=iso-8859-1\r\nContent-Length: 50\r\nConnection: close\r\n\r\n<h1>Bad Message 400</h1><pre>reason: Bad Request</pre>";
 
 #[test]
@@ -355,18 +373,7 @@ fn an_http_server_on_the_gateway_address_is_named_at_once() {
     let addr = impostor(HTTP_400);
     for transport in [Transport::Buffered, Transport::Framed] {
         for protocol in [Protocol::Binary, Protocol::Compact] {
-            let c = client_for(&addr, |cfg| {
-                cfg.transport(transport)
-                    .protocol(protocol)
-                    .read_timeout(Duration::from_secs(20))
-            });
-            let started = Instant::now();
-            let err = c.get("t", &Get::new("r")).unwrap_err();
-            assert!(
-                started.elapsed() < Duration::from_secs(5),
-                "{transport:?} {protocol:?}: {:?} to fail: {err}",
-                started.elapsed()
-            );
+            let (c, err) = get_fails_at_once(&addr, transport, protocol);
             match &err {
                 Error::NotThrift {
                     addr: a,
@@ -580,18 +587,7 @@ fn a_sasl_refusal_names_kerberos_at_once() {
     let addr = impostor(b"\x04\x00\x00\x00\x13Invalid status -128");
     for transport in [Transport::Buffered, Transport::Framed] {
         for protocol in [Protocol::Binary, Protocol::Compact] {
-            let c = client_for(&addr, |cfg| {
-                cfg.transport(transport)
-                    .protocol(protocol)
-                    .read_timeout(Duration::from_secs(20))
-            });
-            let started = Instant::now();
-            let err = c.get("t", &Get::new("r")).unwrap_err();
-            assert!(
-                started.elapsed() < Duration::from_secs(5),
-                "{transport:?}/{protocol:?}: {:?} to fail: {err}",
-                started.elapsed()
-            );
+            let (_, err) = get_fails_at_once(&addr, transport, protocol);
             assert!(matches!(err, Error::NotThrift { .. }), "{err:?}");
             assert_eq!(err.retry_class(), RetryClass::Fatal);
             let text = err.to_string();

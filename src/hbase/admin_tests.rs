@@ -44,6 +44,16 @@ fn seasoned(hbase: &HBaseClient, table: &str) -> TTableDescriptor {
     admin.raw_descriptor(table).unwrap()
 }
 
+/// An emulator and a client of it.
+fn emulated() -> (hbase_emulator::EmulatorHandle, HBaseClient) {
+    let emulator = hbase_emulator::start_local().unwrap();
+    let addr = emulator.local_addr().to_string();
+    (
+        emulator,
+        HBaseClient::connect(crate::HBaseConfig::new(addr)).unwrap(),
+    )
+}
+
 fn family<'a>(desc: &'a TTableDescriptor, name: &[u8]) -> &'a TColumnFamilyDescriptor {
     desc.columns
         .iter()
@@ -63,9 +73,7 @@ fn assert_kept(before: &TColumnFamilyDescriptor, after: &TColumnFamilyDescriptor
 
 #[test]
 fn enabling_transactions_keeps_every_other_setting_of_the_user_family() {
-    let emulator = hbase_emulator::start_local().unwrap();
-    let hbase =
-        HBaseClient::connect(crate::HBaseConfig::new(emulator.local_addr().to_string())).unwrap();
+    let (_emulator, hbase) = emulated();
     let before = seasoned(&hbase, "legacy");
     crate::txn::setup::enable_transactions(&hbase, &Schema::default(), "legacy").unwrap();
     let after = hbase.admin().raw_descriptor("legacy").unwrap();
@@ -77,9 +85,7 @@ fn enabling_transactions_keeps_every_other_setting_of_the_user_family() {
 
 #[test]
 fn a_family_change_keeps_what_it_does_not_name() {
-    let emulator = hbase_emulator::start_local().unwrap();
-    let hbase =
-        HBaseClient::connect(crate::HBaseConfig::new(emulator.local_addr().to_string())).unwrap();
+    let (_emulator, hbase) = emulated();
     let before = seasoned(&hbase, "t");
     let admin = hbase.admin();
     admin
