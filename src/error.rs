@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::hbase::errors::{is_transient_message, one_line};
+use crate::hbase::errors::{is_transient_message, one_line, server_io_line};
 use crate::key::{Binary, CellKey, InvalidKey};
 
 /// What a caller should do about an error, so retry loops need not match on variants.
@@ -146,12 +146,12 @@ pub enum Error {
     /// };
     /// assert_eq!(
     ///     busy.to_string(),
-    ///     "HBase I/O error (retryable): org.apache.hadoop.hbase.RegionTooBusyException: Over memstore limit=512.0 M"
+    ///     "HBase I/O error (retryable): HBase busy: org.apache.hadoop.hbase.RegionTooBusyException: Over memstore limit=512.0 M"
     /// );
     /// assert_eq!(busy.retry_class(), RetryClass::Retry, "HBase retries a busy region");
     /// assert!(busy.detail().unwrap().contains("HRegion.checkResources"));
     /// ```
-    #[error("HBase I/O error{}: {}", retry_note(*.can_retry, .message), one_line(.message))]
+    #[error("HBase I/O error{}: {}", retry_note(*.can_retry, .message), server_io_line(.message))]
     ServerIo {
         /// The gateway's whole message: the Java exception's class, its message and often a
         /// multi-line stack trace.

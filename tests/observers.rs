@@ -1121,3 +1121,46 @@ fn a_starting_worker_removes_rows_that_killed_older_workers_left() {
     rt().block_on(worker.shutdown());
     client.shutdown();
 }
+
+/// A worker started (or replaced) while the meta table's region moves waits it out, within
+/// its start timeout, instead of failing the service that starts it; past that timeout the
+/// error is the gateway's, retryable, and nothing is half-registered that a later start cannot
+/// finish.
+#[test]
+fn a_worker_started_while_the_meta_region_moves_starts_once_it_is_back() {
+    let env = Env::start();
+    let t = env.table("obs_moving_meta");
+    let client = env.client();
+    let store = FaultyStore::new(env.hbase.clone(), env.schema.clone());
+    let worker_client = env.client_on(store.clone(), env.tso.clone(), env.options());
+
+    store.move_puts_to(&env.schema.meta_table, usize::MAX);
+    let stuck = rt().block_on(ObserverWorker::start(
+        worker_client.asynchronous(),
+        copy_set(&t, CopyCounter::new("copy")),
+        config().with_start_timeout(Duration::from_millis(300)),
+    ));
+    let err = stuck.err().expect("the region never came back");
+    assert_eq!(err.retry_class(), percolator::RetryClass::Retry, "{err}");
+
+    let store = FaultyStore::new(env.hbase.clone(), env.schema.clone());
+    let worker_client = env.client_on(store.clone(), env.tso.clone(), env.options());
+    store.move_puts_to(&env.schema.meta_table, 3);
+    let worker = start(
+        &worker_client,
+        copy_set(&t, CopyCounter::new("copy")),
+        config(),
+    );
+    assert_eq!(
+        store.moving_puts_left(),
+        0,
+        "the start met the moving region"
+    );
+    set(&client, &t, "r", "v");
+    wait_until(&client, &t, "the copy", || {
+        read(&client, &t, "r", "copy").as_deref() == Some("v")
+    });
+    rt().block_on(worker.shutdown());
+    worker_client.shutdown();
+    client.shutdown();
+}

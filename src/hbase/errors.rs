@@ -389,6 +389,103 @@ pub(crate) fn is_transient_message(message: &str) -> bool {
             .any(|name| contains_word(message, name))
 }
 
+/// The texts of [`TRANSIENT_TEXTS`] and [`RETRYABLE_EXCEPTIONS`] that say a region or server
+/// is overloaded rather than away: it answers, later.
+const BUSY_TEXTS: &[&str] = &[
+    "Over memstore limit=",
+    "Failed to obtain lock; regionName=",
+    "StoreTooBusy,",
+    "Call queue is full on ",
+    "Call dropped, server ",
+    "RegionTooBusyException",
+    "CallQueueTooBigException",
+    "CallDroppedException",
+    "ServerTooBusyException",
+    "ThrottlingException",
+    "RpcThrottlingException",
+];
+
+/// What HBase writes for a region that is away (moving, splitting, on a crashed or starting
+/// server) rather than busy.
+const UNAVAILABLE_TEXTS: &[&str] = &[
+    "No server address listed in ",
+    "Unable to find region for ",
+    "Can't get the location for replica",
+    "Failed to find location, tableName=",
+    " is not online on ",
+    "Region moved to: hostname=",
+    " is opening on ",
+    "is not running yet",
+    "failed on connection exception",
+    "failed on local exception",
+    "failed servers list",
+    "NoServerForRegionException",
+    "NotServingRegionException",
+    "RegionMovedException",
+    "RegionOpeningException",
+    "RegionServerAbortedException",
+    "RegionServerStoppedException",
+    "ServerNotRunningYetException",
+    "FailedServerException",
+];
+
+/// The one line [`Error::ServerIo`] shows for the gateway's `message`. A region away or busy
+/// is named as such, and the gateway's client giving up after its retries
+/// (`Failed after attempts=N, exceptions:` and one line per attempt, whose first line alone
+/// says nothing) shows the count and the last attempt's exception.
+pub(crate) fn server_io_line(message: &str) -> String {
+    let away = || {
+        UNAVAILABLE_TEXTS.iter().any(|text| message.contains(text))
+            || transient_pattern().is_match(message)
+    };
+    let what = if !is_transient_message(message) {
+        ""
+    } else if BUSY_TEXTS.iter().any(|text| message.contains(text)) {
+        "HBase busy: "
+    } else if away() {
+        "region unavailable: "
+    } else {
+        ""
+    };
+    match retries_exhausted(message) {
+        Some((attempts, last)) => format!(
+            "{what}the gateway's HBase client gave up after {attempts} attempts; the last: {last}"
+        ),
+        None => format!("{what}{}", one_line(message)),
+    }
+}
+
+/// `(N, the last attempt's exception)` of HBase's `RetriesExhaustedException` message.
+fn retries_exhausted(message: &str) -> Option<(&str, &str)> {
+    static HEAD: OnceLock<Regex> = OnceLock::new();
+    static ATTEMPT: OnceLock<Regex> = OnceLock::new();
+    let head = HEAD.get_or_init(|| {
+        Regex::new(r"^\s*Failed after attempts=(\d+), exceptions:").expect("valid")
+    });
+    // `<time>, RpcRetryingCaller{globalStartTime=..., pause=..., maxAttempts=...}, <exception>`
+    let attempt = ATTEMPT
+        .get_or_init(|| Regex::new(r"^\S+, RpcRetryingCaller\{[^}]*\}, (.+)$").expect("valid"));
+    let attempts = head.captures(message)?.get(1)?.as_str();
+    let last = message
+        .lines()
+        .skip(1)
+        .filter_map(|line| attempt.captures(line.trim()))
+        .filter_map(|c| c.get(1))
+        .last()?
+        .as_str();
+    Some((attempts, dedupe_class(last)))
+}
+
+/// `X: X: text` (a remote exception's class, then its own `toString`) as `X: text`.
+fn dedupe_class(line: &str) -> &str {
+    match exception_class(line) {
+        Some(class) if line[class.len()..].starts_with(&format!(": {class}: ")) => {
+            &line[class.len() + 2..]
+        }
+        _ => line,
+    }
+}
+
 /// `name` in `text` as a whole identifier (not the tail of a longer one).
 fn contains_word(text: &str, name: &str) -> bool {
     text.match_indices(name).any(|(at, _)| {
@@ -570,7 +667,7 @@ mod tests {
         assert_eq!(err.retry_class(), RetryClass::Retry);
         assert_eq!(
             err.to_string(),
-            "HBase I/O error (retryable): org.apache.hadoop.hbase.RegionTooBusyException: Over memstore limit=512.0 M, regionName=5c5f0e2b3d, server=rs1.example.com,16020,1700000000000"
+            "HBase I/O error (retryable): HBase busy: org.apache.hadoop.hbase.RegionTooBusyException: Over memstore limit=512.0 M, regionName=5c5f0e2b3d, server=rs1.example.com,16020,1700000000000"
         );
         assert_eq!(err.detail(), Some(BUSY), "the stack trace stays available");
         match &err {
@@ -588,16 +685,37 @@ mod tests {
             }
             other => panic!("expected ServerIo, got {other:?}"),
         }
-        for class in [
-            "org.apache.hadoop.hbase.NotServingRegionException",
-            "org.apache.hadoop.hbase.exceptions.RegionMovedException",
-            "org.apache.hadoop.hbase.exceptions.RegionOpeningException",
-            "org.apache.hadoop.hbase.CallQueueTooBigException",
-            "org.apache.hadoop.hbase.RetryImmediatelyException",
-            "org.apache.hadoop.hbase.ipc.ServerNotRunningYetException",
-            "org.apache.hadoop.hbase.PleaseHoldException",
-            "org.apache.hadoop.hbase.ConcurrentTableModificationException",
-            "org.apache.hadoop.hbase.quotas.RpcThrottlingException",
+        for (class, what) in [
+            (
+                "org.apache.hadoop.hbase.NotServingRegionException",
+                "region unavailable: ",
+            ),
+            (
+                "org.apache.hadoop.hbase.exceptions.RegionMovedException",
+                "region unavailable: ",
+            ),
+            (
+                "org.apache.hadoop.hbase.exceptions.RegionOpeningException",
+                "region unavailable: ",
+            ),
+            (
+                "org.apache.hadoop.hbase.CallQueueTooBigException",
+                "HBase busy: ",
+            ),
+            ("org.apache.hadoop.hbase.RetryImmediatelyException", ""),
+            (
+                "org.apache.hadoop.hbase.ipc.ServerNotRunningYetException",
+                "region unavailable: ",
+            ),
+            ("org.apache.hadoop.hbase.PleaseHoldException", ""),
+            (
+                "org.apache.hadoop.hbase.ConcurrentTableModificationException",
+                "",
+            ),
+            (
+                "org.apache.hadoop.hbase.quotas.RpcThrottlingException",
+                "HBase busy: ",
+            ),
         ] {
             let message =
                 format!("{class}: Please retry\n\tat a.B.c(B.java:1)\n\tat a.B.d(B.java:2)");
@@ -605,7 +723,7 @@ mod tests {
             assert_eq!(err.retry_class(), RetryClass::Retry, "{class}");
             assert_eq!(
                 err.to_string(),
-                format!("HBase I/O error (retryable): {class}: Please retry")
+                format!("HBase I/O error (retryable): {what}{class}: Please retry")
             );
         }
         // Those HBase does not retry stay fatal, and say nothing of retrying.
@@ -664,6 +782,38 @@ mod tests {
                 err.to_string().starts_with("HBase I/O error (retryable): "),
                 "{err}"
             );
+        }
+    }
+
+    /// What a user reads: a region away, a region busy, and the gateway's client giving up,
+    /// with its count and last attempt rather than the bare `Failed after attempts=3,
+    /// exceptions:` that starts the message.
+    #[test]
+    fn a_transient_state_says_what_it_is_on_its_one_line() {
+        for (message, shown) in [
+            (
+                "No server address listed in hbase:meta for region percolator_meta,,1700000000000.c5f998a0b1. containing row table/t1",
+                "HBase I/O error (retryable): region unavailable: No server address listed in hbase:meta for region percolator_meta,,1700000000000.c5f998a0b1. containing row table/t1",
+            ),
+            (
+                TRANSIENT[TRANSIENT.len() - 5],
+                "HBase I/O error (retryable): region unavailable: the gateway's HBase client gave up after 3 attempts; the last: org.apache.hadoop.hbase.NotServingRegionException: t1,,1700000000000.c5f998a0b1. is not online on rs1.example.com,16020,1700000000000",
+            ),
+            (
+                "Failed after attempts=2, exceptions:\n2026-11-30T10:00:01.234Z, RpcRetryingCaller{globalStartTime=2026-11-30T10:00:00.100Z, pause=100, maxAttempts=2}, org.apache.hadoop.hbase.NotServingRegionException: t1,,1.a. is not online on rs1,16020,1\n2026-11-30T10:00:01.434Z, RpcRetryingCaller{globalStartTime=2026-11-30T10:00:00.100Z, pause=100, maxAttempts=2}, org.apache.hadoop.hbase.exceptions.RegionOpeningException: Region t1,,1.a. is opening on rs2,16020,1\n",
+                "HBase I/O error (retryable): region unavailable: the gateway's HBase client gave up after 2 attempts; the last: org.apache.hadoop.hbase.exceptions.RegionOpeningException: Region t1,,1.a. is opening on rs2,16020,1",
+            ),
+            (
+                BUSY,
+                "HBase I/O error (retryable): HBase busy: org.apache.hadoop.hbase.RegionTooBusyException: Over memstore limit=512.0 M, regionName=5c5f0e2b3d, server=rs1.example.com,16020,1700000000000",
+            ),
+            (
+                "Failed after attempts=3, exceptions:\n2026-11-30T10:00:01.234Z, RpcRetryingCaller{globalStartTime=2026-11-30T10:00:00.100Z, pause=100, maxAttempts=3}, org.apache.hadoop.hbase.TableNotEnabledException: t1\n",
+                "HBase I/O error: the gateway's HBase client gave up after 3 attempts; the last: org.apache.hadoop.hbase.TableNotEnabledException: t1",
+            ),
+        ] {
+            let err = server_error(tio(message, false), "checkAndMutate", "t1");
+            assert_eq!(err.to_string(), shown);
         }
     }
 

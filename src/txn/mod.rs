@@ -20,6 +20,7 @@ mod background;
 mod batches;
 mod blocking;
 mod client;
+pub(crate) use client::until_settled;
 mod commit_checks;
 mod commit_point;
 mod committer;

@@ -155,6 +155,8 @@ pub struct FaultyStore {
     fired: Mutex<Vec<Call>>,
     bursts: Mutex<Vec<Vec<Call>>>,
     read_holds: Mutex<Vec<ReadHold>>,
+    /// Tables whose next puts fail as if their region were moving, and how many more do.
+    moving_puts: Mutex<Vec<(String, usize)>>,
 }
 
 impl FaultyStore {
@@ -166,6 +168,7 @@ impl FaultyStore {
             fired: Mutex::new(Vec::new()),
             bursts: Mutex::new(Vec::new()),
             read_holds: Mutex::new(Vec::new()),
+            moving_puts: Mutex::new(Vec::new()),
         })
     }
 
@@ -184,6 +187,26 @@ impl FaultyStore {
             .find(|(row, _, left)| *left > 0 && gets.iter().any(|g| g.row == *row))?;
         *remaining -= 1;
         Some(gate.clone())
+    }
+
+    /// The next `times` puts to `table` are not applied and fail as the gateway reports a
+    /// region in transition: its HBase client gave up after its retries.
+    pub fn move_puts_to(&self, table: &str, times: usize) {
+        self.moving_puts.lock().push((table.to_string(), times));
+    }
+
+    /// Puts to a moving table that are still to fail.
+    pub fn moving_puts_left(&self) -> usize {
+        self.moving_puts.lock().iter().map(|(_, n)| n).sum()
+    }
+
+    fn put_is_moving(&self, table: &str) -> bool {
+        let mut moving = self.moving_puts.lock();
+        let Some((_, left)) = moving.iter_mut().find(|(t, n)| t == table && *n > 0) else {
+            return false;
+        };
+        *left -= 1;
+        true
     }
 
     /// Applies `fault` to the next `times` calls of step `kind` on `row`.
@@ -309,6 +332,9 @@ impl HBaseAccess for FaultyStore {
     }
 
     async fn put(&self, table: &str, put: &Put) -> Result<()> {
+        if self.put_is_moving(table) {
+            return Err(gave_up(&put.row));
+        }
         HBaseAccess::put(&self.inner, table, put).await
     }
 

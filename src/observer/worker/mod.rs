@@ -18,6 +18,7 @@ use crate::observer::lease::Partition;
 use crate::observer::model::{check_observer_name, ObservedColumn};
 use crate::observer::registry::{pending_rows, register};
 use crate::observer::run::{Observer, WorkerCrash};
+use crate::txn::until_settled;
 use crate::AsyncClient;
 
 mod tasks;
@@ -127,6 +128,10 @@ pub struct WorkerConfig {
     /// Backoff of a failed run: `retry_base * 2^attempts`, at most `retry_max`.
     pub retry_base: Duration,
     pub retry_max: Duration,
+    /// How long [`ObserverWorker::start`] waits out a region in transition (a move, a split,
+    /// a crashed server) while it registers its columns and joins the lease round: a worker
+    /// started or replaced at that moment starts late instead of failing.
+    pub start_timeout: Duration,
     /// Makes the worker die at a seam (tests, the demo's kills; feature `testing`).
     pub(crate) crash: Option<WorkerCrash>,
 }
@@ -144,6 +149,7 @@ impl Default for WorkerConfig {
             max_idle: Duration::from_millis(50),
             retry_base: Duration::from_millis(10),
             retry_max: Duration::from_secs(2),
+            start_timeout: Duration::from_secs(30),
             crash: None,
         }
     }
@@ -165,6 +171,15 @@ impl WorkerConfig {
     /// ```
     pub fn with_worker_ttl(mut self, ttl: Duration) -> Self {
         self.worker_ttl = ttl.max(Duration::from_millis(4));
+        self
+    }
+
+    /// ```
+    /// let c = percolator::observer::WorkerConfig::default().with_start_timeout(std::time::Duration::from_secs(5));
+    /// assert_eq!(c.start_timeout.as_secs(), 5);
+    /// ```
+    pub fn with_start_timeout(mut self, timeout: Duration) -> Self {
+        self.start_timeout = timeout;
         self
     }
 
@@ -354,7 +369,8 @@ pub struct ObserverWorker {
 impl ObserverWorker {
     /// Registers the observed columns in the meta table (so every client writing them leaves
     /// notifications, within `META_REFRESH`) and starts the lease and scanning tasks on the
-    /// client's runtime.
+    /// client's runtime. HBase's reports of a region in transition are waited out for up to
+    /// `config.start_timeout`.
     pub async fn start(
         client: AsyncClient,
         observers: ObserverSet,
@@ -362,7 +378,7 @@ impl ObserverWorker {
     ) -> Result<ObserverWorker> {
         for column in observers.observers.keys() {
             let (name, _) = &observers.observers[column];
-            register(&client, column, name).await?;
+            until_settled(config.start_timeout, || register(&client, column, name)).await?;
         }
         let partitions = observers
             .tables()
@@ -391,7 +407,7 @@ impl ObserverWorker {
         if let Err(e) = inner.leases().sweep_legacy_workers().await {
             tracing::debug!(error = %e, "older workers' rows not swept; the next start tries again");
         }
-        let short = inner.leases_round().await?;
+        let short = until_settled(inner.config.start_timeout, || inner.leases_round()).await?;
         let me = Arc::clone(&inner);
         tasks.spawn_on(async move { me.lease_loop(short).await }, &runtime);
         for _ in 0..inner.config.scanners {
