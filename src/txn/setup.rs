@@ -85,6 +85,31 @@ pub fn create_with(
     table: &TableDescriptor,
     granularity: LockGranularity,
 ) -> Result<bool> {
+    create_split(hbase, schema, table, granularity, &[])
+}
+
+/// [`create_with`], the new table pre-split at `split_keys` (each key starts a region), so
+/// that its load spreads over the region servers from the first write. An existing table is
+/// checked as by [`create_with`] and keeps its regions.
+///
+/// ```
+/// use percolator::txn::LockGranularity;
+/// let emulator = hbase_emulator::start_local()?;
+/// let hbase = percolator::HBaseClient::connect(percolator::HBaseConfig::new(emulator.local_addr().to_string()))?;
+/// let schema = percolator::txn::Schema::default();
+/// let table = schema.table("orders", &["f"]);
+/// let splits = [b"h".to_vec(), b"p".to_vec()];
+/// assert!(percolator::txn::setup::create_split(&hbase, &schema, &table, LockGranularity::Cell, &splits)?);
+/// assert_eq!(hbase.admin().region_locations("orders")?.len(), 3);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn create_split(
+    hbase: &HBaseClient,
+    schema: &Schema,
+    table: &TableDescriptor,
+    granularity: LockGranularity,
+    split_keys: &[Vec<u8>],
+) -> Result<bool> {
     create_meta_table(hbase, schema)?;
     let admin = hbase.admin();
     if admin.table_exists(&table.name)? {
@@ -95,7 +120,7 @@ pub fn create_with(
     schema.check(table)?;
     // Before the families exist: a client that sees them reads this (see `granularity`).
     write_granularity(hbase, schema, &table.name, granularity)?;
-    admin.create_table(table)?;
+    admin.create_table_with_splits(table, split_keys)?;
     Ok(true)
 }
 

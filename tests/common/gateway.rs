@@ -177,6 +177,14 @@ impl TestTable {
     pub fn name(&self) -> &str {
         &self.name
     }
+
+    /// Takes charge of `name`, a table the test created itself: dropped at the end.
+    pub fn adopt(gw: &Gateway, name: String) -> TestTable {
+        TestTable {
+            client: gw.client().clone(),
+            name,
+        }
+    }
 }
 
 impl Drop for TestTable {

@@ -320,8 +320,9 @@ impl Handler {
                 crate::convert::to_string_binary(w[0])
             )));
         }
+        let keys = keys.into_iter().cloned().collect();
         self.store
-            .create_table(Table::new(name, schema, self.now()))
+            .create_table(Table::split(name, schema, self.now(), keys))
     }
 
     pub fn delete_table(&self, table: &TTableName) -> ServerResult<()> {

@@ -180,11 +180,38 @@ fn namespaces_lifecycle() {
 fn one_region_per_table() {
     let e = env();
     e.create("ns_t", &[("f", 1)]);
-    let loc = e.h.region_location(b"ns_t").unwrap();
+    let loc = e.h.region_location(b"ns_t", b"r").unwrap();
     assert_eq!(loc.region_info.table_name, b"ns_t");
     assert_eq!(loc.region_info.start_key.as_deref(), Some(&b""[..]));
     assert_eq!(loc.server_name.port, Some(9090));
-    assert!(err(e.h.region_location(b"missing")).contains("TableNotFoundException"));
+    assert!(err(e.h.region_location(b"missing", b"r")).contains("TableNotFoundException"));
+}
+
+/// `createTable` with split keys: one region per range, and a row's location is the region
+/// whose range holds it, as a service splitting work by region would read them.
+#[test]
+fn split_keys_make_regions_that_locations_report() {
+    let e = env();
+    let desc = table_desc("split", &[("f", 1)]);
+    e.h.create_table(&desc, Some(&[b"p".to_vec(), b"h".to_vec()]))
+        .unwrap();
+    let bounds: Vec<_> =
+        e.h.region_locations(b"split")
+            .unwrap()
+            .into_iter()
+            .map(|l| {
+                (
+                    l.region_info.start_key.unwrap(),
+                    l.region_info.end_key.unwrap(),
+                )
+            })
+            .collect();
+    let b = |s: &str| s.as_bytes().to_vec();
+    assert_eq!(bounds, [(b(""), b("h")), (b("h"), b("p")), (b("p"), b(""))]);
+    for (row, start) in [("a", ""), ("h", "h"), ("o", "h"), ("p", "p"), ("zz", "p")] {
+        let loc = e.h.region_location(b"split", row.as_bytes()).unwrap();
+        assert_eq!(loc.region_info.start_key.unwrap(), b(start), "row {row}");
+    }
 }
 
 #[test]

@@ -339,17 +339,32 @@ impl Handler {
     /// Every region of the table: none for a missing table (the real gateway answers from a
     /// meta scan that finds nothing, not with an error).
     pub fn region_locations(&self, table: &[u8]) -> ServerResult<Vec<THRegionLocation>> {
-        match self.region_location(table) {
-            Ok(location) => Ok(vec![location]),
-            Err(e) if e.is_table_not_found() => Ok(Vec::new()),
-            Err(e) => Err(e),
-        }
+        let t = match self.table(&TableName::parse(table)?) {
+            Ok(t) => t,
+            Err(e) if e.is_table_not_found() => return Ok(Vec::new()),
+            Err(e) => return Err(e),
+        };
+        Ok(t.regions()
+            .into_iter()
+            .map(|(start, end)| self.location(&t, start, end))
+            .collect())
     }
 
-    /// The table's single region, served by this gateway's address.
-    pub fn region_location(&self, table: &[u8]) -> ServerResult<THRegionLocation> {
+    /// The region of the table that holds `row`, served by this gateway's address.
+    pub fn region_location(&self, table: &[u8], row: &[u8]) -> ServerResult<THRegionLocation> {
         let t = self.table(&TableName::parse(table)?)?;
-        Ok(THRegionLocation {
+        let (start, end) = t
+            .regions()
+            .into_iter()
+            .find(|(start, end)| {
+                start.as_slice() <= row && (end.is_empty() || row < end.as_slice())
+            })
+            .unwrap_or_default();
+        Ok(self.location(&t, start, end))
+    }
+
+    fn location(&self, t: &Table, start: Vec<u8>, end: Vec<u8>) -> THRegionLocation {
+        THRegionLocation {
             server_name: TServerName {
                 host_name: self.identity.host.clone(),
                 port: Some(self.identity.port),
@@ -358,13 +373,13 @@ impl Handler {
             region_info: THRegionInfo {
                 region_id: t.region_id(),
                 table_name: t.name().to_string().into_bytes(),
-                start_key: Some(Vec::new()),
-                end_key: Some(Vec::new()),
+                start_key: Some(start),
+                end_key: Some(end),
                 offline: Some(false),
                 split: Some(false),
                 replica_id: Some(0),
             },
-        })
+        }
     }
 }
 

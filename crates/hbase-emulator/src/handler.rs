@@ -179,10 +179,10 @@ impl THBaseServiceSyncHandler for Handler {
     fn handle_get_region_location(
         &self,
         table: Vec<u8>,
-        _row: Vec<u8>,
+        row: Vec<u8>,
         _reload: bool,
     ) -> thrift::Result<THRegionLocation> {
-        wire("getRegionLocation", self.region_location(&table))
+        wire("getRegionLocation", self.region_location(&table, &row))
     }
     fn handle_get_all_region_locations(
         &self,

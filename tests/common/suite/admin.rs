@@ -3,7 +3,7 @@
 use percolator::hbase::{FamilyDescriptor, Get, Put, ServerType, TableDescriptor};
 use percolator::Error;
 
-use crate::common::gateway::unique_name;
+use crate::common::gateway::{unique_name, TestTable};
 use crate::common::Gateway;
 
 pub fn table_lifecycle(gw: &Gateway) {
@@ -193,4 +193,32 @@ pub fn server_facts(gw: &Gateway) {
     let region = admin.region_location(t.name(), b"any-row", false).unwrap();
     assert!(region.start_key.as_slice() <= b"any-row".as_slice());
     assert!(region.end_key.is_empty() || region.end_key.as_slice() > b"any-row".as_slice());
+}
+
+/// A table created pre-split has one region per range, and a row's location is the region
+/// that holds it: what work split by region (and a bench spread over servers) relies on.
+pub fn split_table_regions(gw: &Gateway) {
+    let name = unique_name("split");
+    let mut desc = TableDescriptor::new(name.clone());
+    desc.families = vec![FamilyDescriptor::new("f")];
+    let admin = gw.client().admin();
+    admin
+        .create_table_with_splits(&desc, &[b"p".to_vec(), b"h".to_vec()])
+        .unwrap();
+    let t = TestTable::adopt(gw, name);
+    let mut bounds: Vec<_> = admin
+        .region_locations(t.name())
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.start_key, r.end_key))
+        .collect();
+    bounds.sort();
+    let b = |s: &str| s.as_bytes().to_vec();
+    assert_eq!(bounds, [(b(""), b("h")), (b("h"), b("p")), (b("p"), b(""))]);
+    for (row, start) in [("a", ""), ("h", "h"), ("o", "h"), ("zz", "p")] {
+        let region = admin
+            .region_location(t.name(), row.as_bytes(), false)
+            .unwrap();
+        assert_eq!(region.start_key, b(start), "row {row}");
+    }
 }

@@ -93,6 +93,7 @@ macro_rules! with_cases {
             admin::families_changed_together,
             admin::namespaces,
             admin::server_facts,
+            admin::split_table_regions,
         ];
     };
 }

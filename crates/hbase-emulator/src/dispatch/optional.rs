@@ -384,8 +384,8 @@ pub(super) fn get_region_location(
         Ok(true)
     })?;
     let table = required("getRegionLocation", "table", table)?;
-    required("getRegionLocation", "row", row)?;
-    let result = h.region_location(&table);
+    let row = required("getRegionLocation", "row", row)?;
+    let result = h.region_location(&table, &row);
     reply(
         o,
         "getRegionLocation",

@@ -35,8 +35,11 @@ struct TableState {
 #[derive(Debug)]
 pub struct Table {
     name: TableName,
-    /// Creation time in ms: the region id of the table's single region.
+    /// Creation time in ms: the region id of every region of the table.
     region_id: i64,
+    /// The keys that start the regions after the first, sorted: where `createTable` split it.
+    /// Regions only bound what the locations report; the rows live in one map.
+    split_keys: Vec<Vec<u8>>,
     state: RwLock<TableState>,
     rows: RwLock<Rows>,
     /// Per family, the rows storing at least one version in it (see the module docs).
@@ -44,10 +47,22 @@ pub struct Table {
 }
 
 impl Table {
+    #[cfg(test)]
     pub fn new(name: TableName, schema: TableSchema, created_ms: i64) -> Self {
+        Table::split(name, schema, created_ms, Vec::new())
+    }
+
+    /// A table of `split_keys.len() + 1` regions (`split_keys` sorted, unique, none empty).
+    pub fn split(
+        name: TableName,
+        schema: TableSchema,
+        created_ms: i64,
+        split_keys: Vec<Vec<u8>>,
+    ) -> Self {
         Table {
             name,
             region_id: created_ms,
+            split_keys,
             state: RwLock::new(TableState {
                 schema: Arc::new(schema),
                 enabled: true,
@@ -63,6 +78,17 @@ impl Table {
 
     pub fn region_id(&self) -> i64 {
         self.region_id
+    }
+
+    /// Every region's `[start, end)`, in key order; an empty end is the table's end.
+    pub fn regions(&self) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let starts = std::iter::once(Vec::new()).chain(self.split_keys.iter().cloned());
+        let ends = self
+            .split_keys
+            .iter()
+            .cloned()
+            .chain(std::iter::once(Vec::new()));
+        starts.zip(ends).collect()
     }
 
     pub fn schema(&self) -> Arc<TableSchema> {

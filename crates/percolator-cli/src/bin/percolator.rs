@@ -53,6 +53,7 @@ fn main() -> ExitCode {
             pipeline,
             api,
             lock_granularity,
+            regions,
         } => {
             let workloads = match workloads {
                 Some(list) => list.split(',').map(|s| s.trim().to_string()).collect(),
@@ -82,6 +83,7 @@ fn main() -> ExitCode {
                 rounds: rounds.max(1),
                 api,
                 lock_granularity,
+                regions,
             };
             let tune = move |c: percolator::HBaseConfig| {
                 let c = c.pool_size(pool.max(1));

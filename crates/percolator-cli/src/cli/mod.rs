@@ -121,6 +121,10 @@ pub enum Command {
         /// The lock granularity of the table the txn_ workloads write: `cell` or `row`.
         #[arg(long, value_name = "cell|row", default_value = "cell")]
         lock_granularity: percolator::txn::LockGranularity,
+        /// Regions each table is created with, split at even steps of --rows, so that the
+        /// region servers of a cluster share the load from the start
+        #[arg(long, default_value_t = 1)]
+        regions: usize,
         /// Cells of the txn_large transaction (100-byte values, 10 columns a row).
         #[arg(long, default_value_t = 100_000)]
         large_cells: usize,

@@ -49,6 +49,9 @@ pub struct Progress {
     pub undetermined: AtomicU64,
     pub audits: AtomicU64,
     pub audit_failures: AtomicU64,
+    /// The longest one transfer took, from its begin to its commit's answer, in microseconds:
+    /// what a region in transition (a move, a split, a crashed server) made a caller wait.
+    pub longest_transfer_us: AtomicU64,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -61,6 +64,8 @@ pub struct BankReport {
     /// Crashed or undetermined transfers found committed when settled at the end.
     pub settled_committed: u64,
     pub audits: u64,
+    /// The longest one transfer took, in seconds, whatever its outcome.
+    pub longest_transfer_secs: f64,
     pub expected_total: i64,
     pub final_total: i64,
     /// Every broken invariant, in words. Empty means the run was correct.
@@ -240,12 +245,17 @@ fn transfer_loop(
             moved: 0,
         };
         let mut start_ts = 0;
+        let began = Instant::now();
         let outcome = client.begin().and_then(|mut t| {
             transfer.moved = apply_transfer(&mut t, &transfer)?;
             // Fixed by the reads above: no extra round trip.
             start_ts = t.start_ts()?;
             t.commit()
         });
+        let took = u64::try_from(began.elapsed().as_micros()).unwrap_or(u64::MAX);
+        progress
+            .longest_transfer_us
+            .fetch_max(took, Ordering::Relaxed);
         match outcome {
             Ok(_) => {
                 failures = 0;
@@ -433,6 +443,7 @@ fn settle(
         undetermined: get(&progress.undetermined),
         settled_committed,
         audits: get(&progress.audits),
+        longest_transfer_secs: get(&progress.longest_transfer_us) as f64 / 1e6,
         expected_total: config.expected_total(),
         final_total,
         violations,

@@ -113,6 +113,9 @@ pub struct BenchConfig {
     pub api: Api,
     /// The lock granularity of the table the `txn_` workloads write.
     pub lock_granularity: LockGranularity,
+    /// Regions each table is created with, split at even steps of the row range, so that a
+    /// cluster's region servers share the load from the first operation.
+    pub regions: usize,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -207,17 +210,17 @@ pub fn run(
         ..LivenessConfig::default()
     };
     let options = stack.txn_options(liveness)?;
-    stack
-        .hbase
-        .admin()
-        .create_table(&TableDescriptor::new(tables.raw.clone()).family(FamilyDescriptor::new(F)))?;
-    txn::setup::create_table_with(
-        &stack.hbase,
-        options.schema(),
-        &tables.txn,
-        &[F],
-        config.lock_granularity,
+    let splits = split_keys(config.rows, config.regions);
+    stack.hbase.admin().create_table_with_splits(
+        &TableDescriptor::new(tables.raw.clone()).family(FamilyDescriptor::new(F)),
+        &splits,
     )?;
+    let schema = options.schema();
+    let txn_table = |name: &str, granularity| {
+        let table = schema.table(name, &[F]);
+        txn::setup::create_split(&stack.hbase, schema, &table, granularity, &splits).map(drop)
+    };
+    txn_table(&tables.txn, config.lock_granularity)?;
     if wants_notify {
         txn::setup::create_table(&stack.hbase, options.schema(), &tables.notify, &[F])?;
     }
@@ -225,7 +228,7 @@ pub fn run(
         txn::setup::create_table(&stack.hbase, options.schema(), &tables.notify_kill, &[F])?;
     }
     if wants_floor {
-        txn::setup::create_table(&stack.hbase, options.schema(), &tables.floor, &[F])?;
+        txn_table(&tables.floor, LockGranularity::Cell)?;
     }
     let client = stack.client(options.clone())?;
     let floor = wants_floor.then(|| {
@@ -312,6 +315,14 @@ pub fn run(
     }
     client.shutdown();
     Ok(report)
+}
+
+/// The keys that start regions 2..=`regions` of `rows` rows, at even steps.
+fn split_keys(rows: usize, regions: usize) -> Vec<Vec<u8>> {
+    let regions = regions.clamp(1, rows.max(1));
+    (1..regions)
+        .map(|i| row(rows * i / regions).into_bytes())
+        .collect()
 }
 
 fn populate(stack: &Stack, client: &Client, raw: &str, txn: &str, rows: usize) -> Result<()> {

@@ -39,6 +39,12 @@ pub struct DemoConfig {
     /// each, under one lock).
     #[arg(long, value_name = "cell|row", default_value = "cell")]
     pub lock_granularity: percolator::txn::LockGranularity,
+    /// Name the tables demo_checking_SUFFIX, demo_savings_SUFFIX and demo_liveness_SUFFIX
+    /// (default: this process's id and a random number), so that a script can inspect them
+    /// afterwards, for example after killing the demo. Existing tables are reused and their
+    /// accounts opened again.
+    #[arg(long)]
+    pub suffix: Option<String>,
 }
 
 pub fn run(config: &DemoConfig) -> Result<BankReport> {
@@ -53,7 +59,10 @@ pub fn run(config: &DemoConfig) -> Result<BankReport> {
         },
         stack.oracle_addr
     );
-    let suffix = format!("{}_{}", std::process::id(), rand::random::<u16>());
+    let suffix = config
+        .suffix
+        .clone()
+        .unwrap_or_else(|| format!("{}_{}", std::process::id(), rand::random::<u16>()));
     let liveness = LivenessConfig {
         table: format!("demo_liveness_{suffix}"),
         ttl_secs: 1,
@@ -79,9 +88,10 @@ pub fn run(config: &DemoConfig) -> Result<BankReport> {
     };
     bank::setup(&stack, &bank)?;
     println!(
-        "{} accounts in {} tables, {} clients (each dies at a seam with p={}), {} auditors, {} s",
+        "{} accounts in {} tables ({}), {} clients (each dies at a seam with p={}), {} auditors, {} s",
         bank.accounts_per_table * bank.tables.len(),
         bank.tables.len(),
+        bank.tables.join(", "),
         bank.clients,
         config.crash_rate,
         bank.auditors,
@@ -90,7 +100,7 @@ pub fn run(config: &DemoConfig) -> Result<BankReport> {
     let report = bank::run(&stack, &bank, &print_progress)?;
     println!(
         "done in {:.1} s: {} transfers committed ({:.0}/s), {} conflicts retried, {} client crashes, \
-         {} undetermined, {} crashed transfers found committed, {} audits",
+         {} undetermined, {} crashed transfers found committed, {} audits; the longest transfer took {:.2} s",
         report.seconds,
         report.committed,
         report.committed as f64 / report.seconds,
@@ -98,7 +108,8 @@ pub fn run(config: &DemoConfig) -> Result<BankReport> {
         report.crashes,
         report.undetermined,
         report.settled_committed,
-        report.audits
+        report.audits,
+        report.longest_transfer_secs
     );
     println!(
         "total {} (expected {})",
