@@ -19,6 +19,7 @@ use crate::txn::session::Session;
 use crate::txn::stats::ClientStats;
 use crate::txn::store::HBaseAccess;
 use crate::txn::transaction::AsyncTransaction;
+use crate::txn::until_settled;
 
 /// What all clones of a client share.
 struct Shared {
@@ -127,9 +128,12 @@ impl AsyncClient {
             uuid::Uuid::new_v4()
         );
         let liveness = Liveness::new(options.liveness.clone(), owner);
-        liveness
-            .refresh(store.as_ref(), options.clock.now_ms(), None)
-            .await?;
+        // The first liveness row, written before any lock can name it: a client replaced after
+        // a crash writes it while the table's region may be moving.
+        until_settled(options.start_timeout, || {
+            liveness.refresh(store.as_ref(), options.clock.now_ms(), None)
+        })
+        .await?;
         let ctx = Arc::new(Context::new(store, tso, options, liveness, runtime));
         let heartbeat = Heartbeat::start(&ctx);
         Ok(AsyncClient {
@@ -170,25 +174,24 @@ impl AsyncClient {
     ) -> Result<AsyncClient> {
         // A service starting while a region of the liveness table moves (a split, a balancer
         // run, a crashed server) must not fail: its HBase steps are retried while what they
-        // meet clears by itself, for as long as one call may wait.
-        let budget = hbase.read_timeout;
+        // meet clears by itself, within the start timeout.
+        let budget = options.start_timeout;
         let hbase = Arc::new(AsyncHBaseClient::connect(hbase).await?);
         let tso: Arc<dyn TimestampSource> =
             Arc::new(OracleClient::connect_async(oracle_addrs, options.oracle.clone()).await?);
         until_settled(budget, || {
-            let (hbase, tso, options) = (Arc::clone(&hbase), Arc::clone(&tso), options.clone());
+            let (admin, config) = (hbase.blocking(), options.liveness.clone());
             async move {
-                let (admin, config) = (hbase.blocking(), options.liveness.clone());
                 // Once per client, at start: the admin calls may stay blocking.
                 tokio::task::spawn_blocking(move || {
                     crate::txn::setup::create_liveness_table(&admin, &config)
                 })
                 .await
-                .map_err(|_| Error::Shutdown)??;
-                Self::new(hbase, tso, options).await
+                .map_err(|_| Error::Shutdown)?
             }
         })
-        .await
+        .await?;
+        Self::new(hbase, tso, options).await
     }
 
     /// What this client's transactions share (GC resolves locks through it, observer runs read
@@ -670,109 +673,10 @@ impl<'p> Attempts<'p> {
     }
 }
 
-/// Runs `op` again after the gateway reported a state of HBase that clears by itself (a
-/// `Retry` [`Error::ServerIo`]), pausing 50 ms, then twice as long each time up to 2 s, until
-/// it succeeds, fails otherwise, or the next try would start after `budget`. A gateway that
-/// cannot be reached fails at once: that is a wrong address or a gateway down, not a region
-/// on its way.
-pub(crate) async fn until_settled<T, F, Fut>(budget: std::time::Duration, mut op: F) -> Result<T>
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<T>>,
-{
-    let started = std::time::Instant::now();
-    let mut pause = std::time::Duration::from_millis(50);
-    loop {
-        match op().await {
-            Err(e @ Error::ServerIo { .. })
-                if e.retry_class() == RetryClass::Retry && started.elapsed() + pause < budget =>
-            {
-                tracing::info!(error = %e, ?pause, "waiting out HBase at start");
-                tokio::time::sleep(pause).await;
-                pause = (pause * 2).min(std::time::Duration::from_secs(2));
-            }
-            other => return other,
-        }
-    }
-}
-
 fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|h| h.trim().to_string())
         .ok()
         .filter(|h| !h.is_empty())
         .unwrap_or_else(|| "host".into())
-}
-
-#[cfg(test)]
-mod start_tests {
-    use std::sync::atomic::{AtomicU32, Ordering};
-    use std::time::{Duration, Instant};
-
-    use super::until_settled;
-    use crate::error::Error;
-
-    /// What the gateway sends while the liveness table's region moves.
-    fn moving() -> Error {
-        Error::ServerIo {
-            message: "No server address listed in hbase:meta for region percolator_liveness,,1.ab. containing row c1".into(),
-            can_retry: false,
-            exception: None,
-        }
-    }
-
-    #[tokio::test]
-    async fn a_start_meeting_a_region_in_transition_retries_until_it_clears() {
-        let tries = AtomicU32::new(0);
-        let got = until_settled(Duration::from_secs(10), || async {
-            match tries.fetch_add(1, Ordering::Relaxed) {
-                0 | 1 => Err(moving()),
-                _ => Ok("started"),
-            }
-        })
-        .await;
-        assert_eq!(got.unwrap(), "started");
-        assert_eq!(tries.load(Ordering::Relaxed), 3);
-    }
-
-    #[tokio::test]
-    async fn a_start_fails_at_once_on_what_does_not_clear_and_within_its_budget_on_what_does_not() {
-        let tries = AtomicU32::new(0);
-        let fatal = until_settled(Duration::from_secs(10), || async {
-            tries.fetch_add(1, Ordering::Relaxed);
-            Err::<(), _>(Error::TableNotFound {
-                table: "t".into(),
-                message: "t".into(),
-            })
-        })
-        .await;
-        assert!(matches!(fatal, Err(Error::TableNotFound { .. })));
-        assert_eq!(tries.load(Ordering::Relaxed), 1);
-        let unreachable = until_settled(Duration::from_secs(10), || async {
-            tries.fetch_add(1, Ordering::Relaxed);
-            Err::<(), _>(Error::Transport {
-                peer: crate::Peer::HBase,
-                addr: "127.0.0.1:1".into(),
-                source: std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused"),
-            })
-        })
-        .await;
-        assert!(matches!(unreachable, Err(Error::Transport { .. })));
-        assert_eq!(
-            tries.load(Ordering::Relaxed),
-            2,
-            "a gateway down is not waited for"
-        );
-        let started = Instant::now();
-        let stuck = until_settled(Duration::from_millis(400), || async {
-            Err::<(), _>(moving())
-        })
-        .await;
-        assert!(matches!(stuck, Err(Error::ServerIo { .. })));
-        assert!(
-            started.elapsed() < Duration::from_millis(400),
-            "{:?}",
-            started.elapsed()
-        );
-    }
 }

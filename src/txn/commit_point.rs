@@ -8,7 +8,7 @@
 //! bytes meanwhile), the commit is repeated against the bytes actually stored. A commit that
 //! gives up rolls its primary back the same way (`roll_back_primary`).
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, RetryClass};
 use crate::hbase::{CheckAndMutate, Delete};
 use crate::key::CellKey;
 use crate::txn::actions::{self, TxnStatus};
@@ -143,6 +143,8 @@ async fn on_our_lock(
 ) -> std::result::Result<OnOurLock, Failed> {
     let resolver = LockResolver::new(session);
     for _ in 0..3 {
+        // A primary whose region is still in transition (the CAS that failed met it) is read
+        // once it is back: the context's store waits reads out (`TxnOptions::settle_timeout`).
         let (raw, status) = resolver
             .primary_status(primary, start_ts, primary_row)
             .await
@@ -156,6 +158,8 @@ async fn on_our_lock(
         match session.cas(&primary.table, &cam).await {
             Ok(true) => return Ok(OnOurLock::Applied),
             Ok(false) | Err(Error::OutcomeUnknown { .. }) => continue,
+            // Applied or not, the next read tells (once the region is back).
+            Err(e @ Error::ServerIo { .. }) if e.retry_class() == RetryClass::Retry => continue,
             Err(e) => return Err(Failed::Sending(e)),
         }
     }

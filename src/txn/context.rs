@@ -30,6 +30,7 @@ use crate::txn::refresh::Refreshed;
 use crate::txn::schema::Schema;
 use crate::txn::stats::Stats;
 use crate::txn::store::HBaseAccess;
+use crate::txn::transitions::WaitsOutTransitions;
 
 pub(crate) struct Context {
     store: Arc<dyn HBaseAccess>,
@@ -60,7 +61,7 @@ impl Context {
         runtime: tokio::runtime::Handle,
     ) -> Context {
         Context {
-            store,
+            store: Arc::new(WaitsOutTransitions::new(store, opts.settle_timeout)),
             tso,
             opts,
             liveness,

@@ -189,11 +189,15 @@ fn unexpected<T>() -> Result<T> {
     })
 }
 
+/// A context whose reads are not retried (`settle_timeout` zero): what these tests count is
+/// the descriptor reads the context itself makes.
 fn context(gateway: Arc<Gateway>) -> Context {
     Context::new(
         gateway,
         Arc::new(LocalTimestamps::new()),
-        TxnOptions::default(),
+        TxnOptions::builder()
+            .settle_timeout(std::time::Duration::ZERO)
+            .build(),
         Liveness::new(LivenessConfig::default(), "families-test".into()),
         tokio::runtime::Handle::current(),
     )

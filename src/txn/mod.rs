@@ -20,7 +20,6 @@ mod background;
 mod batches;
 mod blocking;
 mod client;
-pub(crate) use client::until_settled;
 mod commit_checks;
 mod commit_point;
 mod committer;
@@ -53,6 +52,8 @@ mod spans;
 mod stats;
 pub(crate) mod store;
 mod transaction;
+mod transitions;
+pub(crate) use transitions::until_settled;
 
 // The byte formats and the pure protocol steps: public only for tests that script the
 // protocol by hand and inspect stored cells (feature `testing`).

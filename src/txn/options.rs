@@ -148,6 +148,8 @@ pub struct TxnOptions {
     pub(crate) liveness: LivenessConfig,
     pub(crate) lock_ttl: Duration,
     pub(crate) max_lock_wait: Duration,
+    pub(crate) start_timeout: Duration,
+    pub(crate) settle_timeout: Duration,
     pub(crate) short_value_limit: usize,
     pub(crate) max_value_size: usize,
     pub(crate) max_txn_bytes: usize,
@@ -166,6 +168,8 @@ impl Default for TxnOptions {
             liveness: LivenessConfig::default(),
             lock_ttl: Duration::from_secs(3),
             max_lock_wait: Duration::from_secs(10),
+            start_timeout: Duration::from_secs(30),
+            settle_timeout: Duration::from_secs(30),
             short_value_limit: 1024,
             max_value_size: 1 << 20,
             max_txn_bytes: MAX_TXN_BYTES,
@@ -236,6 +240,31 @@ impl TxnOptions {
     /// ```
     pub fn max_lock_wait(&self) -> Duration {
         self.max_lock_wait
+    }
+
+    /// How long a client's start waits out HBase states that clear by themselves (a region of
+    /// the liveness table moving, splitting, or reopening after its server crashed) before it
+    /// fails with the last such error. A gateway that cannot be reached fails at once.
+    ///
+    /// ```
+    /// assert_eq!(percolator::TxnOptions::default().start_timeout(), std::time::Duration::from_secs(30));
+    /// ```
+    pub fn start_timeout(&self) -> Duration {
+        self.start_timeout
+    }
+
+    /// How long a read that meets a region in transition (the gateway's HBase client gave up
+    /// on a region moving, splitting, opening, or on a crashed server) is sent again before
+    /// its error is returned. It bounds, too, how long a commit whose commit point went
+    /// unanswered waits to re-read its primary before it reports `CommitUndetermined`. A
+    /// region whose server crashed is back once the master noticed (the ZooKeeper session
+    /// timeout) and reassigned it: seconds to tens of seconds. Writes are never resent blind.
+    ///
+    /// ```
+    /// assert_eq!(percolator::TxnOptions::default().settle_timeout(), std::time::Duration::from_secs(30));
+    /// ```
+    pub fn settle_timeout(&self) -> Duration {
+        self.settle_timeout
     }
 
     /// Values up to this size are copied into the write record, so a read needs one round
@@ -374,6 +403,24 @@ impl TxnOptionsBuilder {
     /// ```
     pub fn max_lock_wait(mut self, wait: Duration) -> Self {
         self.0.max_lock_wait = wait;
+        self
+    }
+
+    /// ```
+    /// let o = percolator::TxnOptions::builder().start_timeout(std::time::Duration::from_secs(5)).build();
+    /// assert_eq!(o.start_timeout().as_secs(), 5);
+    /// ```
+    pub fn start_timeout(mut self, timeout: Duration) -> Self {
+        self.0.start_timeout = timeout;
+        self
+    }
+
+    /// ```
+    /// let o = percolator::TxnOptions::builder().settle_timeout(std::time::Duration::from_secs(5)).build();
+    /// assert_eq!(o.settle_timeout().as_secs(), 5);
+    /// ```
+    pub fn settle_timeout(mut self, timeout: Duration) -> Self {
+        self.0.settle_timeout = timeout;
         self
     }
 

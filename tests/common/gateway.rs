@@ -196,10 +196,12 @@ impl Drop for TestTable {
     }
 }
 
-/// Disables and deletes `table`.
+/// Disables (unless a test left it disabled) and deletes `table`.
 fn drop_table(client: &HBaseClient, table: &str) -> percolator::Result<()> {
     let admin = client.admin();
-    admin.disable_table(table)?;
+    if admin.is_table_enabled(table)? {
+        admin.disable_table(table)?;
+    }
     admin.delete_table(table)
 }
 

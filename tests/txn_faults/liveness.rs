@@ -543,3 +543,36 @@ fn a_transaction_committed_while_its_status_is_settled_is_reported_committed() {
     asker.shutdown();
     holder.shutdown();
 }
+
+/// A client replaced after a crash writes its first liveness row while that table's region
+/// may be moving (the gateway's HBase client gave up, `Retry`). The start waits it out; within
+/// a start timeout too short for the region, it fails with that retryable error and writes
+/// nothing a later start could trip on.
+#[test]
+fn a_client_started_while_the_liveness_region_moves_starts_once_it_is_back() {
+    let env = Env::start();
+    let store = FaultyStore::new(env.hbase.clone(), env.schema.clone());
+    store.move_puts_to(&env.options().liveness().table, usize::MAX);
+    let short = env
+        .options()
+        .to_builder()
+        .start_timeout(Duration::from_millis(300))
+        .build();
+    let Err(err) = Client::new(store.clone(), env.tso.clone(), short) else {
+        panic!("the region never came back, yet the client started");
+    };
+    assert_eq!(err.retry_class(), percolator::RetryClass::Retry, "{err}");
+
+    let store = FaultyStore::new(env.hbase.clone(), env.schema.clone());
+    store.move_puts_to(&env.options().liveness().table, 3);
+    let client = env.client_on(store.clone(), env.tso.clone(), env.options());
+    assert_eq!(
+        store.moving_puts_left(),
+        0,
+        "the start met the moving region"
+    );
+    let t = seeded(&env);
+    write_p_and_s(&client, &t).expect("the started client commits");
+    assert_eq!(read_p_and_s(&env, &t), (value("1"), value("1")));
+    client.shutdown();
+}

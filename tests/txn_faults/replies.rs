@@ -378,3 +378,52 @@ fn a_gateway_that_gave_up_after_applying_leaves_the_outcome_right() {
         client.shutdown();
     }
 }
+
+/// The commit point applied, the gateway gave up on its reply, and the primary's region stays
+/// away for several reads more (its server crashed; the master has yet to reassign it). The
+/// commit waits for the region within `settle_timeout` and reports what the primary then says:
+/// committed. Reported at once, the outcome would be unknown, and a caller would settle by hand
+/// a transaction that the store already knew.
+#[test]
+fn a_commit_point_whose_region_stays_away_is_settled_once_it_is_back() {
+    let (env, t, client, outcome) =
+        commit_with_fault(CasKind::Commit, "p", Fault::AppliedThenAway(4), 1);
+    assert_committed(&env, &t, outcome);
+    client.shutdown();
+}
+
+/// A read whose region is in transition (the gateway's HBase client gave up on it) is sent
+/// again until the region is back, within `settle_timeout`: the transaction reads the value
+/// rather than failing on a region back moments later. Within a timeout too short, the read
+/// fails with the gateway's retryable error.
+#[test]
+fn a_read_that_meets_a_region_in_transition_waits_it_out() {
+    let env = Env::start();
+    let t = seeded(&env);
+    let store = FaultyStore::new(env.hbase.clone(), env.schema.clone());
+    let client = env.client_on(store.clone(), env.tso.clone(), env.options());
+    store.move_reads_of("p", 3);
+    let txn = client.begin().unwrap();
+    assert_eq!(get(&txn, &t, "p"), value("0"));
+    assert_eq!(
+        store.moving_reads_left(),
+        0,
+        "the read met the moving region"
+    );
+    client.shutdown();
+
+    let impatient = env
+        .options()
+        .to_builder()
+        .settle_timeout(std::time::Duration::ZERO)
+        .build();
+    let client = env.client_on(store.clone(), env.tso.clone(), impatient);
+    store.move_reads_of("p", 1);
+    let err = client
+        .begin()
+        .unwrap()
+        .get(&t, "p", crate::FAMILY, "q")
+        .unwrap_err();
+    assert_eq!(err.retry_class(), RetryClass::Retry, "{err}");
+    client.shutdown();
+}

@@ -130,6 +130,9 @@ pub enum Fault {
     /// Applied, then reported as the gateway's HBase client giving up after its retries (a
     /// region moving between the apply and the reply): an HBase error, `canRetry` false.
     AppliedThenGaveUp,
+    /// [`Fault::AppliedThenGaveUp`], and the region stays away: the next this many reads of
+    /// the row fail the same way before it is back.
+    AppliedThenAway(usize),
 }
 
 /// Makes the call a [`Fault::Instead`] applies from the call the client sent.
@@ -157,6 +160,8 @@ pub struct FaultyStore {
     read_holds: Mutex<Vec<ReadHold>>,
     /// Tables whose next puts fail as if their region were moving, and how many more do.
     moving_puts: Mutex<Vec<(String, usize)>>,
+    /// Rows whose next reads fail as if their region were moving, and how many more do.
+    moving_reads: Mutex<Vec<(Vec<u8>, usize)>>,
 }
 
 impl FaultyStore {
@@ -169,6 +174,7 @@ impl FaultyStore {
             bursts: Mutex::new(Vec::new()),
             read_holds: Mutex::new(Vec::new()),
             moving_puts: Mutex::new(Vec::new()),
+            moving_reads: Mutex::new(Vec::new()),
         })
     }
 
@@ -198,6 +204,27 @@ impl FaultyStore {
     /// Puts to a moving table that are still to fail.
     pub fn moving_puts_left(&self) -> usize {
         self.moving_puts.lock().iter().map(|(_, n)| n).sum()
+    }
+
+    /// The next `times` reads of `row` fail as the gateway reports a region in transition.
+    pub fn move_reads_of(&self, row: &str, times: usize) {
+        self.moving_reads
+            .lock()
+            .push((row.as_bytes().to_vec(), times));
+    }
+
+    /// Reads of a moving row that are still to fail.
+    pub fn moving_reads_left(&self) -> usize {
+        self.moving_reads.lock().iter().map(|(_, n)| n).sum()
+    }
+
+    fn read_is_moving(&self, gets: &[Get]) -> Option<Vec<u8>> {
+        let mut moving = self.moving_reads.lock();
+        let (row, left) = moving
+            .iter_mut()
+            .find(|(row, n)| *n > 0 && gets.iter().any(|g| g.row == *row))?;
+        *left -= 1;
+        Some(row.clone())
     }
 
     fn put_is_moving(&self, table: &str) -> bool {
@@ -274,6 +301,9 @@ fn gave_up(row: &[u8]) -> Error {
 #[async_trait::async_trait]
 impl HBaseAccess for FaultyStore {
     async fn get_many(&self, table: &str, gets: &[Get]) -> Result<Vec<RowResult>> {
+        if let Some(row) = self.read_is_moving(gets) {
+            return Err(gave_up(&row));
+        }
         let rows = HBaseAccess::get_many(&self.inner, table, gets).await;
         if let Some(gate) = self.take_read_hold(gets) {
             let _ = tokio::task::spawn_blocking(move || gate.pass()).await;
@@ -307,6 +337,11 @@ impl HBaseAccess for FaultyStore {
                 HBaseAccess::check_and_mutate(&self.inner, table, cam).await
             }
             Some(Fault::AppliedThenGaveUp) => applied.and_then(|_| Err(gave_up(&cam.row))),
+            Some(Fault::AppliedThenAway(reads)) => {
+                applied?;
+                self.moving_reads.lock().push((cam.row.clone(), reads));
+                Err(gave_up(&cam.row))
+            }
             _ => applied,
         }
     }

@@ -855,3 +855,30 @@ fn migrate_apply_says_when_it_changes_the_schema() {
         "{err}"
     );
 }
+
+/// A reader that stops reading (`percolator locks t | head -n 1`) ends the command as it ends
+/// any Unix tool, by SIGPIPE: no panic, no stack trace. The pipe is closed before the command
+/// has reached the gateway, so its first line meets it closed.
+#[test]
+fn a_closed_standard_output_ends_a_command_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    let s = servers();
+    let table = s.table("closed_stdout");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_percolator"))
+        .args(["locks", "--hbase", &s.hbase, &table])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(
+        out.status.signal(),
+        Some(libc::SIGPIPE),
+        "{:?} {stderr}",
+        out.status
+    );
+}

@@ -363,7 +363,12 @@ fn percolator_gc_reports_a_round_as_json_and_refuses_bad_input_with_a_non_zero_e
     assert_eq!(report["tables"][0]["write_records_removed"], 2, "{report}");
     assert_eq!(report["tables"][0]["cells"], 1, "{report}");
     assert_eq!(get(&client, &key), Some(b"c".to_vec()));
-    assert!(out.stderr.is_empty(), "no progress with --json: {out:?}");
+    // Warnings may come (a region moved under a cluster's nemesis); progress lines may not.
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !stderr.contains(&format!("gc {table}")),
+        "no progress with --json: {stderr}"
+    );
     // Without --json, a line per round and one per table; stderr is no terminal here, so the
     // progress of each table comes as plain lines (the last one when it is done).
     let text = gc(&["--life-time", "5s", "--once", &table]);
@@ -479,4 +484,24 @@ fn gc_never_rolls_back_a_live_transaction_above_the_safe_point() {
     );
     block(gc.shutdown());
     live.shutdown();
+}
+
+/// A round's lock pass covers every transactional table; one that is disabled (under
+/// maintenance, or being dropped) can hold no lock a reader could meet, and must not fail the
+/// round for the tables that are in service.
+#[test]
+fn a_disabled_transactional_table_elsewhere_does_not_fail_a_round() {
+    let (env, opts, in_service, client, key) = setup("gc_in_service");
+    put(&client, &key, "a");
+    let idle = table(&env, &opts, "gc_disabled");
+    env.hbase.admin().disable_table(&idle).unwrap();
+    let every_table = GcOptions::default().with_life_time(LIFE).unwrap();
+    let gc = GcWorker::new(
+        env.client_with(opts.clone()).asynchronous(),
+        env.hbase.clone(),
+        every_table,
+    );
+    let report = run(&gc, &[&in_service]).expect("the round skips the disabled table");
+    assert_eq!(report.tables.len(), 1);
+    assert_eq!(get(&client, &key), Some(b"a".to_vec()));
 }

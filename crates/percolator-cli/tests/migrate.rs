@@ -265,6 +265,72 @@ fn legacy_data_is_adopted_while_a_plain_writer_keeps_writing() {
     client.shutdown();
 }
 
+/// Rows of [`a_table_whose_regions_split_and_move_is_adopted_whole`]:
+/// `PERCOLATOR_MIGRATE_ROWS`, for a scan long enough that `scripts/cluster-checks`'s nemesis
+/// moves and splits the table's regions while it runs.
+fn region_test_rows() -> usize {
+    std::env::var("PERCOLATOR_MIGRATE_ROWS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(400)
+}
+
+#[test]
+fn a_table_whose_regions_split_and_move_is_adopted_whole() {
+    let env = Env::start();
+    let rows = region_test_rows();
+    // The prefix is what `scripts/cluster-checks` aims its nemesis at.
+    let table = txn_support::unique("mig_regions");
+    let splits: Vec<Vec<u8>> = (1..4)
+        .map(|i| format!("r{:07}", i * rows / 4).into_bytes())
+        .collect();
+    env.hbase
+        .admin()
+        .create_table_with_splits(
+            &TableDescriptor::new(table.clone())
+                .family(FamilyDescriptor::new("f").max_versions(3))
+                .family(FamilyDescriptor::new("g"))
+                .family(FamilyDescriptor::new("t")),
+            &splits,
+        )
+        .unwrap();
+    env.created(&table);
+    let now = now_ms();
+    let puts: Vec<Put> = (0..rows)
+        .map(|r| {
+            Put::new(format!("r{r:07}"))
+                .add_at("f", "a", now - 2000, format!("old{r}"))
+                .add_at("f", "a", now - 1000, format!("a{r}"))
+                .add_at("g", "b", now - 1000, vec![b'b'; 100 + r % 400])
+        })
+        .collect();
+    for batch in puts.chunks(500) {
+        env.hbase.put_many(&table, batch).unwrap();
+    }
+    let expected = plain_cells(&env.hbase, &table);
+    assert_eq!(expected.len(), 2 * rows, "every plain cell was written");
+
+    let opts = ApplyOptions {
+        checkpoint_rows: 500,
+        ..quiet()
+    };
+    let began = now_ms();
+    migrate::apply(&env.hbase, &env.schema, &table, &opts).unwrap();
+    // For `scripts/cluster-checks` (run with --nocapture): what its nemesis did in this window
+    // is what the migration met.
+    eprintln!("migrate apply of {table}: {began} to {} ms", now_ms());
+    let v = migrate::verify(&env.hbase, &env.schema, &table, ProgressMode::Off).unwrap();
+    assert!(v.ok(), "{:?}", v.problems);
+    // Every cell reads back through transactions as the plain readers saw it.
+    let keys: Vec<Key> = expected.keys().cloned().collect();
+    let mut read = Cells::new();
+    for chunk in keys.chunks(1000) {
+        read.extend(txn_cells(&env, &table, chunk.iter().cloned()));
+    }
+    assert_eq!(read.len(), expected.len(), "every adopted cell is readable");
+    assert!(read == expected, "the adopted values are the plain ones");
+}
+
 #[test]
 fn transactions_refuse_a_table_until_its_data_is_adopted() {
     let env = Env::start();
@@ -679,6 +745,22 @@ fn percolator(args: &[&str]) -> (i32, String, String) {
     )
 }
 
+/// `percolator locks --resolve --json` on `table`, its owners looked up in `liveness`.
+fn resolve_locks(hb: &str, oracle: &str, liveness: &str, table: &str) -> (i32, String, String) {
+    percolator(&[
+        "locks",
+        "--hbase",
+        hb,
+        "--oracle",
+        oracle,
+        "--resolve",
+        "--liveness-table",
+        liveness,
+        "--json",
+        table,
+    ])
+}
+
 fn json(out: &str) -> serde_json::Value {
     serde_json::from_str(out).unwrap_or_else(|e| panic!("{e}: {out}"))
 }
@@ -779,16 +861,7 @@ fn the_command_line_migrates_and_reads_and_writes_transactionally() {
     assert_eq!((code, locks.as_array().unwrap().len()), (0, 1), "{locks}");
     assert_eq!(locks[0]["row"], "r010");
     assert_eq!(locks[0]["owner"], crashing.owner_id());
-    let (code, out, err) = percolator(&[
-        "locks",
-        "--hbase",
-        hb,
-        "--oracle",
-        &or,
-        "--resolve",
-        "--json",
-        &table,
-    ]);
+    let (code, out, err) = resolve_locks(hb, &or, &env.liveness.table, &table);
     assert_eq!(code, 0, "{out} {err}");
     assert_eq!(json(&out)[0]["resolved"], true);
     assert_eq!(
@@ -982,4 +1055,52 @@ fn disable_killed_at_every_step_then_rerun_ends_as_an_uninterrupted_run() {
             "plain"
         );
     }
+}
+
+/// `locks --resolve` looks a lock's owner up in the liveness table the writers use
+/// (`--liveness-table`): a commit paused between its prewrites, its client alive, keeps its
+/// lock (exit 1) and then commits. Looked up in another table, the owner would seem dead and
+/// its live transaction be rolled back.
+#[test]
+fn locks_resolve_keeps_the_lock_of_an_owner_alive_in_the_named_liveness_table() {
+    use txn_support::faulty::{CasKind, Fault, FaultyStore, Gate};
+    let env = Env::start();
+    let table = env.table("locks_live_owner");
+    let oracle =
+        percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new()).unwrap();
+    let (hb, or) = (env.addr.as_str(), oracle.local_addr().to_string());
+    let store = FaultyStore::new(env.hbase.clone(), env.schema.clone());
+    let gate = Gate::new();
+    store.inject(CasKind::Prewrite, "s", Fault::Hold(gate.clone()), 1);
+    let writer = env.client_on(store, env.tso.clone(), env.options());
+    let committed = std::thread::scope(|scope| {
+        let _release = gate.opens_on_drop();
+        let committing = scope.spawn(|| {
+            writer.run(|t| {
+                t.set(&table, "p", "f", "q", "1")?;
+                t.set(&table, "s", "f", "q", "1")
+            })
+        });
+        assert!(
+            gate.wait_reached(Duration::from_secs(10)),
+            "the prewrite of s never went out"
+        );
+        let (code, out, err) = resolve_locks(hb, &or, &env.liveness.table, &table);
+        assert_eq!(code, 1, "the live owner's lock is kept: {out} {err}");
+        let locks = json(&out);
+        assert_eq!(locks.as_array().unwrap().len(), 1, "{locks}");
+        assert_eq!(
+            (&locks[0]["row"], &locks[0]["resolved"]),
+            (&"p".into(), &false.into())
+        );
+        gate.open();
+        committing.join().unwrap()
+    });
+    committed.expect("the paused commit goes through");
+    let txn = writer.begin().unwrap();
+    assert_eq!(
+        txn.get(&table, "s", "f", "q").unwrap().as_deref(),
+        Some(&b"1"[..])
+    );
+    writer.shutdown();
 }

@@ -17,6 +17,7 @@ const CLUSTER_LATENCY_US: u64 = 1000;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
+    percolator_cli::cli::quiet_on_closed_pipe();
     percolator_cli::logging::init("warn");
     let cli = Cli::parse();
     let verbose = cli.verbose;

@@ -44,6 +44,16 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// Lets a closed standard output end the process quietly, as it ends `ls` or `grep`:
+/// `percolator locks t | head -n 1` must not panic when `head` stops reading. Rust ignores
+/// SIGPIPE, so the next write would fail and `println!` panic on it.
+pub fn quiet_on_closed_pipe() {
+    // SAFETY: at the start of main, before any thread: restores the default disposition.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 /// How a command's error is printed: one line, and with `verbose` the gateway's whole message
 /// after it when it has more.
 ///

@@ -12,7 +12,7 @@ use super::{
 };
 use crate::tools::{render_value, scan_range, value_json};
 use percolator::locks::{check_owners, list_locks, resolve_locks};
-use percolator::txn::{Schema, TxnOptions};
+use percolator::txn::{LivenessConfig, Schema, TxnOptions};
 use percolator::CellKey;
 use percolator::HBaseClient;
 use percolator::{Error, Result};
@@ -142,6 +142,10 @@ pub enum DataCommand {
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
+        /// The liveness table of the clients that wrote the locks (`LivenessConfig::table`):
+        /// where their owners are looked up, alive or not.
+        #[arg(long, default_value = "percolator_liveness")]
+        liveness_table: String,
         /// The most time the command may take (5, 5s, 500ms, 1m), waits on the gateway and the
         /// oracle included.
         #[arg(long, value_name = "DURATION", default_value_t = DEFAULT_TIMEOUT_S, value_parser = crate::tools::duration::seconds)]
@@ -161,7 +165,7 @@ pub enum DataCommand {
 /// percolator::txn::setup::create_table(&hbase, &schema, "t", &["f"])?;
 /// let c = DataCommand::Locks {
 ///     hbase: emulator.local_addr().to_string(), oracle: None, resolve: false, json: true,
-///     timeout: 30.0, table: "t".into(),
+///     liveness_table: "percolator_liveness".into(), timeout: 30.0, table: "t".into(),
 /// };
 /// assert!(data(&c)?);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -300,6 +304,7 @@ pub fn data(command: &DataCommand) -> Result<bool> {
             oracle,
             resolve,
             json,
+            liveness_table,
             timeout: seconds,
             table,
         } => {
@@ -310,8 +315,11 @@ pub fn data(command: &DataCommand) -> Result<bool> {
                 let hb = hbase(&addr, deadline)?;
                 let schema = Schema::default();
                 let mut locks = list_locks(&hb, &schema, &table)?;
-                let options = TxnOptions::default();
-                check_owners(&hb, options.liveness(), &mut locks)?;
+                let liveness = LivenessConfig {
+                    table: liveness_table,
+                    ..LivenessConfig::default()
+                };
+                check_owners(&hb, &liveness, &mut locks)?;
                 let resolutions = match (resolve, oracle) {
                     (false, _) => Vec::new(),
                     (true, None) => {
@@ -320,7 +328,7 @@ pub fn data(command: &DataCommand) -> Result<bool> {
                         })
                     }
                     (true, Some(o)) => {
-                        let c = with_oracle(&hb, &addr, &o, deadline, &w)?;
+                        let c = with_oracle(&hb, &addr, &o, deadline, &w, liveness)?;
                         let r = resolve_locks(&c, &locks);
                         c.shutdown();
                         r
@@ -382,7 +390,14 @@ fn connect(conn: &DataArgs, waiting: &Waiting) -> Result<percolator::Client> {
     let deadline = timeout(conn.timeout)?;
     waiting.on(format!("the HBase gateway at {}", conn.hbase));
     let hb = hbase(&conn.hbase, deadline)?;
-    with_oracle(&hb, &conn.hbase, &conn.oracle, deadline, waiting)
+    with_oracle(
+        &hb,
+        &conn.hbase,
+        &conn.oracle,
+        deadline,
+        waiting,
+        LivenessConfig::default(),
+    )
 }
 
 /// A transactional client over `hb` (the gateway at `addr`, already reached) and the oracle
@@ -393,13 +408,14 @@ fn with_oracle(
     oracle_addr: &str,
     deadline: std::time::Duration,
     waiting: &Waiting,
+    liveness: LivenessConfig,
 ) -> Result<percolator::Client> {
     waiting.on(format!("the timestamp oracle at {oracle_addr}"));
     let (tso, _) = oracle(&[oracle_addr.to_string()], deadline)?;
     waiting.on(format!(
         "the HBase gateway at {addr} or the timestamp oracle at {oracle_addr}"
     ));
-    transactional(hb, tso)
+    transactional(hb, tso, liveness)
 }
 
 /// The value of `put`: the argument (`-`: standard input), or the file, decoded from hex with

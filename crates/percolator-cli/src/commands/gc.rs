@@ -1,8 +1,9 @@
 //! `percolator gc`: one round (`--once`) or rounds every `--interval` until Ctrl-C, with
 //! progress per table (a bar on a terminal, a line every few seconds otherwise, none with
 //! `--json`) and a report per round (text, or JSON lines with `--json`).
-//! With `--interval`, a round that fails with a retryable error (a live lock, a busy region)
-//! is logged and the next one starts over; anything else ends the command, non-zero.
+//! A round that fails with a retryable error (a live lock, a region in transition) is logged
+//! and the next one starts over: with `--interval` after the pause, with `--once` at once, up
+//! to three rounds in all. Anything else ends the command, non-zero.
 
 use std::io::Write;
 use std::time::Duration;
@@ -10,6 +11,9 @@ use std::time::Duration;
 use parking_lot::Mutex;
 
 use super::{connect_hbase, connect_oracle, timeout};
+
+/// Rounds a `--once` run tries before it reports a retryable failure.
+const ONCE_ROUNDS: u32 = 3;
 use crate::tools::progress::{unless_json, Progress};
 use percolator::gc::{GcOptions, GcProgress, GcReport, GcWorker};
 use percolator::txn::{LivenessConfig, Schema, TxnOptions};
@@ -126,7 +130,9 @@ impl GcCommand {
 
     async fn rounds(&self, gc: &GcWorker, interval: Duration) -> Result<()> {
         let mode = unless_json(self.json);
+        let mut attempts = 0;
         loop {
+            attempts += 1;
             // One bar per table, as the round reaches it; the report follows the round.
             let shown: Mutex<Option<(String, Progress)>> = Mutex::new(None);
             let show = |p: &GcProgress| {
@@ -151,6 +157,12 @@ impl GcCommand {
                 // Between rounds nothing is half done: a transient failure waits for the next.
                 Err(e) if !self.once && e.retry_class() == RetryClass::Retry => {
                     tracing::warn!(error = %e, "GC round failed; the next round starts over");
+                }
+                // A one-off run (a cron job) must not fail on a region that moved meanwhile.
+                Err(e) if attempts < ONCE_ROUNDS && e.retry_class() == RetryClass::Retry => {
+                    tracing::warn!(error = %e, attempts, "GC round failed; starting over");
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    continue;
                 }
                 Err(e) => return Err(e),
             }

@@ -6,7 +6,7 @@ use super::{connect_hbase, connect_oracle, print_json, transactional};
 use crate::tools::progress::unless_json;
 use percolator::hbase::{FamilyDescriptor, HBaseClient, HBaseConfig, Put, TableDescriptor};
 use percolator::migrate::{self, ApplyOptions, ProgressMode};
-use percolator::txn::{LockGranularity, Schema};
+use percolator::txn::{LivenessConfig, LockGranularity, Schema};
 use percolator::{Error, MigrationIssue, Result};
 
 /// The `--timeout` of the `migrate` commands (5, 5s, 500ms, 1m).
@@ -344,7 +344,7 @@ pub fn migrate(command: &MigrateCommand) -> Result<bool> {
             let resolver = match (&a.oracle, a.force) {
                 (Some(o), true) => {
                     let (tso, _) = connect_oracle(std::slice::from_ref(o), a.common.timeout)?;
-                    Some(transactional(&hb, tso)?)
+                    Some(transactional(&hb, tso, LivenessConfig::default())?)
                 }
                 _ => None,
             };

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 use percolator::hbase::{HBaseClient, HBaseConfig};
 use percolator::oracle::{ClientConfig, OracleClient};
-use percolator::txn::{Client, TxnOptions};
+use percolator::txn::{Client, LivenessConfig, TxnOptions};
 use percolator::{Error, Result};
 
 pub use create::{create, CreateArgs};
@@ -86,9 +86,16 @@ fn oracle(addrs: &[String], timeout: Duration) -> Result<(OracleClient, u64)> {
 
 /// A transactional client over the gateway and oracle clients a command has already reached,
 /// sharing their connections.
-fn transactional(hbase: &HBaseClient, tso: OracleClient) -> Result<Client> {
+/// A client whose liveness row goes in `liveness`'s table, where it also looks for the owners
+/// of the locks it meets: the table the writers of those locks use.
+fn transactional(
+    hbase: &HBaseClient,
+    tso: OracleClient,
+    liveness: LivenessConfig,
+) -> Result<Client> {
     let options = TxnOptions::builder()
         .max_lock_wait(Duration::from_secs(2))
+        .liveness(liveness)
         .build();
     percolator::txn::setup::create_liveness_table(hbase, options.liveness())?;
     Client::new(Arc::new(hbase.asynchronous()), Arc::new(tso), options)

@@ -13,6 +13,7 @@ use parking_lot::Mutex;
 use rand::Rng;
 use serde::Serialize;
 
+use crate::workload::retried;
 use crate::workload::stack::Stack;
 use percolator::txn::{self, CellKey, Client, LockGranularity, TxnOptions};
 use percolator::{Error, Result, RetryClass};
@@ -131,7 +132,10 @@ impl BankConfig {
 pub fn setup(stack: &Stack, config: &BankConfig) -> Result<()> {
     for table in &config.tables {
         let (schema, granularity) = (config.options.schema(), config.lock_granularity);
-        txn::setup::create_table_with(&stack.hbase, schema, table, &[FAMILY], granularity)?;
+        // Creating is idempotent: a retry finds the table and checks its families.
+        retried(|| {
+            txn::setup::create_table_with(&stack.hbase, schema, table, &[FAMILY], granularity)
+        })?;
     }
     let client = steady_client(stack, config)?;
     for chunk in config.accounts().chunks(64) {
@@ -334,15 +338,7 @@ fn parse_balance(key: &CellKey, v: Option<&[u8]>) -> Result<i64> {
 /// be alive (for a minute at most).
 pub fn total(client: &Client, config: &BankConfig) -> Result<i64> {
     let accounts = config.accounts();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        match read_total(client, &accounts) {
-            Err(e) if e.retry_class() == RetryClass::Retry && Instant::now() < deadline => {
-                std::thread::sleep(Duration::from_millis(200));
-            }
-            other => return other.map(|(total, _)| total),
-        }
-    }
+    retried(|| read_total(client, &accounts)).map(|(total, _)| total)
 }
 
 fn read_total(client: &Client, accounts: &[CellKey]) -> Result<(i64, Vec<i64>)> {
@@ -396,22 +392,13 @@ fn settle(
     let client = steady_client(stack, config)?;
     let mut settled_committed = 0;
     for u in std::mem::take(&mut ledger.unsettled) {
-        if client
-            .transaction_status(&u.transfer.from, u.start_ts)?
-            .is_some()
-        {
+        if retried(|| client.transaction_status(&u.transfer.from, u.start_ts))?.is_some() {
             settled_committed += 1;
             ledger.committed(&u.transfer);
         }
     }
     // The final read resolves every remaining lock (each account is read).
-    let (final_total, balances) = loop {
-        match read_total(&client, accounts) {
-            Ok(found) => break found,
-            Err(e) if e.retry_class() == RetryClass::Retry => continue,
-            Err(e) => return Err(e),
-        }
-    };
+    let (final_total, balances) = retried(|| read_total(&client, accounts))?;
     let mut violations = Vec::new();
     let failures = progress.audit_failures.load(Ordering::Relaxed);
     if failures > 0 {
@@ -428,7 +415,7 @@ fn settle(
     }
     violations.extend(ledger_mismatches(config, accounts, &balances, &ledger));
     for table in &config.tables {
-        let left = count_locks(stack, config, table)?;
+        let left = retried(|| count_locks(stack, config, table))?;
         if left > 0 {
             violations.push(format!("{left} locks left in {table}"));
         }

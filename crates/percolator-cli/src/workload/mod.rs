@@ -17,6 +17,24 @@ pub mod soak;
 pub mod stack;
 mod usage;
 
+/// Runs `op` again while it fails with a retryable error (locks of clients that may still be
+/// alive, a region in transition), for a minute at most: a workload's own checks and set-up
+/// must outlast what the workload itself waits out.
+pub(crate) fn retried<T>(mut op: impl FnMut() -> percolator::Result<T>) -> percolator::Result<T> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        match op() {
+            Err(e)
+                if e.retry_class() == percolator::RetryClass::Retry
+                    && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(200));
+            }
+            other => return other,
+        }
+    }
+}
+
 /// Held by a unit test that commits transactions: the library's failpoints are process-wide,
 /// and the bank's crash test arms them under the same lock, so the two never overlap.
 #[cfg(test)]

@@ -12,6 +12,7 @@ use rand::seq::SliceRandom;
 use rand::Rng;
 use serde::Serialize;
 
+use crate::workload::retried;
 use crate::workload::stack::Stack;
 use percolator::observer::{
     pending_notifications, LastApplied, ObservedColumn, Observer, ObserverSet, ObserverWorker,
@@ -196,8 +197,10 @@ pub fn run(config: &ObserveDemoConfig) -> Result<ObserveDemoReport> {
         docs: format!("obsdemo_docs_{suffix}"),
         words: format!("obsdemo_words_{suffix}"),
     };
-    txn::setup::create_table(&stack.hbase, options.schema(), &tables.docs, &[F])?;
-    txn::setup::create_table(&stack.hbase, options.schema(), &tables.words, &[F])?;
+    for table in [&tables.docs, &tables.words] {
+        // Idempotent: a retry finds the table and checks its families.
+        retried(|| txn::setup::create_table(&stack.hbase, options.schema(), table, &[F]))?;
+    }
     let runtime = percolator::internals::ambient_or_io()?;
     let new_client =
         || -> Result<AsyncClient> { Ok(stack.client(options.clone())?.asynchronous()) };
@@ -294,11 +297,13 @@ pub fn run(config: &ObserveDemoConfig) -> Result<ObserveDemoReport> {
     let drained = Instant::now();
     loop {
         replace_dead(&mut workers, &mut report, &runtime, &start_worker)?;
-        let pending = percolator::internals::wait(&runtime, async {
-            Ok::<_, Error>(
-                pending_notifications(&writer_client, &tables.docs).await?
-                    + pending_notifications(&writer_client, &tables.words).await?,
-            )
+        let pending = retried(|| {
+            percolator::internals::wait(&runtime, async {
+                Ok::<_, Error>(
+                    pending_notifications(&writer_client, &tables.docs).await?
+                        + pending_notifications(&writer_client, &tables.words).await?,
+                )
+            })
         })?;
         report.pending_notifications = pending;
         if pending == 0 || drained.elapsed() > Duration::from_secs(120) {
@@ -310,7 +315,15 @@ pub fn run(config: &ObserveDemoConfig) -> Result<ObserveDemoReport> {
         add(&mut report, &w.stats());
         percolator::internals::wait(&runtime, w.shutdown());
     }
-    percolator::internals::wait(&runtime, verify(&writer_client, &tables, &mut report))?;
+    // Each try starts from the report as it stands: a try cut short adds nothing.
+    let verified = retried(|| {
+        let mut found = Verified::default();
+        percolator::internals::wait(&runtime, verify(&writer_client, &tables, &mut found))
+            .map(|()| found)
+    })?;
+    report.mismatches.extend(verified.mismatches);
+    report.documents_checked = verified.documents_checked;
+    report.words_checked = verified.words_checked;
     percolator::internals::wait(&runtime, writer_client.shutdown());
     Ok(report)
 }
@@ -367,12 +380,16 @@ fn replace_dead(
     Ok(())
 }
 
+/// What [`verify`] found.
+#[derive(Default)]
+struct Verified {
+    mismatches: Vec<String>,
+    documents_checked: usize,
+    words_checked: usize,
+}
+
 /// Recomputes the derived data from the documents at one snapshot and compares.
-async fn verify(
-    client: &AsyncClient,
-    tables: &Tables,
-    report: &mut ObserveDemoReport,
-) -> Result<()> {
+async fn verify(client: &AsyncClient, tables: &Tables, report: &mut Verified) -> Result<()> {
     let txn = client.begin().await?;
     let mut expected_global = Counts::new();
     for row in txn

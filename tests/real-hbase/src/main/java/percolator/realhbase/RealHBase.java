@@ -17,17 +17,19 @@ import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.hbase.HBaseConfiguration;
 import org.apache.hadoop.hbase.LocalHBaseCluster;
 import org.apache.hadoop.hbase.master.HMaster;
-import org.apache.hadoop.hbase.regionserver.HRegionServer;
 import org.apache.hadoop.hbase.util.Strings;
 import org.apache.hadoop.hbase.util.VersionInfo;
 import org.apache.hadoop.hbase.zookeeper.MiniZooKeeperCluster;
+import org.apache.hadoop.metrics2.lib.DefaultMetricsSystem;
 import org.apache.hadoop.net.DNS;
 import org.apache.hadoop.security.UserGroupInformation;
 
 /**
  * A standalone HBase the way {@code hbase master start} runs it when the cluster is not
  * distributed (ZooKeeper, one master and one region server in this JVM, data on the local
- * filesystem), plus the Thrift2 gateway in one of several modes (see {@link Mode}).
+ * filesystem), plus the Thrift2 gateway in one of several modes (see {@link Mode}). With
+ * {@code --region-servers N} it runs N region servers, and a {@link Nemesis} waits for its
+ * control file to move, split, merge and crash them.
  *
  * <p>Arguments: {@code --mode MODE --data DIR --work DIR --ready FILE [--port N] [--bind ADDR]}
  * (the gateways' port and address; 127.0.0.1 by default, which every client here uses). Once a real
@@ -58,9 +60,18 @@ public final class RealHBase {
     Path ready = Paths.get(required(opts, "ready")).toAbsolutePath();
     int fixedPort = Integer.parseInt(opts.getOrDefault("port", "0"));
     String bind = opts.getOrDefault("bind", "127.0.0.1");
+    int regionServers = Integer.parseInt(opts.getOrDefault("region-servers", "1"));
+    if (regionServers < 1) {
+      usage("--region-servers must be at least 1");
+    }
+    String gatewayClient = opts.getOrDefault("gateway-client", "defaults");
+    if (!gatewayClient.equals("defaults") && !gatewayClient.equals("fast")) {
+      usage("--gateway-client is defaults or fast, not " + gatewayClient);
+    }
     Files.createDirectories(data);
     Files.deleteIfExists(ready);
-    System.out.println("real-hbase: HBase " + VersionInfo.getVersion() + ", mode " + mode.name);
+    System.out.println("real-hbase: HBase " + VersionInfo.getVersion() + ", mode " + mode.name
+        + ", " + regionServers + " region server(s), gateway client " + gatewayClient);
 
     Configuration conf = HBaseConfiguration.create();
     conf.setBoolean("hbase.cluster.distributed", false);
@@ -75,6 +86,9 @@ public final class RealHBase {
     conf.setInt("hbase.thrift.info.port", -1);
     // Master and region server RPC on ephemeral ports, so two instances never clash.
     conf.set(LocalHBaseCluster.ASSIGN_RANDOM_PORTS, "true");
+    if (regionServers > 1) {
+      cluster(conf, regionServers);
+    }
 
     Kerberos kerberos = null;
     String serviceHost = null;
@@ -100,8 +114,10 @@ public final class RealHBase {
     conf.setInt("hbase.zookeeper.property.clientPort", zkPort);
 
     LocalHBaseCluster cluster =
-        new LocalHBaseCluster(conf, 1, 1, HMaster.class, HRegionServer.class);
+        new LocalHBaseCluster(conf, 1, regionServers, HMaster.class,
+            CrashableRegionServer.class);
     cluster.startup();
+    Nemesis.start(cluster, conf, work);
 
     Probe probe = new Probe(mode, tls, kerberos, serviceHost);
     Map<String, String> env = new LinkedHashMap<>();
@@ -111,7 +127,7 @@ public final class RealHBase {
       Map<String, String> byQop = new LinkedHashMap<>();
       for (String qop : List.of("auth", "auth-int", "auth-conf")) {
         Configuration gatewayConf = new Configuration(conf);
-        configureGateway(gatewayConf, mode, bind, tls, kerberos);
+        configureGateway(gatewayConf, mode, bind, tls, kerberos, gatewayClient);
         gatewayConf.set("hbase.thrift.security.qop", qop);
         Gateway g = startGateway(gatewayConf, fixedPort > 0 && qop.equals("auth-conf")
             ? fixedPort : 0, probe.withQop(qop));
@@ -124,7 +140,7 @@ public final class RealHBase {
       env.put("HBASE_THRIFT_SASL_AUTH_CONF", byQop.get("auth-conf"));
     } else {
       Configuration gatewayConf = new Configuration(conf);
-      configureGateway(gatewayConf, mode, bind, tls, kerberos);
+      configureGateway(gatewayConf, mode, bind, tls, kerberos, gatewayClient);
       Gateway g = startGateway(gatewayConf, fixedPort, probe);
       gateways.add(g);
       env.put("HBASE_THRIFT", probe.address(g.port));
@@ -135,6 +151,12 @@ public final class RealHBase {
     }
     if (tls != null) {
       env.put("HBASE_CA_FILE", tls.caPem.toString());
+    }
+    if (regionServers > 1) {
+      env.put("REAL_HBASE_REGION_SERVERS", Integer.toString(regionServers));
+    }
+    if (!gatewayClient.equals("defaults")) {
+      env.put("REAL_HBASE_GATEWAY_CLIENT", gatewayClient);
     }
     if (kerberos != null) {
       env.putAll(kerberos.env(
@@ -194,10 +216,35 @@ public final class RealHBase {
     conf.set("hadoop.proxyuser." + client + ".groups", "*");
   }
 
-  /** The gateway's own settings for MODE (what hbase-site.xml would hold for it). */
+  /**
+   * Settings for a cluster of several region servers that a crash test can live with: a crashed
+   * server's regions must come back within seconds, not the minute and a half of HBase's
+   * defaults (docs/real-hbase.md says which and why).
+   */
+  private static void cluster(Configuration conf, int regionServers) {
+    // The master learns of a server that died without closing its session only when the
+    // session expires: 90 s by default.
+    conf.setInt("zookeeper.session.timeout", 10_000);
+    // Assign nothing until every server is up, so the tables spread over all of them.
+    conf.setInt("hbase.master.wait.on.regionservers.mintostart", regionServers);
+    // User regions on region servers only, as in a real cluster.
+    conf.setBoolean("hbase.balancer.tablesOnMaster", false);
+    // Each region server registers its metrics under the same names; in one JVM they would
+    // clash (HBase's own mini cluster does the same).
+    DefaultMetricsSystem.setMiniClusterMode(true);
+  }
+
+  /**
+   * The gateway's own settings for MODE (what hbase-site.xml would hold for it). CLIENT "fast"
+   * is a gateway whose HBase client gives up quickly, as latency-minded operators set it.
+   */
   private static void configureGateway(
-      Configuration conf, Mode mode, String bind, Tls tls, Kerberos k) {
+      Configuration conf, Mode mode, String bind, Tls tls, Kerberos k, String client) {
     conf.set("hbase.regionserver.thrift.ipaddress", bind);
+    if (client.equals("fast")) {
+      conf.setInt("hbase.client.operation.timeout", 3000);
+      conf.setInt("hbase.client.retries.number", 2);
+    }
     switch (mode) {
       case PLAIN:
         break;
@@ -280,7 +327,7 @@ public final class RealHBase {
 
   private static void usage(String why) {
     System.err.println("RealHBase: " + why);
-    System.err.println("usage: RealHBase --mode MODE --data DIR --work DIR --ready FILE [--port N] [--bind ADDR]");
+    System.err.println("usage: RealHBase --mode MODE --data DIR --work DIR --ready FILE [--port N] [--bind ADDR] [--region-servers N] [--gateway-client defaults|fast]");
     System.exit(2);
   }
 

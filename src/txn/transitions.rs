@@ -1,0 +1,175 @@
+//! Regions in transition, waited out. A region moving, splitting, opening, or on a server that
+//! crashed is unavailable for seconds (tens of seconds while the master has yet to notice a
+//! dead server), and the gateway's HBase client reports it only once it gave up: a `Retry`
+//! [`Error::ServerIo`]. Reads and starts wait it out here rather than fail a transaction, or a
+//! service's start-up, on a region that is back moments later. Writes are never resent blind:
+//! a checkAndMutate that met it may have been applied, and is settled by reading back
+//! (docs/design.md, invariant 7).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::future::BoxFuture;
+
+use crate::error::{Error, Result, RetryClass};
+use crate::hbase::{CheckAndMutate, Delete, Get, Put, RowResult, Scan, TableDescriptor};
+use crate::txn::store::HBaseAccess;
+
+/// Runs `op` again after the gateway reported a state of HBase that clears by itself (a
+/// `Retry` [`Error::ServerIo`]), pausing 50 ms, then twice as long each time up to 2 s, until
+/// it succeeds, fails otherwise, or the next try would start after `budget`. A gateway that
+/// cannot be reached fails at once: that is a wrong address or a gateway down, not a region
+/// on its way.
+pub(crate) async fn until_settled<T, F, Fut>(budget: std::time::Duration, mut op: F) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T>>,
+{
+    let started = std::time::Instant::now();
+    let mut pause = std::time::Duration::from_millis(50);
+    loop {
+        match op().await {
+            Err(e @ Error::ServerIo { .. })
+                if e.retry_class() == RetryClass::Retry && started.elapsed() + pause < budget =>
+            {
+                tracing::info!(error = %e, ?pause, "waiting out HBase at start");
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(std::time::Duration::from_secs(2));
+            }
+            other => return other,
+        }
+    }
+}
+
+/// The store as a transaction client uses it: its reads wait out a region in transition
+/// within `budget` (`TxnOptions::settle_timeout`); its writes go through as they are.
+pub(crate) struct WaitsOutTransitions {
+    inner: Arc<dyn HBaseAccess>,
+    budget: Duration,
+}
+
+impl WaitsOutTransitions {
+    pub(crate) fn new(inner: Arc<dyn HBaseAccess>, budget: Duration) -> WaitsOutTransitions {
+        WaitsOutTransitions { inner, budget }
+    }
+}
+
+#[async_trait]
+impl HBaseAccess for WaitsOutTransitions {
+    async fn get_many(&self, table: &str, gets: &[Get]) -> Result<Vec<RowResult>> {
+        until_settled(self.budget, || self.inner.get_many(table, gets)).await
+    }
+
+    // The store's own future, not one around it: a commit makes most of its calls here.
+    fn check_and_mutate<'c, 't, 'm, 'f>(
+        &'c self,
+        table: &'t str,
+        cam: &'m CheckAndMutate,
+    ) -> BoxFuture<'f, Result<bool>>
+    where
+        'c: 'f,
+        't: 'f,
+        'm: 'f,
+        Self: 'f,
+    {
+        self.inner.check_and_mutate(table, cam)
+    }
+
+    async fn check_and_mutate_all(&self, calls: &[(&str, &CheckAndMutate)]) -> Vec<Result<bool>> {
+        self.inner.check_and_mutate_all(calls).await
+    }
+
+    async fn scan_page(&self, table: &str, scan: &Scan, rows: i32) -> Result<Vec<RowResult>> {
+        until_settled(self.budget, || self.inner.scan_page(table, scan, rows)).await
+    }
+
+    async fn put(&self, table: &str, put: &Put) -> Result<()> {
+        self.inner.put(table, put).await
+    }
+
+    async fn delete(&self, table: &str, delete: &Delete) -> Result<()> {
+        self.inner.delete(table, delete).await
+    }
+
+    async fn delete_many(&self, table: &str, deletes: &[Delete]) -> Result<()> {
+        self.inner.delete_many(table, deletes).await
+    }
+
+    async fn table_descriptor(&self, table: &str) -> Result<TableDescriptor> {
+        until_settled(self.budget, || self.inner.table_descriptor(table)).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::time::{Duration, Instant};
+
+    use super::until_settled;
+    use crate::error::Error;
+
+    /// What the gateway sends while the liveness table's region moves.
+    fn moving() -> Error {
+        Error::ServerIo {
+            message: "No server address listed in hbase:meta for region percolator_liveness,,1.ab. containing row c1".into(),
+            can_retry: false,
+            exception: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_start_meeting_a_region_in_transition_retries_until_it_clears() {
+        let tries = AtomicU32::new(0);
+        let got = until_settled(Duration::from_secs(10), || async {
+            match tries.fetch_add(1, Ordering::Relaxed) {
+                0 | 1 => Err(moving()),
+                _ => Ok("started"),
+            }
+        })
+        .await;
+        assert_eq!(got.unwrap(), "started");
+        assert_eq!(tries.load(Ordering::Relaxed), 3);
+    }
+
+    #[tokio::test]
+    async fn a_start_fails_at_once_on_what_does_not_clear_and_within_its_budget_on_what_does_not() {
+        let tries = AtomicU32::new(0);
+        let fatal = until_settled(Duration::from_secs(10), || async {
+            tries.fetch_add(1, Ordering::Relaxed);
+            Err::<(), _>(Error::TableNotFound {
+                table: "t".into(),
+                message: "t".into(),
+            })
+        })
+        .await;
+        assert!(matches!(fatal, Err(Error::TableNotFound { .. })));
+        assert_eq!(tries.load(Ordering::Relaxed), 1);
+        let unreachable = until_settled(Duration::from_secs(10), || async {
+            tries.fetch_add(1, Ordering::Relaxed);
+            Err::<(), _>(Error::Transport {
+                peer: crate::Peer::HBase,
+                addr: "127.0.0.1:1".into(),
+                source: std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused"),
+            })
+        })
+        .await;
+        assert!(matches!(unreachable, Err(Error::Transport { .. })));
+        assert_eq!(
+            tries.load(Ordering::Relaxed),
+            2,
+            "a gateway down is not waited for"
+        );
+        let started = Instant::now();
+        let stuck = until_settled(Duration::from_millis(400), || async {
+            Err::<(), _>(moving())
+        })
+        .await;
+        assert!(matches!(stuck, Err(Error::ServerIo { .. })));
+        assert!(
+            started.elapsed() < Duration::from_millis(400),
+            "{:?}",
+            started.elapsed()
+        );
+    }
+}
