@@ -33,7 +33,7 @@ where
             Err(e @ Error::ServerIo { .. })
                 if e.retry_class() == RetryClass::Retry && started.elapsed() + pause < budget =>
             {
-                tracing::info!(error = %e, ?pause, "waiting out HBase at start");
+                tracing::info!(error = %e, ?pause, "waiting out a region in transition");
                 tokio::time::sleep(pause).await;
                 pause = (pause * 2).min(std::time::Duration::from_secs(2));
             }

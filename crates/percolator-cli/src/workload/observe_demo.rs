@@ -316,11 +316,8 @@ pub fn run(config: &ObserveDemoConfig) -> Result<ObserveDemoReport> {
         percolator::internals::wait(&runtime, w.shutdown());
     }
     // Each try starts from the report as it stands: a try cut short adds nothing.
-    let verified = retried(|| {
-        let mut found = Verified::default();
-        percolator::internals::wait(&runtime, verify(&writer_client, &tables, &mut found))
-            .map(|()| found)
-    })?;
+    let verified =
+        retried(|| percolator::internals::wait(&runtime, verify(&writer_client, &tables)))?;
     report.mismatches.extend(verified.mismatches);
     report.documents_checked = verified.documents_checked;
     report.words_checked = verified.words_checked;
@@ -389,7 +386,8 @@ struct Verified {
 }
 
 /// Recomputes the derived data from the documents at one snapshot and compares.
-async fn verify(client: &AsyncClient, tables: &Tables, report: &mut Verified) -> Result<()> {
+async fn verify(client: &AsyncClient, tables: &Tables) -> Result<Verified> {
+    let mut report = Verified::default();
     let txn = client.begin().await?;
     let mut expected_global = Counts::new();
     for row in txn
@@ -446,5 +444,5 @@ async fn verify(client: &AsyncClient, tables: &Tables, report: &mut Verified) ->
             "global counts {stored:?}, recomputed {expected_global:?}"
         ));
     }
-    Ok(())
+    Ok(report)
 }
