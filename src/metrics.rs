@@ -15,6 +15,7 @@
 //! | `percolator_hbase_calls_total` | counter | `method` | Thrift2 calls made |
 //! | `percolator_hbase_call_errors_total` | counter | `method`, `class` | calls that failed, by retry class |
 //! | `percolator_hbase_call_duration_seconds` | histogram | `method` | a call, replay included |
+//! | `percolator_region_transition_wait_seconds` | histogram | | a call or a step of a long run waiting out a region in transition (moving, splitting, on a crashed server) |
 //! | `percolator_background_tasks` | gauge | | secondary commits and heartbeats queued or running |
 //! | `percolator_observer_runs_total` | counter | `outcome` | observer runs: `processed`, `already_acked`, `stale`, `failed` |
 //! | `percolator_observer_lag_seconds` | histogram | | from a change's commit to the commit of the run that processed it |
@@ -27,12 +28,16 @@
 //! | `percolator_oracle_connections` | gauge | | client connections open |
 //! | `percolator_oracle_connections_rejected_total` | counter | | connections refused over the limit |
 //!
+//! [`longest_waits`] keeps the longest of the call and region waits since the process started,
+//! with or without a recorder: the figure a run under region moves and crashes reports.
+//!
 //! [`describe`] registers each one's unit and help text with the installed recorder.
 //!
 //! ```
 //! percolator::metrics::describe(); // harmless without a recorder
 //! ```
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use metrics::{counter, describe_counter, describe_gauge, describe_histogram, histogram};
@@ -50,6 +55,7 @@ pub(crate) const ORACLE_WAIT: &str = "percolator_oracle_wait_seconds";
 pub(crate) const HBASE_CALLS: &str = "percolator_hbase_calls_total";
 pub(crate) const HBASE_ERRORS: &str = "percolator_hbase_call_errors_total";
 pub(crate) const HBASE_DURATION: &str = "percolator_hbase_call_duration_seconds";
+pub(crate) const REGION_WAIT: &str = "percolator_region_transition_wait_seconds";
 pub(crate) const BACKGROUND: &str = "percolator_background_tasks";
 pub(crate) const OBSERVER_RUNS: &str = "percolator_observer_runs_total";
 pub(crate) const OBSERVER_LAG: &str = "percolator_observer_lag_seconds";
@@ -106,6 +112,11 @@ pub fn describe() {
         HBASE_DURATION,
         Unit::Seconds,
         "Thrift2 call latency by method."
+    );
+    describe_histogram!(
+        REGION_WAIT,
+        Unit::Seconds,
+        "Time a call or a step waited out a region in transition."
     );
     describe_gauge!(
         BACKGROUND,
@@ -200,8 +211,57 @@ pub(crate) fn gauge_set(key: &'static Key, value: f64) {
     metrics::with_recorder(|r| r.register_gauge(key, &METADATA).set(value));
 }
 
+/// The longest waits this process has seen (see [`longest_waits`]), in microseconds.
+static LONGEST_CALL_US: AtomicU64 = AtomicU64::new(0);
+static LONGEST_REGION_WAIT_US: AtomicU64 = AtomicU64::new(0);
+
+/// The longest waits of this process so far.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LongestWaits {
+    /// One Thrift2 call, from its send to its answer (the gateway's own retries inside it).
+    pub call: Duration,
+    /// One call or step waiting out a region in transition, over all its tries.
+    pub region_in_transition: Duration,
+}
+
+impl std::fmt::Display for LongestWaits {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "longest gateway call {:.2} s, longest wait for a region in transition {:.2} s",
+            self.call.as_secs_f64(),
+            self.region_in_transition.as_secs_f64()
+        )
+    }
+}
+
+/// The longest one Thrift2 call took, and the longest a call or a step waited out a region in
+/// transition, since the process started.
+///
+/// ```
+/// eprintln!("{}", percolator::metrics::longest_waits());
+/// ```
+pub fn longest_waits() -> LongestWaits {
+    let read = |v: &AtomicU64| Duration::from_micros(v.load(Ordering::Relaxed));
+    LongestWaits {
+        call: read(&LONGEST_CALL_US),
+        region_in_transition: read(&LONGEST_REGION_WAIT_US),
+    }
+}
+
+fn keep_longest(longest: &AtomicU64, took: Duration) {
+    longest.fetch_max(took.as_micros() as u64, Ordering::Relaxed);
+}
+
+/// A call or a step that waited `took` for a region in transition.
+pub(crate) fn region_wait(took: Duration) {
+    keep_longest(&LONGEST_REGION_WAIT_US, took);
+    seconds(key!(REGION_WAIT), took);
+}
+
 /// One HBase call of `method` that took `took` and ended `ok` or with `error`.
 pub(crate) fn hbase_call(method: &'static str, took: Duration, error: Option<&Error>) {
+    keep_longest(&LONGEST_CALL_US, took);
     counter!(HBASE_CALLS, "method" => method).increment(1);
     histogram!(HBASE_DURATION, "method" => method).record(took.as_secs_f64());
     if let Some(e) = error {

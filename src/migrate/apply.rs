@@ -24,7 +24,7 @@ use crate::txn::codec::{column_qualifier, encode_write, WriteKind, WriteRecord};
 use crate::txn::granularity::{LockGranularity, LOCK_GRANULARITY};
 use crate::txn::meta::{META_REFRESH, MIG_STATE};
 use crate::txn::store::row_after;
-use crate::txn::{Schema, TxnOptions};
+use crate::txn::{Schema, Transition, TxnOptions};
 
 /// How `apply` runs.
 ///
@@ -51,6 +51,11 @@ pub struct ApplyOptions {
     /// What one lock of the table covers (docs/design.md invariant 14). Recorded with the
     /// marker, before the families are added, and fixed from then on.
     pub lock_granularity: LockGranularity,
+    /// How long the run waits out a region in transition (moving, splitting, on a crashed
+    /// server) that the gateway's HBase client gave up on, counted again from each
+    /// checkpoint reached. Each try resumes the run from its last checkpoint, as a new run
+    /// would; past this the run fails with the gateway's error, and a later run resumes.
+    pub transition_timeout: Duration,
     /// Stops the run at a step (tests of resumption; feature `testing`).
     #[cfg(feature = "testing")]
     pub crash_at: Option<CrashHook>,
@@ -76,6 +81,7 @@ impl Default for ApplyOptions {
             short_value_limit: TxnOptions::default().short_value_limit(),
             oracle_ts: None,
             lock_granularity: LockGranularity::Cell,
+            transition_timeout: Duration::from_secs(60),
             #[cfg(feature = "testing")]
             crash_at: None,
         }
@@ -98,6 +104,8 @@ pub struct ApplyReport {
     pub rows_scanned: u64,
     /// Write records written (adopted values and deletes caught up).
     pub records_written: u64,
+    /// Checkpoints saved (every `checkpoint_rows` rows, and at the end of each pass).
+    pub checkpoints: u64,
     /// Cells left unadopted: versions that are not wall-clock ms (written during the run).
     pub implausible: u64,
     pub seconds: f64,
@@ -149,12 +157,63 @@ pub fn apply_planned(
     planned: Option<Plan>,
 ) -> Result<ApplyReport> {
     let started = Instant::now();
-    crate::txn::setup::create_meta_table(hbase, schema)?;
     let mut report = ApplyReport {
         table: table.to_string(),
         ..ApplyReport::default()
     };
+    let mut planned = planned;
+    let mut transition = Transition::new(opts.transition_timeout);
+    let mut after_transition = false;
+    loop {
+        let checkpoints = report.checkpoints;
+        match apply_once(
+            hbase,
+            schema,
+            table,
+            opts,
+            planned.take(),
+            after_transition,
+            &mut report,
+        ) {
+            Ok(()) => {
+                transition.ended();
+                report.seconds = started.elapsed().as_secs_f64();
+                return Ok(report);
+            }
+            Err(e) => {
+                if report.checkpoints > checkpoints {
+                    transition.progressed();
+                }
+                let Some(pause) = transition.pause_after(&e) else {
+                    return Err(e);
+                };
+                opts.progress.note(&format!(
+                    "{table}: waiting out a region in transition ({e}); the run resumes from \
+                     its last checkpoint"
+                ));
+                std::thread::sleep(pause);
+                after_transition = true;
+            }
+        }
+    }
+}
+
+/// One try of [`apply_planned`], adding to `report`. After a region in transition stopped an
+/// earlier try, the table may be adopted already (the try stopped after the marker said so).
+fn apply_once(
+    hbase: &HBaseClient,
+    schema: &Schema,
+    table: &str,
+    opts: &ApplyOptions,
+    planned: Option<Plan>,
+    after_transition: bool,
+    report: &mut ApplyReport,
+) -> Result<()> {
+    crate::txn::setup::create_meta_table(hbase, schema)?;
     let marker = Marker::read(hbase, schema, table)?;
+    if after_transition && marker.state() == Some(state::ADOPTED) {
+        return state::clear_marker(hbase, schema, table, &state::IN_PROGRESS);
+    }
     let mut total_rows = None;
     if marker.state().is_some() {
         // Begun or done with a granularity already: a run may not change it.
@@ -218,16 +277,7 @@ pub fn apply_planned(
         .unwrap_or_default();
     loop {
         let rows = if pass.pass == 0 { total_rows } else { None };
-        run_pass(
-            hbase,
-            schema,
-            table,
-            &marker,
-            opts,
-            &mut pass,
-            rows,
-            &mut report,
-        )?;
+        run_pass(hbase, schema, table, &marker, opts, &mut pass, rows, report)?;
         report.passes += 1;
         state::crash(opts.crash_hook(), table, Step::PassDone)?;
         if pass.changed == 0 || pass.pass >= opts.max_catch_up_passes {
@@ -250,9 +300,7 @@ pub fn apply_planned(
         ],
     )?;
     state::clear_marker(hbase, schema, table, &state::IN_PROGRESS)?;
-    state::crash(opts.crash_hook(), table, Step::Adopted)?;
-    report.seconds = started.elapsed().as_secs_f64();
-    Ok(report)
+    state::crash(opts.crash_hook(), table, Step::Adopted)
 }
 
 /// Checks every table of a run over several before any is changed: each is planned (a table
@@ -435,6 +483,7 @@ fn run_pass(
             puts.clear();
             pass.after = Some(row.row.clone());
             save(hbase, schema, table, pass)?;
+            report.checkpoints += 1;
             progress.inc(rows as u64);
             rows = 0;
             state::crash(opts.crash_hook(), table, Step::Checkpoint)?;
@@ -444,14 +493,46 @@ fn run_pass(
     progress.inc(rows as u64);
     progress.finish();
     pass.after = None;
-    save(hbase, schema, table, pass)
+    save(hbase, schema, table, pass)?;
+    report.checkpoints += 1;
+    Ok(())
 }
 
 fn flush(hbase: &HBaseClient, table: &str, puts: &[Put]) -> Result<()> {
     if puts.is_empty() {
         return Ok(());
     }
-    hbase.put_many(table, puts)
+    match region_away() {
+        None => hbase.put_many(table, puts),
+        Some(applied) => {
+            if applied {
+                hbase.put_many(table, puts)?;
+            }
+            Err(Error::ServerIo {
+                message: format!(
+                    "org.apache.hadoop.hbase.NotServingRegionException: {table},,1.0f. is not \
+                     online (failpoint migrate::flush_region_away)"
+                ),
+                can_retry: false,
+                exception: Some("org.apache.hadoop.hbase.NotServingRegionException".into()),
+            })
+        }
+    }
+}
+
+/// Failpoint `migrate::flush_region_away`: the gateway's HBase client gives up on a flush's
+/// region in transition, after applying it with `return(applied)`, before with `return`.
+#[cfg(feature = "failpoints")]
+fn region_away() -> Option<bool> {
+    fail::fail_point!("migrate::flush_region_away", |arg| Some(
+        arg.as_deref() == Some("applied")
+    ));
+    None
+}
+
+#[cfg(not(feature = "failpoints"))]
+fn region_away() -> Option<bool> {
+    None
 }
 
 #[cfg(test)]

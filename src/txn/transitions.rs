@@ -7,7 +7,7 @@
 //! (docs/design.md, invariant 7).
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use futures::future::BoxFuture;
@@ -16,28 +16,86 @@ use crate::error::{Error, Result, RetryClass};
 use crate::hbase::{CheckAndMutate, Delete, Get, Put, RowResult, Scan, TableDescriptor};
 use crate::txn::store::HBaseAccess;
 
-/// Runs `op` again after the gateway reported a state of HBase that clears by itself (a
-/// `Retry` [`Error::ServerIo`]), pausing 50 ms, then twice as long each time up to 2 s, until
-/// it succeeds, fails otherwise, or the next try would start after `budget`. A gateway that
-/// cannot be reached fails at once: that is a wrong address or a gateway down, not a region
-/// on its way.
-pub(crate) async fn until_settled<T, F, Fut>(budget: std::time::Duration, mut op: F) -> Result<T>
+/// The first pause after a region in transition; each next one is twice as long, up to
+/// [`LONGEST_PAUSE`].
+const FIRST_PAUSE: Duration = Duration::from_millis(50);
+const LONGEST_PAUSE: Duration = Duration::from_secs(2);
+
+/// Whether `e` is the gateway reporting a state of HBase that clears by itself: a `Retry`
+/// [`Error::ServerIo`]. A gateway that cannot be reached is not: that is a wrong address or a
+/// gateway down, not a region on its way.
+fn in_transition(e: &Error) -> bool {
+    matches!(e, Error::ServerIo { .. }) && e.retry_class() == RetryClass::Retry
+}
+
+/// The waits of one call, or one step of a long run, through regions in transition: pauses
+/// of 50 ms, then twice as long each time up to 2 s, for as long as the next try would start
+/// within `budget` of the start (or of the last progress, see [`Transition::progressed`]).
+pub(crate) struct Transition {
+    budget: Duration,
+    since: Instant,
+    pause: Duration,
+    /// When the first of the current waits began (what is measured).
+    waiting_since: Option<Instant>,
+}
+
+impl Transition {
+    pub(crate) fn new(budget: Duration) -> Transition {
+        Transition {
+            budget,
+            since: Instant::now(),
+            pause: FIRST_PAUSE,
+            waiting_since: None,
+        }
+    }
+
+    /// How long to pause before trying again after `e`; `None` when `e` is not a region in
+    /// transition or the budget is spent, and the caller gives up with `e`.
+    pub(crate) fn pause_after(&mut self, e: &Error) -> Option<Duration> {
+        if !in_transition(e) || self.since.elapsed() + self.pause >= self.budget {
+            self.ended();
+            return None;
+        }
+        self.waiting_since.get_or_insert_with(Instant::now);
+        let pause = self.pause;
+        tracing::info!(error = %e, ?pause, "waiting out a region in transition");
+        self.pause = (pause * 2).min(LONGEST_PAUSE);
+        Some(pause)
+    }
+
+    /// A long run moved on since its last wait: the next wait has the whole budget again.
+    pub(crate) fn progressed(&mut self) {
+        self.ended();
+        self.since = Instant::now();
+        self.pause = FIRST_PAUSE;
+    }
+
+    /// The call or step is over (done, or given up): records how long it waited, if it did.
+    pub(crate) fn ended(&mut self) {
+        if let Some(waiting_since) = self.waiting_since.take() {
+            crate::metrics::region_wait(waiting_since.elapsed());
+        }
+    }
+}
+
+/// Runs `op` again after the gateway reported a region in transition, as [`Transition`]
+/// paces it, until it succeeds, fails otherwise, or the budget is spent.
+pub(crate) async fn until_settled<T, F, Fut>(budget: Duration, mut op: F) -> Result<T>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T>>,
 {
-    let started = std::time::Instant::now();
-    let mut pause = std::time::Duration::from_millis(50);
+    let mut transition = Transition::new(budget);
     loop {
         match op().await {
-            Err(e @ Error::ServerIo { .. })
-                if e.retry_class() == RetryClass::Retry && started.elapsed() + pause < budget =>
-            {
-                tracing::info!(error = %e, ?pause, "waiting out a region in transition");
-                tokio::time::sleep(pause).await;
-                pause = (pause * 2).min(std::time::Duration::from_secs(2));
+            Err(e) => match transition.pause_after(&e) {
+                Some(pause) => tokio::time::sleep(pause).await,
+                None => return Err(e),
+            },
+            Ok(v) => {
+                transition.ended();
+                return Ok(v);
             }
-            other => return other,
         }
     }
 }
@@ -130,6 +188,11 @@ mod tests {
         .await;
         assert_eq!(got.unwrap(), "started");
         assert_eq!(tries.load(Ordering::Relaxed), 3);
+        let waited = crate::metrics::longest_waits().region_in_transition;
+        assert!(
+            waited >= Duration::from_millis(150),
+            "the pauses of 50 and 100 ms are the longest wait so far: {waited:?}"
+        );
     }
 
     #[tokio::test]

@@ -1,7 +1,8 @@
 //! Garbage collection below the safe point (docs/gc.md), scripted against the emulator, or a
 //! real HBase with `HBASE_THRIFT=host:port`. Each test has a meta table and a liveness table
 //! of its own, so one test's safe point never reaches another's transactions and one test's
-//! open transactions never hold another's GC back. GC's life time cannot go below
+//! open transactions never hold another's GC back; only a lock pass over every table reaches
+//! across, and those take turns with the tests that count locks. GC's life time cannot go below
 //! 5 s and a round waits 6 s for clients to see a new safe point, so these take seconds.
 
 #[path = "../../../tests/txn_support/mod.rs"]
@@ -17,6 +18,17 @@ use percolator::{Error, RetryClass};
 use txn_support::{unique, Env};
 
 const LIFE: Duration = Duration::from_secs(5);
+
+/// A round left to find its own lock tables covers every transactional table in HBase, and on
+/// a shared real HBase that includes the other tests' tables: it would decide a lock another
+/// test is about to count. Such rounds and the tests that count their locks take turns.
+static EVERY_TABLE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn every_table_turn() -> std::sync::MutexGuard<'static, ()> {
+    EVERY_TABLE
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
 
 fn block<F: Future>(f: F) -> F::Output {
     tokio::runtime::Runtime::new().unwrap().block_on(f)
@@ -269,6 +281,7 @@ fn a_crash_mid_gc_leaves_every_read_right_and_a_rerun_finishes() {
 
 #[test]
 fn locks_below_the_safe_point_are_decided_before_anything_is_collected() {
+    let _turn = every_table_turn();
     let env = Env::start();
     let opts = options(&env);
     let (t1, t2) = (
@@ -339,6 +352,7 @@ fn background_gc_is_drained_on_shutdown_and_a_short_life_time_is_refused() {
 
 #[test]
 fn percolator_gc_reports_a_round_as_json_and_refuses_bad_input_with_a_non_zero_exit() {
+    let _turn = every_table_turn();
     let (env, opts, table, client, key) = setup("gc_cli");
     for v in ["a", "b", "c"] {
         put(&client, &key, v);
@@ -461,6 +475,7 @@ fn prewrite(env: &Env, key: &CellKey, start_ts: u64, primary: &CellKey, owner: &
 
 #[test]
 fn gc_never_rolls_back_a_live_transaction_above_the_safe_point() {
+    let _turn = every_table_turn();
     let (env, opts, table, client, _) = setup("gc_live");
     let (p, s) = (env.key(&table, "p"), env.key(&table, "s"));
     put(&client, &p, "p0");
@@ -491,6 +506,7 @@ fn gc_never_rolls_back_a_live_transaction_above_the_safe_point() {
 /// round for the tables that are in service.
 #[test]
 fn a_disabled_transactional_table_elsewhere_does_not_fail_a_round() {
+    let _turn = every_table_turn();
     let (env, opts, in_service, client, key) = setup("gc_in_service");
     put(&client, &key, "a");
     let idle = table(&env, &opts, "gc_disabled");

@@ -318,7 +318,11 @@ fn a_table_whose_regions_split_and_move_is_adopted_whole() {
     migrate::apply(&env.hbase, &env.schema, &table, &opts).unwrap();
     // For `scripts/cluster-checks` (run with --nocapture): what its nemesis did in this window
     // is what the migration met.
-    eprintln!("migrate apply of {table}: {began} to {} ms", now_ms());
+    eprintln!(
+        "migrate apply of {table}: {began} to {} ms; {}",
+        now_ms(),
+        percolator::metrics::longest_waits()
+    );
     let v = migrate::verify(&env.hbase, &env.schema, &table, ProgressMode::Off).unwrap();
     assert!(v.ok(), "{:?}", v.problems);
     // Every cell reads back through transactions as the plain readers saw it.

@@ -29,6 +29,18 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     }
     percolator_cli::oracle_access::set(cli.oracle_access.clone());
+    // What a long run waited for, one line on stderr: under region moves and server crashes,
+    // the figure that says whether the gateway's HBase client settings suit the workload.
+    let reports_waits = matches!(
+        cli.command,
+        Command::Demo(_)
+            | Command::ObserveDemo(_)
+            | Command::Soak(_)
+            | Command::Gc(_)
+            | Command::Migrate {
+                command: percolator_cli::commands::MigrateCommand::Apply(_)
+            }
+    );
     let result = match cli.command {
         Command::Demo(config) => demo::run(&config).map(|report| report.violations.is_empty()),
         Command::ObserveDemo(config) => observe_demo::run(&config).map(|r| {
@@ -151,6 +163,9 @@ fn main() -> ExitCode {
             })
         }
     };
+    if reports_waits && result.is_ok() {
+        eprintln!("waits: {}", percolator::metrics::longest_waits());
+    }
     match result {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::FAILURE,

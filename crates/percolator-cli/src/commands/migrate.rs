@@ -76,6 +76,7 @@ pub struct MigrateArgs {
 ///     oracle: None,
 ///     checkpoint_rows: 1000,
 ///     lock_granularity: Default::default(),
+///     transition_timeout: 60.0,
 /// };
 /// assert_eq!(a.checkpoint_rows, 1000);
 /// ```
@@ -94,6 +95,11 @@ pub struct ApplyArgs {
     /// two writers of a row conflict). Fixed once the table is transactional.
     #[arg(long, value_name = "cell|row", default_value = "cell")]
     pub lock_granularity: LockGranularity,
+    /// How long a region in transition (moving, splitting, on a crashed region server) that
+    /// the gateway gave up on is waited out, counted again from each checkpoint; each try
+    /// resumes from the last checkpoint. Past it the command fails, and a rerun resumes.
+    #[arg(long, value_name = "DURATION", default_value_t = 60.0, value_parser = crate::tools::duration::seconds)]
+    pub transition_timeout: f64,
 }
 
 /// `migrate disable`.
@@ -235,6 +241,7 @@ pub fn migrate(command: &MigrateCommand) -> Result<bool> {
                 checkpoint_rows: a.checkpoint_rows.max(1),
                 oracle_ts: ts,
                 lock_granularity: a.lock_granularity,
+                transition_timeout: Duration::from_secs_f64(a.transition_timeout),
                 ..ApplyOptions::default()
             };
             // Every table is checked before any is changed; each is planned once.
