@@ -17,7 +17,7 @@ use percolator::hbase::{Delete, FamilyDescriptor, Get, Put, Scan, TableDescripto
 use percolator::migrate::{self, ApplyOptions, ProgressMode, Step};
 use percolator::txn::{CellKey, LockGranularity};
 use percolator::{Error, HBaseClient, MigrationIssue};
-use txn_support::Env;
+use txn_support::{plainly, Env};
 
 /// (row, family, qualifier).
 type Key = (String, String, String);
@@ -87,20 +87,21 @@ fn legacy_table_at(env: &Env, prefix: &str, now: i64) -> String {
         put = put.add_at("t", "new", now - 1000, format!("fresh{r}"));
         puts.push(put);
     }
-    env.hbase.put_many(&name, &puts).unwrap();
+    plainly(|| env.hbase.put_many(&name, &puts));
     for r in (0..40).step_by(4) {
         // A whole-column delete, and a delete of the newest version only (the older shows).
-        env.hbase
-            .delete(&name, &Delete::new(format!("r{r:03}")).column("g", "b"))
-            .unwrap();
-        env.hbase
-            .delete(
+        plainly(|| {
+            env.hbase
+                .delete(&name, &Delete::new(format!("r{r:03}")).column("g", "b"))
+        });
+        plainly(|| {
+            env.hbase.delete(
                 &name,
                 &Delete::new(format!("r{r:03}"))
                     .column_at("f", "a", now - 1000)
                     .delete_type(percolator::hbase::DeleteType::Column),
             )
-            .unwrap();
+        });
     }
     name
 }
@@ -186,15 +187,11 @@ fn legacy_data_is_adopted_while_a_plain_writer_keeps_writing() {
                 let row = format!("r{:03}", (i * 7) % 45);
                 let key = (row.clone(), "g".to_string(), "b".to_string());
                 if i % 3 == 2 {
-                    hbase
-                        .delete(&table, &Delete::new(row).column("g", "b"))
-                        .unwrap();
+                    plainly(|| hbase.delete(&table, &Delete::new(row.clone()).column("g", "b")));
                     log.lock().insert(key, None);
                 } else {
                     let v = format!("w{i}").into_bytes();
-                    hbase
-                        .put(&table, &Put::new(row).add("g", "b", v.clone()))
-                        .unwrap();
+                    plainly(|| hbase.put(&table, &Put::new(row.clone()).add("g", "b", v.clone())));
                     log.lock().insert(key, Some(v));
                 }
                 i += 1;
@@ -217,7 +214,7 @@ fn legacy_data_is_adopted_while_a_plain_writer_keeps_writing() {
                 let delete = Delete::new("r001")
                     .column_at("f", "a", versions[0].timestamp)
                     .delete_type(percolator::hbase::DeleteType::Column);
-                hbase.delete(&t, &delete).unwrap();
+                plainly(|| hbase.delete(&t, &delete));
                 *seen.lock() = Some(versions[1].value.clone());
             }
             if step == Step::PassDone {
@@ -305,7 +302,7 @@ fn a_table_whose_regions_split_and_move_is_adopted_whole() {
         })
         .collect();
     for batch in puts.chunks(500) {
-        env.hbase.put_many(&table, batch).unwrap();
+        plainly(|| env.hbase.put_many(&table, batch));
     }
     let expected = plain_cells(&env.hbase, &table);
     assert_eq!(expected.len(), 2 * rows, "every plain cell was written");
@@ -517,9 +514,10 @@ fn bad_input_is_refused_without_change() {
         .family(FamilyDescriptor::new("_pw"));
     env.hbase.admin().create_table(&desc).unwrap();
     env.created(&clash);
-    env.hbase
-        .put(&clash, &Put::new("r").add("_pw", "q", "user data"))
-        .unwrap();
+    plainly(|| {
+        env.hbase
+            .put(&clash, &Put::new("r").add("_pw", "q", "user data"))
+    });
     let before = env.hbase.admin().table_descriptor(&clash).unwrap();
     let err = migrate::apply(&env.hbase, s, &clash, &quiet()).unwrap_err();
     assert_issue(&err, MigrationIssue::FamilyClash);
@@ -535,9 +533,10 @@ fn bad_input_is_refused_without_change() {
         .create_table(&TableDescriptor::new(own_ts.clone()).family(FamilyDescriptor::new("f")))
         .unwrap();
     env.created(&own_ts);
-    env.hbase
-        .put(&own_ts, &Put::new("r").add_at("f", "q", 1i64 << 55, "v"))
-        .unwrap();
+    plainly(|| {
+        env.hbase
+            .put(&own_ts, &Put::new("r").add_at("f", "q", 1i64 << 55, "v"))
+    });
     let before = env.hbase.admin().table_descriptor(&own_ts).unwrap();
     let err = migrate::apply(&env.hbase, s, &own_ts, &quiet()).unwrap_err();
     assert_issue(&err, MigrationIssue::Blocked);
@@ -679,9 +678,10 @@ fn disable_writes_committed_values_back_as_plain_versions() {
         "plain"
     );
     // A plain put afterwards is visible: nothing masks it.
-    env.hbase
-        .put(&table, &Put::new("r001").add("g", "b", "plain again"))
-        .unwrap();
+    plainly(|| {
+        env.hbase
+            .put(&table, &Put::new("r001").add("g", "b", "plain again"))
+    });
     let got = env
         .hbase
         .get(&table, &Get::new("r001").column("g", "b"))
@@ -713,12 +713,12 @@ fn the_bank_workload_runs_on_an_adopted_table() {
     };
     // Accounts opened by a plain client, then adopted.
     for key in config.accounts() {
-        env.hbase
-            .put(
+        plainly(|| {
+            env.hbase.put(
                 &key.table,
                 &Put::new(key.row.clone()).add(key.family.clone(), key.qualifier.clone(), "100"),
             )
-            .unwrap();
+        });
     }
     for t in &tables {
         migrate::apply(&env.hbase, &env.schema, t, &quiet()).unwrap();
@@ -773,9 +773,10 @@ fn json(out: &str) -> serde_json::Value {
 fn the_command_line_migrates_and_reads_and_writes_transactionally() {
     let env = Env::start();
     let table = legacy_table(&env, "mig_cli");
-    env.hbase
-        .put(&table, &Put::new("bin").add("f", "raw", vec![0xff, 0x00]))
-        .unwrap();
+    plainly(|| {
+        env.hbase
+            .put(&table, &Put::new("bin").add("f", "raw", vec![0xff, 0x00]))
+    });
     let oracle =
         percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new()).unwrap();
     let (hb, or) = (env.addr.as_str(), oracle.local_addr().to_string());
