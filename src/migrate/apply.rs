@@ -24,7 +24,7 @@ use crate::txn::codec::{column_qualifier, encode_write, WriteKind, WriteRecord};
 use crate::txn::granularity::{LockGranularity, LOCK_GRANULARITY};
 use crate::txn::meta::{META_REFRESH, MIG_STATE};
 use crate::txn::store::row_after;
-use crate::txn::{Schema, Transition, TxnOptions};
+use crate::txn::{until_settled_blocking, Schema, Transition, TxnOptions};
 
 /// How `apply` runs.
 ///
@@ -81,7 +81,7 @@ impl Default for ApplyOptions {
             short_value_limit: TxnOptions::default().short_value_limit(),
             oracle_ts: None,
             lock_granularity: LockGranularity::Cell,
-            transition_timeout: Duration::from_secs(60),
+            transition_timeout: state::TRANSITION_TIMEOUT,
             #[cfg(feature = "testing")]
             crash_at: None,
         }
@@ -333,13 +333,16 @@ pub fn check_before_apply(
 ) -> Result<HashMap<String, Plan>> {
     let mut plans = HashMap::new();
     for table in tables {
-        let marker = Marker::read(hbase, schema, table)?;
-        if marker.state() == Some(state::APPLYING) {
-            // Missing tables fail here too, as `TableNotFound` naming the table.
-            state::refuse_if_disabled(hbase, table)?;
-            continue;
-        }
-        let plan = plan(hbase, schema, table, oracle_ts, progress.clone())?;
+        let checked = until_settled_blocking(state::TRANSITION_TIMEOUT, || {
+            let marker = Marker::read(hbase, schema, table)?;
+            if marker.state() == Some(state::APPLYING) {
+                // Missing tables fail here too, as `TableNotFound` naming the table.
+                state::refuse_if_disabled(hbase, table)?;
+                return Ok(None);
+            }
+            plan(hbase, schema, table, oracle_ts, progress.clone()).map(Some)
+        })?;
+        let Some(plan) = checked else { continue };
         match plan.refusal() {
             Err(Error::Migration {
                 kind: MigrationIssue::NothingToDo,

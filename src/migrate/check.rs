@@ -7,10 +7,10 @@ use crate::error::{Error, Result};
 use crate::hbase::{Get, HBaseClient, Scan};
 use crate::key::Binary;
 use crate::migrate::plan::user_family_changes;
-use crate::migrate::state::{self, adopt, Adopt, FamilySettings, Marker};
+use crate::migrate::state::{self, adopt, Adopt, FamilySettings, Marker, TRANSITION_TIMEOUT};
 use crate::progress::{Progress, ProgressMode};
 use crate::txn::codec::WriteKind;
-use crate::txn::Schema;
+use crate::txn::{until_settled_blocking, Schema};
 
 /// Problems listed in full; beyond this many only their number grows.
 const LISTED: usize = 50;
@@ -49,7 +49,8 @@ impl Verification {
 
 /// Checks a migrated table: marker `adopted` with no work in progress left, the families and
 /// their settings, and every cell: the value a plain read returns is the one transactions
-/// read (a plain write or delete after adoption is not, and is listed).
+/// read (a plain write or delete after adoption is not, and is listed). A region in transition
+/// is waited out for up to 60 s, the check run again.
 ///
 /// ```
 /// use percolator::hbase::{FamilyDescriptor, Put, TableDescriptor};
@@ -66,6 +67,18 @@ impl Verification {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn verify(
+    hbase: &HBaseClient,
+    schema: &Schema,
+    table: &str,
+    progress: ProgressMode,
+) -> Result<Verification> {
+    until_settled_blocking(TRANSITION_TIMEOUT, || {
+        verify_once(hbase, schema, table, progress.clone())
+    })
+}
+
+/// One try of [`verify`]: it reads only, so a region in transition runs it again whole.
+fn verify_once(
     hbase: &HBaseClient,
     schema: &Schema,
     table: &str,
@@ -178,7 +191,8 @@ pub struct TableStatus {
     pub adopted_at_ms: Option<u64>,
 }
 
-/// The state of `table`: whether it exists, has the families, and its marker.
+/// The state of `table`: whether it exists, has the families, and its marker (a region in
+/// transition waited out for up to 60 s).
 ///
 /// ```
 /// let emulator = hbase_emulator::start_local()?;
@@ -188,6 +202,11 @@ pub struct TableStatus {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn status(hbase: &HBaseClient, schema: &Schema, table: &str) -> Result<TableStatus> {
+    until_settled_blocking(TRANSITION_TIMEOUT, || status_once(hbase, schema, table))
+}
+
+/// One try of [`status`]: it reads only, so a region in transition runs it again whole.
+fn status_once(hbase: &HBaseClient, schema: &Schema, table: &str) -> Result<TableStatus> {
     let mut s = TableStatus {
         table: table.to_string(),
         ..TableStatus::default()

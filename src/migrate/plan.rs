@@ -6,9 +6,11 @@ use crate::clock::{Clock, SystemClock};
 use crate::error::{MigrationIssue, Result};
 use crate::hbase::{HBaseClient, Scan, TableDescriptor};
 use crate::key::Binary;
-use crate::migrate::state::{self, issue, plausible_ms, Marker, LEGACY_TS_LIMIT};
+use crate::migrate::state::{
+    self, issue, plausible_ms, Marker, LEGACY_TS_LIMIT, TRANSITION_TIMEOUT,
+};
 use crate::progress::{Progress, ProgressMode};
-use crate::txn::Schema;
+use crate::txn::{until_settled_blocking, Schema};
 
 /// One family setting `apply` changes, and why transactions need it.
 ///
@@ -115,8 +117,22 @@ pub fn user_family_changes(schema: &Schema, desc: &TableDescriptor) -> Vec<Setti
 }
 
 /// Inspects `table`: its families and settings, its marker, and (one scan) its rows and cells.
-/// `oracle_ts` is a fresh oracle timestamp when an oracle was named, to check it.
+/// `oracle_ts` is a fresh oracle timestamp when an oracle was named, to check it. A region in
+/// transition is waited out for up to 60 s, the inspection run again.
 pub fn plan(
+    hbase: &HBaseClient,
+    schema: &Schema,
+    table: &str,
+    oracle_ts: Option<u64>,
+    progress: ProgressMode,
+) -> Result<Plan> {
+    until_settled_blocking(TRANSITION_TIMEOUT, || {
+        plan_once(hbase, schema, table, oracle_ts, progress.clone())
+    })
+}
+
+/// One try of [`plan`]: it reads only, so a region in transition runs it again whole.
+fn plan_once(
     hbase: &HBaseClient,
     schema: &Schema,
     table: &str,

@@ -54,6 +54,8 @@ pub(crate) const TTL_CUT: &[u8] = b"mig:ttl_cut";
 pub(crate) const PASS: &[u8] = b"mig:pass";
 /// Wall ms when the table was adopted.
 pub(crate) const ADOPTED_AT: &[u8] = b"mig:adopted_at";
+/// How long a step of a migration command waits out a region in transition by default.
+pub(crate) const TRANSITION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 /// Work-in-progress qualifiers that a finished migration leaves behind none of.
 pub(crate) const IN_PROGRESS: [&[u8]; 1] = [PASS];
 

@@ -100,6 +100,26 @@ where
     }
 }
 
+/// [`until_settled`] for blocking callers (the migration's steps, whole read-only passes).
+pub(crate) fn until_settled_blocking<T>(
+    budget: Duration,
+    mut op: impl FnMut() -> Result<T>,
+) -> Result<T> {
+    let mut transition = Transition::new(budget);
+    loop {
+        match op() {
+            Err(e) => match transition.pause_after(&e) {
+                Some(pause) => std::thread::sleep(pause),
+                None => return Err(e),
+            },
+            Ok(v) => {
+                transition.ended();
+                return Ok(v);
+            }
+        }
+    }
+}
+
 /// The store as a transaction client uses it: its reads wait out a region in transition
 /// within `budget` (`TxnOptions::settle_timeout`); its writes go through as they are.
 pub(crate) struct WaitsOutTransitions {
