@@ -431,7 +431,7 @@ mod oracle_fixture {
     }
 }
 
-/// A plain client's write, sent again while the gateway reports a region in transition (a
+/// A plain client's call, made again while the gateway reports a region in transition (a
 /// gateway that gives up fast reports one on every move): what the tests send is idempotent
 /// for what they check, and a write that failed may have been applied.
 pub fn plainly<T>(mut op: impl FnMut() -> percolator::Result<T>) -> T {

@@ -106,16 +106,21 @@ fn legacy_table_at(env: &Env, prefix: &str, now: i64) -> String {
     name
 }
 
-/// What a plain read returns now: the newest visible version of every cell.
+/// What a plain read returns now: the newest visible version of every cell (the whole scan
+/// read again if it meets a region in transition).
 fn plain_cells(hbase: &HBaseClient, table: &str) -> Cells {
+    plainly(|| plain_scan(hbase, table))
+}
+
+fn plain_scan(hbase: &HBaseClient, table: &str) -> percolator::Result<Cells> {
     let scan = Scan::new()
         .family("f")
         .family("g")
         .family("t")
         .max_versions(1);
     let mut out = Cells::new();
-    for row in hbase.scan(table, &scan).unwrap() {
-        let row = row.unwrap();
+    for row in hbase.scan(table, &scan)? {
+        let row = row?;
         for c in row.cells {
             let key = (
                 String::from_utf8(row.row.clone()).unwrap(),
@@ -125,7 +130,7 @@ fn plain_cells(hbase: &HBaseClient, table: &str) -> Cells {
             out.insert(key, c.value);
         }
     }
-    out
+    Ok(out)
 }
 
 /// Every cell of `before` and `also`, read in one transaction.
