@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use crate::clock::{Clock, SystemClock};
 use crate::error::{Error, MigrationIssue, Result};
 use crate::hbase::{HBaseClient, Put, Scan};
-use crate::migrate::plan::{plan, Plan};
+use crate::migrate::plan::{plan_once, Plan};
 use crate::migrate::state::{
     self, adopt, write_marker, Adopt, CrashHook, FamilySettings, Marker, Step,
 };
@@ -232,7 +232,7 @@ fn apply_once(
         let (plan, earlier) = match planned {
             Some(plan) if plan.state == marker.state_name() => (plan, true),
             _ => (
-                plan(hbase, schema, table, opts.oracle_ts, opts.progress.clone())?,
+                plan_once(hbase, schema, table, opts.oracle_ts, opts.progress.clone())?,
                 false,
             ),
         };
@@ -340,7 +340,7 @@ pub fn check_before_apply(
                 state::refuse_if_disabled(hbase, table)?;
                 return Ok(None);
             }
-            plan(hbase, schema, table, oracle_ts, progress.clone()).map(Some)
+            plan_once(hbase, schema, table, oracle_ts, progress.clone()).map(Some)
         })?;
         let Some(plan) = checked else { continue };
         match plan.refusal() {

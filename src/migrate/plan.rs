@@ -132,7 +132,7 @@ pub fn plan(
 }
 
 /// One try of [`plan`]: it reads only, so a region in transition runs it again whole.
-fn plan_once(
+pub(crate) fn plan_once(
     hbase: &HBaseClient,
     schema: &Schema,
     table: &str,

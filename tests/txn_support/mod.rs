@@ -430,22 +430,3 @@ mod oracle_fixture {
         }
     }
 }
-
-/// A plain client's call, made again while the gateway reports a region in transition (a
-/// gateway that gives up fast reports one on every move): what the tests send is idempotent
-/// for what they check, and a write that failed may have been applied.
-pub fn plainly<T>(mut op: impl FnMut() -> percolator::Result<T>) -> T {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    loop {
-        match op() {
-            Ok(v) => return v,
-            Err(e)
-                if e.retry_class() == percolator::RetryClass::Retry
-                    && std::time::Instant::now() < deadline =>
-            {
-                std::thread::sleep(std::time::Duration::from_millis(200));
-            }
-            Err(e) => panic!("a plain write: {e}"),
-        }
-    }
-}

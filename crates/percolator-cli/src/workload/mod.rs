@@ -20,7 +20,7 @@ mod usage;
 /// Runs `op` again while it fails with a retryable error (locks of clients that may still be
 /// alive, a region in transition), for a minute at most: a workload's own checks and set-up
 /// must outlast what the workload itself waits out.
-pub(crate) fn retried<T>(mut op: impl FnMut() -> percolator::Result<T>) -> percolator::Result<T> {
+pub fn retried<T>(mut op: impl FnMut() -> percolator::Result<T>) -> percolator::Result<T> {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     loop {
         match op() {
