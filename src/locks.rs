@@ -137,7 +137,10 @@ pub fn check_owners(
             lock.alive = Some(known);
             continue;
         }
-        let row = match hbase.get(&liveness.table, &Get::new(lock.owner.as_bytes().to_vec())) {
+        // Only the liveness cell: a dead client's row keeps its publication for a while.
+        let get = Get::new(lock.owner.as_bytes().to_vec())
+            .column(liveness.liveness_family(), liveness.liveness_qualifier());
+        let row = match hbase.get(&liveness.table, &get) {
             Ok(row) => row,
             Err(Error::TableNotFound { .. }) => Default::default(),
             Err(e) => return Err(e),

@@ -155,6 +155,7 @@ impl Workload {
         let liveness = LivenessConfig {
             table: "percolator_test_liveness_ttl5".into(),
             ttl_secs: 5,
+            ..LivenessConfig::default()
         };
         create_liveness_table(&env.hbase, &liveness).expect("liveness table");
         env.client_with(TxnOptions::builder().liveness(liveness).build())

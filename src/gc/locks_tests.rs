@@ -28,6 +28,7 @@ fn a_live_lock_at_the_safe_point_met_through_a_primary_is_waited_on_not_rolled_b
     let liveness = LivenessConfig {
         table: "gc_locks_liveness".into(),
         ttl_secs: 10,
+        ..LivenessConfig::default()
     };
     let options = stack.txn_options(liveness).expect("liveness table");
     let retry = RetryPolicy::new(2, Duration::from_millis(1), Duration::from_millis(1));

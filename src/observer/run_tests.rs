@@ -39,6 +39,7 @@ pub(super) fn stack_and_client() -> (Stack, Client) {
     let liveness = LivenessConfig {
         table: "obs_run_liveness".into(),
         ttl_secs: 10,
+        ..LivenessConfig::default()
     };
     let client = stack
         .client(stack.txn_options(liveness).expect("liveness table"))

@@ -1,27 +1,36 @@
 //! Liveness tokens: ZooKeeper-style ephemeral rows. Each client keeps a row in a system table
 //! whose family has a short TTL; the row is written with server time, so HBase's TTL applies and
 //! the row vanishes by itself once the client stops refreshing it. A lock may be cleaned only if
-//! its owner's row is gone or the lock's wall time is stale.
+//! its owner's row is gone or the lock's wall time is stale. The oldest open start_ts is also
+//! published in a second family with a longer TTL, so that GC keeps behind a long transaction
+//! through an outage of the liveness table (docs/design.md, "Liveness").
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::hbase::{Delete, FamilyDescriptor, Get, Put, RowResult, TableDescriptor};
 use crate::txn::store::HBaseAccess;
 
 /// ```
 /// let c = percolator::txn::LivenessConfig::default();
-/// assert_eq!((c.table.as_str(), c.ttl_secs), ("percolator_liveness", 5));
+/// assert_eq!((c.table.as_str(), c.ttl_secs, c.publication_ttl_secs), ("percolator_liveness", 5, 120));
 /// ```
 #[derive(Clone, Debug)]
 pub struct LivenessConfig {
     /// The system table holding one row per live client.
     pub table: String,
-    /// Seconds a row survives without a refresh (the family's TTL).
+    /// Seconds a client stays alive without a refresh (the `l` family's TTL): how soon a
+    /// crashed client's locks need not be waited for.
     pub ttl_secs: i32,
+    /// Seconds a client's oldest open transaction stays published without a refresh (the `p`
+    /// family's TTL): how long an outage of the liveness table a long transaction survives
+    /// without GC passing it, and how long a dead client holds GC back. Used when the table is
+    /// created or upgraded.
+    pub publication_ttl_secs: i32,
 }
 
 impl Default for LivenessConfig {
@@ -29,12 +38,15 @@ impl Default for LivenessConfig {
         LivenessConfig {
             table: "percolator_liveness".into(),
             ttl_secs: 5,
+            publication_ttl_secs: 120,
         }
     }
 }
 
-/// The liveness table's one family.
+/// The liveness family: a row with a cell here is a live client.
 pub(crate) const LIVENESS_FAMILY: &[u8] = b"l";
+/// The publication family: the oldest open start_ts again, under the longer lease.
+pub(crate) const PUBLICATION_FAMILY: &[u8] = b"p";
 const QUALIFIER: &[u8] = b"a";
 /// The oldest start_ts among the client's open transactions (BE u64), empty when none: GC
 /// keeps the safe point at or below every one published (docs/gc.md).
@@ -51,21 +63,52 @@ const DEAD_WORKERS_KEPT: Duration = Duration::from_secs(30);
 impl LivenessConfig {
     /// ```
     /// let d = percolator::txn::LivenessConfig::default().table_descriptor();
-    /// assert_eq!(d.families.len(), 1);
+    /// assert_eq!(d.families.len(), 2);
     /// ```
     pub fn table_descriptor(&self) -> TableDescriptor {
-        TableDescriptor::new(self.table.clone()).family(
-            FamilyDescriptor::new(LIVENESS_FAMILY)
-                .max_versions(1)
-                .ttl_secs(self.ttl_secs)
-                .in_memory(true),
-        )
+        TableDescriptor::new(self.table.clone())
+            .family(
+                FamilyDescriptor::new(LIVENESS_FAMILY)
+                    .max_versions(1)
+                    .ttl_secs(self.ttl_secs)
+                    .in_memory(true),
+            )
+            .family(self.publication_family())
+    }
+
+    /// The liveness family and qualifier: a row with this cell is a live client.
+    ///
+    /// ```
+    /// let c = percolator::txn::LivenessConfig::default();
+    /// assert_eq!((c.liveness_family(), c.liveness_qualifier()), (&b"l"[..], &b"a"[..]));
+    /// ```
+    pub fn liveness_family(&self) -> &'static [u8] {
+        LIVENESS_FAMILY
+    }
+
+    /// See [`liveness_family`](Self::liveness_family).
+    pub fn liveness_qualifier(&self) -> &'static [u8] {
+        QUALIFIER
+    }
+
+    /// The `p` family, holding each client's oldest open start_ts under the publication lease.
+    /// Tables created before it existed lack it until a client adds it.
+    ///
+    /// ```
+    /// let p = percolator::txn::LivenessConfig::default().publication_family();
+    /// assert_eq!((&p.name[..], p.ttl_secs), (&b"p"[..], Some(120)));
+    /// ```
+    pub fn publication_family(&self) -> FamilyDescriptor {
+        FamilyDescriptor::new(PUBLICATION_FAMILY)
+            .max_versions(1)
+            .ttl_secs(self.publication_ttl_secs.max(self.ttl_secs))
+            .in_memory(true)
     }
 
     /// How often a client must refresh its row to stay alive.
     ///
     /// ```
-    /// let c = percolator::txn::LivenessConfig { table: "t".into(), ttl_secs: 3 };
+    /// let c = percolator::txn::LivenessConfig { table: "t".into(), ttl_secs: 3, ..Default::default() };
     /// assert_eq!(c.refresh_interval(), std::time::Duration::from_secs(1));
     /// ```
     pub fn refresh_interval(&self) -> Duration {
@@ -73,12 +116,16 @@ impl LivenessConfig {
     }
 }
 
-/// The oldest open start_ts a liveness row publishes; `None` when it publishes none (or a
-/// value that does not decode: a row being rewritten by an older client).
+/// The oldest open start_ts a liveness row publishes, in either family (a client of an
+/// earlier version writes only `l:o`, and `l:o` lapses before `p:o`); `None` when it publishes
+/// none (or a value that does not decode: a row being rewritten by an older client).
 pub(crate) fn published_oldest(row: &RowResult) -> Option<u64> {
-    row.value(LIVENESS_FAMILY, OLDEST_QUALIFIER)
-        .and_then(|v| <[u8; 8]>::try_from(v).ok())
+    [LIVENESS_FAMILY, PUBLICATION_FAMILY]
+        .into_iter()
+        .filter_map(|family| row.value(family, OLDEST_QUALIFIER))
+        .filter_map(|v| <[u8; 8]>::try_from(v).ok())
         .map(u64::from_be_bytes)
+        .min()
 }
 
 pub(crate) struct Liveness {
@@ -88,6 +135,9 @@ pub(crate) struct Liveness {
     /// Clients whose observer workers this process's workers found dead (worker rows expired,
     /// none live), with when that was last reported.
     dead_workers: Mutex<HashMap<String, Instant>>,
+    /// False once a refresh found no `p` family (a table made before it existed): this client
+    /// then publishes in `l:o` only.
+    publishes_in_own_family: AtomicBool,
 }
 
 impl Liveness {
@@ -97,6 +147,7 @@ impl Liveness {
             owner,
             alive_cache: Mutex::new(HashMap::new()),
             dead_workers: Mutex::new(HashMap::new()),
+            publishes_in_own_family: AtomicBool::new(true),
         }
     }
 
@@ -131,21 +182,38 @@ impl Liveness {
     }
 
     /// Writes (or refreshes) this client's row, publishing the oldest open start_ts. Server
-    /// time, so the TTL counts from now.
+    /// time, so the TTLs count from now.
     pub async fn refresh(
         &self,
         store: &dyn HBaseAccess,
         wall_ms: u64,
         oldest_open: Option<u64>,
     ) -> Result<()> {
+        let oldest = oldest_open.map_or(Vec::new(), |ts| ts.to_be_bytes().to_vec());
         let put = Put::new(self.owner.as_bytes().to_vec())
             .add(LIVENESS_FAMILY, QUALIFIER, wall_ms.to_be_bytes().to_vec())
-            .add(
-                LIVENESS_FAMILY,
-                OLDEST_QUALIFIER,
-                oldest_open.map_or(Vec::new(), |ts| ts.to_be_bytes().to_vec()),
-            );
-        store.put(&self.config.table, &put).await
+            .add(LIVENESS_FAMILY, OLDEST_QUALIFIER, oldest.clone());
+        if !self.publishes_in_own_family.load(Ordering::Relaxed) {
+            return store.put(&self.config.table, &put).await;
+        }
+        let full = put
+            .clone()
+            .add(PUBLICATION_FAMILY, OLDEST_QUALIFIER, oldest);
+        match store.put(&self.config.table, &full).await {
+            Err(Error::FamilyNotFound { family, .. })
+                if family.as_bytes() == PUBLICATION_FAMILY =>
+            {
+                tracing::warn!(
+                    table = %self.config.table,
+                    "the liveness table has no publication family `p`: long transactions lose \
+                     GC's protection in an outage longer than the liveness TTL; connecting a \
+                     client adds it"
+                );
+                self.publishes_in_own_family.store(false, Ordering::Relaxed);
+                store.put(&self.config.table, &put).await
+            }
+            other => other,
+        }
     }
 
     /// Removes this client's row on a clean shutdown, so others need not wait for the TTL.

@@ -379,7 +379,7 @@ impl TxnOptionsBuilder {
     }
 
     /// ```
-    /// let live = percolator::txn::LivenessConfig { table: "alive".into(), ttl_secs: 2 };
+    /// let live = percolator::txn::LivenessConfig { table: "alive".into(), ttl_secs: 2, ..Default::default() };
     /// let o = percolator::TxnOptions::builder().liveness(live).build();
     /// assert_eq!(o.liveness().table, "alive");
     /// ```

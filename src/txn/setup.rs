@@ -227,7 +227,9 @@ pub(crate) fn percolator_family_changes(
         .collect()
 }
 
-/// Creates the liveness table if it does not exist (its family's TTL makes rows ephemeral).
+/// Creates the liveness table if it does not exist (its families' TTLs make rows ephemeral),
+/// and adds the publication family to one made before that family existed (an online schema
+/// change; docs/design.md, "Liveness").
 ///
 /// ```
 /// let emulator = hbase_emulator::start_local()?;
@@ -238,7 +240,24 @@ pub(crate) fn percolator_family_changes(
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn create_liveness_table(hbase: &HBaseClient, config: &LivenessConfig) -> Result<()> {
-    create_system_table(hbase, &config.table_descriptor())
+    create_system_table(hbase, &config.table_descriptor())?;
+    let admin = hbase.admin();
+    let wanted = config.publication_family();
+    if admin
+        .table_descriptor(&config.table)?
+        .families
+        .iter()
+        .any(|f| f.name == wanted.name)
+    {
+        return Ok(());
+    }
+    tracing::info!(table = %config.table, "adding the publication family `p` to the liveness table");
+    match admin.add_family(&config.table, &wanted) {
+        Ok(()) => Ok(()),
+        // Another client added it first.
+        Err(Error::ServerIo { message, .. }) if message.contains("already exists") => Ok(()),
+        Err(e) => Err(e),
+    }
 }
 
 /// Creates the meta table (`schema.meta_table`) if it does not exist: the transactional state

@@ -123,7 +123,13 @@ fn server_now_ms(env: &Env, table: &str) -> i64 {
 fn liveness_cell(env: &Env, owner: &str) -> Option<(i64, u64)> {
     let row = env
         .hbase
-        .get(&env.liveness.table, &Get::new(owner))
+        .get(
+            &env.liveness.table,
+            &Get::new(owner).column(
+                env.liveness.liveness_family(),
+                env.liveness.liveness_qualifier(),
+            ),
+        )
         .expect("read a liveness row");
     let cell = row.cells.first()?;
     let wall = <[u8; 8]>::try_from(cell.value.as_slice()).expect("a u64 wall time");
@@ -292,9 +298,13 @@ fn slow_commit_point_keeps_its_owner_alive() {
         assert!(gate.wait_reached(GATE_LIMIT));
         let reading = s.spawn(|| read_p_and_s(&env, &t));
         std::thread::sleep(Duration::from_secs(2));
-        let liveness = env
-            .hbase
-            .get(&env.liveness.table, &Get::new(holder.owner_id()));
+        let liveness = env.hbase.get(
+            &env.liveness.table,
+            &Get::new(holder.owner_id()).column(
+                env.liveness.liveness_family(),
+                env.liveness.liveness_qualifier(),
+            ),
+        );
         gate.open();
         (
             !liveness.unwrap().is_empty(),

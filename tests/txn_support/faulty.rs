@@ -201,6 +201,11 @@ impl FaultyStore {
         self.moving_puts.lock().push((table.to_string(), times));
     }
 
+    /// The moving tables' regions are back: puts to them are applied again.
+    pub fn puts_settle(&self) {
+        self.moving_puts.lock().clear();
+    }
+
     /// Puts to a moving table that are still to fail.
     pub fn moving_puts_left(&self) -> usize {
         self.moving_puts.lock().iter().map(|(_, n)| n).sum()

@@ -92,6 +92,7 @@ impl Env {
         let liveness = LivenessConfig {
             table: unique("liveness"),
             ttl_secs: LIVENESS_TTL_SECS,
+            ..LivenessConfig::default()
         };
         txn::setup::create_liveness_table(&hbase, &liveness).expect("liveness table");
         Env::with(Some(emulator), addr, hbase, liveness)
@@ -106,6 +107,7 @@ impl Env {
         let liveness = LivenessConfig {
             table: SHARED_LIVENESS_TABLE.into(),
             ttl_secs: LIVENESS_TTL_SECS,
+            ..LivenessConfig::default()
         };
         // Once per process; concurrent creation by another process is tolerated by
         // `create_liveness_table` itself.

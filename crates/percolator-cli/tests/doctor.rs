@@ -246,6 +246,38 @@ fn a_missing_meta_table_fails_meta_table() {
     assert_eq!(verdict(&report, "gc_safe_point", None), "warn");
 }
 
+/// A liveness table made before the publication family existed still works, so doctor warns
+/// rather than fails, names the family, and says what adds it; a client connecting adds it.
+#[test]
+fn a_liveness_table_without_its_publication_family_warns_until_a_client_connects() {
+    let s = Stack::start();
+    setup::create_table(&s.admin, &Schema::default(), "t", &["f"]).unwrap();
+    let liveness = percolator::txn::LivenessConfig::default();
+    let mut old = liveness.table_descriptor();
+    old.families
+        .retain(|f| f.name != liveness.publication_family().name);
+    s.admin.admin().create_table(&old).unwrap();
+    // No GC round before the first look: `percolator gc` connects a client, which upgrades.
+    let (_, report) = s.doctor(&[], &["t"]);
+    let warned = check(&report, "liveness_table", None);
+    assert_eq!(warned["verdict"], "warn", "{report:#}");
+    assert!(
+        warned["detail"]
+            .as_str()
+            .unwrap()
+            .contains("publication family p"),
+        "{warned}"
+    );
+    assert!(
+        warned["fix"].as_str().unwrap().contains("connect"),
+        "{warned}"
+    );
+
+    s.client(TxnOptions::default()).shutdown();
+    let (_, report) = s.doctor(&[], &["t"]);
+    assert_eq!(verdict(&report, "liveness_table", None), "ok", "{report:#}");
+}
+
 #[test]
 fn an_unreachable_gateway_fails_gateway_and_skips_what_needs_it() {
     let s = Stack::start();

@@ -15,6 +15,7 @@ use percolator::gc::{GcOptions, GcReport, GcWorker};
 use percolator::txn::codec::WriteKind;
 use percolator::txn::{setup, CellKey, Client, LivenessConfig, TxnOptions};
 use percolator::{Error, RetryClass};
+use txn_support::faulty::FaultyStore;
 use txn_support::{unique, Env};
 
 const LIFE: Duration = Duration::from_secs(5);
@@ -230,6 +231,56 @@ fn a_long_running_transaction_holds_the_safe_point_back() {
     assert!(report.safe_point > start_ts);
     assert_eq!(split_writes(&env, &key, report.safe_point).0, 1);
     block(gc.shutdown());
+}
+
+/// The long transaction's client keeps running while its liveness table's region is away
+/// longer than the liveness TTL (a region server recovering): its refreshes fail, its liveness
+/// lapses, and GC must still not pass its transaction. It fails if the publication lapses with
+/// the liveness.
+#[test]
+fn a_long_transaction_stays_published_while_its_liveness_refreshes_fail() {
+    let (env, opts, table, client, key) = setup("gc_lapse");
+    put(&client, &key, "first");
+    let store = FaultyStore::new(env.hbase.clone(), opts.schema().clone());
+    let long = env.client_on(store.clone(), env.tso.clone(), opts.clone());
+    let mut txn = long.begin().unwrap();
+    assert_eq!(
+        txn.get(&table, "r", "f", "q").unwrap(),
+        Some(b"first".to_vec())
+    );
+    let start_ts = txn.start_ts().unwrap();
+    // One refresh publishes the transaction, then the region goes away.
+    std::thread::sleep(opts.liveness().refresh_interval() * 2);
+    store.move_puts_to(&opts.liveness().table, usize::MAX);
+    for v in ["a", "b", "c"] {
+        put(&client, &key, v);
+    }
+    std::thread::sleep(LIFE + Duration::from_secs(1));
+    let liveness = opts.liveness();
+    let alive = percolator::hbase::Get::new(long.owner_id().as_bytes().to_vec())
+        .column(liveness.liveness_family(), liveness.liveness_qualifier());
+    assert!(
+        env.hbase.get(&liveness.table, &alive).unwrap().is_empty(),
+        "the long client's liveness should have lapsed by now"
+    );
+    let gc = worker(&env, &opts, &[&table]);
+    let report = run(&gc, &[&table]).unwrap();
+    assert!(
+        report.safe_point <= start_ts,
+        "safe point {} passed the open transaction at {start_ts} of a live client",
+        report.safe_point
+    );
+    assert_eq!(report.removed(), 0, "{report:?}");
+
+    store.puts_settle();
+    assert_eq!(
+        txn.get(&table, "r", "f", "q").unwrap(),
+        Some(b"first".to_vec())
+    );
+    txn.set(&table, "other", "f", "q", "x").unwrap();
+    txn.commit().unwrap();
+    block(gc.shutdown());
+    long.shutdown();
 }
 
 #[test]

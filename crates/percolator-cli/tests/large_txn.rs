@@ -89,6 +89,7 @@ impl Servers {
         let liveness = LivenessConfig {
             table: "percolator_liveness".into(),
             ttl_secs: 1,
+            ..LivenessConfig::default()
         };
         let options = TxnOptions::builder()
             .liveness(liveness)

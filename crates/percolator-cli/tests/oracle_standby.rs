@@ -158,6 +158,7 @@ fn bank_with_the_serving_oracle_killed(plan: &Failover) -> FailoverReport {
     let liveness = LivenessConfig {
         table: format!("standby_liveness_{suffix}"),
         ttl_secs: 1,
+        ..LivenessConfig::default()
     };
     let config = BankConfig {
         tables: vec![format!("standby_a_{suffix}"), format!("standby_b_{suffix}")],

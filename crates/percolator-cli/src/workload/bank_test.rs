@@ -28,6 +28,7 @@ fn bank_stack(liveness_table: &str) -> (Stack, percolator::txn::TxnOptionsBuilde
     let liveness = LivenessConfig {
         table: liveness_table.into(),
         ttl_secs: 1,
+        ..LivenessConfig::default()
     };
     let options = stack
         .txn_options(liveness)

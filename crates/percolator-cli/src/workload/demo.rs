@@ -66,6 +66,7 @@ pub fn run(config: &DemoConfig) -> Result<BankReport> {
     let liveness = LivenessConfig {
         table: format!("demo_liveness_{suffix}"),
         ttl_secs: 1,
+        ..LivenessConfig::default()
     };
     let options = stack.txn_options(liveness)?;
     let rate = config.crash_rate;

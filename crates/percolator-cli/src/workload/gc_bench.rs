@@ -79,6 +79,7 @@ pub fn run(config: &GcBenchConfig) -> Result<GcBenchReport> {
         .txn_options(LivenessConfig {
             table: liveness.clone(),
             ttl_secs: 3,
+            ..LivenessConfig::default()
         })?
         .to_builder()
         .schema(schema.clone())

@@ -371,6 +371,7 @@ pub fn run_client(config: &LargeClientConfig) -> Result<()> {
     let liveness = LivenessConfig {
         table: "percolator_liveness".into(),
         ttl_secs: 1,
+        ..LivenessConfig::default()
     };
     let options = stack
         .txn_options(liveness)?

@@ -191,6 +191,7 @@ pub fn run(config: &ObserveDemoConfig) -> Result<ObserveDemoReport> {
     let liveness = LivenessConfig {
         table: format!("obsdemo_liveness_{suffix}"),
         ttl_secs: 1,
+        ..LivenessConfig::default()
     };
     let options = stack.txn_options(liveness)?;
     let tables = Tables {

@@ -164,25 +164,37 @@ pub(super) fn liveness_table(hbase: &HBaseClient, liveness: &LivenessConfig) -> 
     };
     let fix = "disable and drop it: the next client recreates it as it should be (each live \
         client writes its row again at its next refresh)";
-    let check = system_families(
-        "liveness_table",
-        &desc,
-        &liveness.table_descriptor(),
-        fix,
-        |have| {
-            match have.expiring_ttl() {
+    // The publication family came later: a table without it still works, and is upgraded by
+    // the next client that connects, so its absence is a warning of its own below.
+    let publication = liveness.publication_family();
+    let mut wanted = liveness.table_descriptor();
+    wanted.families.retain(|f| f.name != publication.name);
+    let check = system_families("liveness_table", &desc, &wanted, fix, |have| {
+        match have.expiring_ttl() {
             Some(_) => None,
             None => Some("no TTL: a crashed client's row never expires, so its locks wait their whole TTL and GC's safe point stays behind its last open transaction".into()),
         }
-        },
-    );
+    });
     if check.verdict != super::verdict::Verdict::Ok {
         return check;
     }
-    match hbase
-        .scan(name, &Scan::new().caching(1000))
-        .map(|rows| rows.count())
-    {
+    if !desc.families.iter().any(|f| f.name == publication.name) {
+        return Check::warn(
+            "liveness_table",
+            format!(
+                "{name} has no publication family {}: while its region is away longer than the \
+                 liveness TTL, GC may pass a long transaction (which then fails with \
+                 SnapshotTooOld)",
+                self::name(&publication)
+            ),
+            "connect any client of this version: it adds the family online",
+        );
+    }
+    // A dead client's row keeps its publication for a while: count the live ones only.
+    let alive = Scan::new()
+        .caching(1000)
+        .column(liveness.liveness_family(), liveness.liveness_qualifier());
+    match hbase.scan(name, &alive).map(|rows| rows.count()) {
         Ok(alive) => Check {
             detail: format!("{} ({alive} clients alive)", check.detail),
             ..check

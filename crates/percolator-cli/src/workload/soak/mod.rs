@@ -92,6 +92,7 @@ pub fn run(config: &SoakConfig) -> Result<SoakReport> {
     let liveness = LivenessConfig {
         table: format!("soak_liveness_{suffix}"),
         ttl_secs: 1,
+        ..LivenessConfig::default()
     };
     let options = stack.txn_options(liveness.clone())?;
     // GC's safe point is global to the meta table, so a crashed transfer of the bank could

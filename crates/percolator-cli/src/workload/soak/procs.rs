@@ -136,6 +136,7 @@ pub fn run_client(config: &SoakClientConfig) -> Result<()> {
     let liveness = LivenessConfig {
         table: config.liveness_table.clone(),
         ttl_secs: 1,
+        ..LivenessConfig::default()
     };
     let bank_config = BankConfig {
         tables: config.tables.clone(),
