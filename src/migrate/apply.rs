@@ -501,41 +501,14 @@ fn run_pass(
     Ok(())
 }
 
+/// Failpoint `migrate::flush_region_away` (see `state::through_region_failpoint`).
 fn flush(hbase: &HBaseClient, table: &str, puts: &[Put]) -> Result<()> {
     if puts.is_empty() {
         return Ok(());
     }
-    match region_away() {
-        None => hbase.put_many(table, puts),
-        Some(applied) => {
-            if applied {
-                hbase.put_many(table, puts)?;
-            }
-            Err(Error::ServerIo {
-                message: format!(
-                    "org.apache.hadoop.hbase.NotServingRegionException: {table},,1.0f. is not \
-                     online (failpoint migrate::flush_region_away)"
-                ),
-                can_retry: false,
-                exception: Some("org.apache.hadoop.hbase.NotServingRegionException".into()),
-            })
-        }
-    }
-}
-
-/// Failpoint `migrate::flush_region_away`: the gateway's HBase client gives up on a flush's
-/// region in transition, after applying it with `return(applied)`, before with `return`.
-#[cfg(feature = "failpoints")]
-fn region_away() -> Option<bool> {
-    fail::fail_point!("migrate::flush_region_away", |arg| Some(
-        arg.as_deref() == Some("applied")
-    ));
-    None
-}
-
-#[cfg(not(feature = "failpoints"))]
-fn region_away() -> Option<bool> {
-    None
+    state::through_region_failpoint("migrate::flush_region_away", table, || {
+        hbase.put_many(table, puts)
+    })
 }
 
 #[cfg(test)]

@@ -21,7 +21,7 @@ use crate::progress::{Progress, ProgressMode};
 use crate::txn::codec::{decode_write, split_column_qualifier, WriteKind};
 use crate::txn::granularity::LOCK_GRANULARITY;
 use crate::txn::meta::{META_REFRESH, MIG_STATE};
-use crate::txn::{Client, Schema, ALL_VERSIONS};
+use crate::txn::{Client, Schema, Transition, ALL_VERSIONS};
 
 /// What `disable` did, and what stays behind.
 ///
@@ -58,6 +58,10 @@ pub struct DisableOptions {
     /// may still trust a meta row cached before it.
     pub settle: Duration,
     pub progress: ProgressMode,
+    /// How long a region in transition (moving, splitting, on a crashed server) may stop the
+    /// run before it fails, counted again from each row made plain since: the run is resumed
+    /// meanwhile, as a rerun would resume it.
+    pub transition_timeout: Duration,
     /// Stops the run at a step (tests of resumption; feature `testing`).
     #[cfg(feature = "testing")]
     pub crash_at: Option<CrashHook>,
@@ -79,6 +83,7 @@ impl Default for DisableOptions {
             force: false,
             settle: META_REFRESH,
             progress: ProgressMode::Lines,
+            transition_timeout: state::TRANSITION_TIMEOUT,
             #[cfg(feature = "testing")]
             crash_at: None,
         }
@@ -110,6 +115,66 @@ pub fn disable(
     resolver: Option<&Client>,
     opts: &DisableOptions,
 ) -> Result<DisableReport> {
+    let mut report = DisableReport {
+        table: table.to_string(),
+        ..DisableReport::default()
+    };
+    let mut transition = Transition::new(opts.transition_timeout);
+    // Whether a try that met a transition had reached its last step, clearing the marker.
+    let mut was_clearing = false;
+    loop {
+        let rows = report.rows_scanned;
+        let mut clearing = false;
+        match disable_once(
+            hbase,
+            schema,
+            table,
+            resolver,
+            opts,
+            &mut report,
+            &mut clearing,
+        ) {
+            Ok(()) => {
+                transition.ended();
+                return Ok(report);
+            }
+            // The try that met the transition had finished: its last step, clearing the
+            // marker, was applied before the gateway gave up on its reply.
+            Err(Error::Migration {
+                kind: MigrationIssue::NotMigrated,
+                ..
+            }) if was_clearing => {
+                transition.ended();
+                return Ok(report);
+            }
+            Err(e) => {
+                if report.rows_scanned > rows {
+                    transition.progressed();
+                }
+                let Some(pause) = transition.pause_after(&e) else {
+                    return Err(e);
+                };
+                opts.progress.note(&format!(
+                    "{table}: waiting out a region in transition ({e}); the run resumes where \
+                     it stopped"
+                ));
+                std::thread::sleep(pause);
+                was_clearing = clearing;
+            }
+        }
+    }
+}
+
+/// One try of [`disable`], adding to `report`.
+fn disable_once(
+    hbase: &HBaseClient,
+    schema: &Schema,
+    table: &str,
+    resolver: Option<&Client>,
+    opts: &DisableOptions,
+    report: &mut DisableReport,
+    clearing: &mut bool,
+) -> Result<()> {
     let desc = hbase.admin().table_descriptor(table)?;
     let marker = Marker::read(hbase, schema, table)?;
     let has_families = schema
@@ -130,10 +195,6 @@ pub fn disable(
             "apply is in progress: finish it (run apply again) before disabling",
         ));
     }
-    let mut report = DisableReport {
-        table: table.to_string(),
-        ..DisableReport::default()
-    };
     if marker.state() != Some(state::DISABLING) && has_families {
         refuse_locks(hbase, schema, table, opts.force, resolver)?;
         let previous = marker.state().map(<[u8]>::to_vec);
@@ -163,15 +224,16 @@ pub fn disable(
     }
     state::crash(opts.crash_hook(), table, Step::Disabling)?;
     if has_families {
-        rewrite_rows(hbase, schema, table, opts, &mut report)?;
+        rewrite_rows(hbase, schema, table, opts, report)?;
     }
     let admin = hbase.admin();
     for f in schema.families() {
         if desc.families.iter().any(|d| d.name == f.name) {
             admin.delete_family(table, &f.name)?;
-            report
-                .families_dropped
-                .push(String::from_utf8_lossy(&f.name).into_owned());
+            let name = String::from_utf8_lossy(&f.name).into_owned();
+            if !report.families_dropped.contains(&name) {
+                report.families_dropped.push(name);
+            }
         }
     }
     state::crash(opts.crash_hook(), table, Step::FamiliesDropped)?;
@@ -182,7 +244,9 @@ pub fn disable(
             let back = o.restore(&f);
             if back != f {
                 restored.push(back);
-                report.settings_restored.push(o.name.clone());
+                if !report.settings_restored.contains(&o.name) {
+                    report.settings_restored.push(o.name.clone());
+                }
             }
         }
     }
@@ -193,6 +257,7 @@ pub fn disable(
             "the table had no migration marker: user family settings were left as they are".into(),
         );
     }
+    *clearing = true;
     state::clear_marker(
         hbase,
         schema,
@@ -223,7 +288,7 @@ pub fn disable(
     report.remains.push(
         "plain versions older than the restored VERSIONS allow go at the next compaction".into(),
     );
-    Ok(report)
+    Ok(())
 }
 
 fn refuse_locks(
@@ -276,11 +341,21 @@ fn rewrite_rows(
     let mut bar = Progress::new(&opts.progress, format!("disable {table}"), None);
     for row in hbase.scan(table, &scan)? {
         let row = row?;
-        report.rows_scanned += 1;
+        // A row a region in transition stopped is counted by the try that makes it plain, if
+        // any: one made plain by a write whose reply was lost is not counted at all.
+        let counted = report.clone();
         if let Some(m) = row_mutations(schema, table, &row, SystemClock.now_ms() as i64, report)? {
-            hbase.mutate_row(table, &m)?;
+            let made_plain =
+                state::through_region_failpoint("migrate::disable_row_region_away", table, || {
+                    hbase.mutate_row(table, &m)
+                });
+            if let Err(e) = made_plain {
+                *report = counted;
+                return Err(e);
+            }
             state::crash(opts.crash_hook(), table, Step::RowMadePlain)?;
         }
+        report.rows_scanned += 1;
         bar.inc(1);
     }
     bar.finish();

@@ -56,6 +56,40 @@ pub(crate) const PASS: &[u8] = b"mig:pass";
 pub(crate) const ADOPTED_AT: &[u8] = b"mig:adopted_at";
 /// How long a step of a migration command waits out a region in transition by default.
 pub(crate) const TRANSITION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// `write` through a failpoint named `failpoint` (feature `failpoints`) standing for the
+/// gateway's HBase client giving up on a region in transition: `return(applied)` applies the
+/// write and then fails as the gateway reports it, `return` fails before applying it.
+pub(crate) fn through_region_failpoint(
+    failpoint: &str,
+    table: &str,
+    write: impl FnOnce() -> Result<()>,
+) -> Result<()> {
+    let Some(applied) = region_away(failpoint) else {
+        return write();
+    };
+    if applied {
+        write()?;
+    }
+    Err(Error::ServerIo {
+        message: format!(
+            "org.apache.hadoop.hbase.NotServingRegionException: {table},,1.0f. is not online \
+             (failpoint {failpoint})"
+        ),
+        can_retry: false,
+        exception: Some("org.apache.hadoop.hbase.NotServingRegionException".into()),
+    })
+}
+
+#[cfg(feature = "failpoints")]
+fn region_away(failpoint: &str) -> Option<bool> {
+    fail::eval(failpoint, |arg| arg.as_deref() == Some("applied"))
+}
+
+#[cfg(not(feature = "failpoints"))]
+fn region_away(_failpoint: &str) -> Option<bool> {
+    None
+}
 /// Work-in-progress qualifiers that a finished migration leaves behind none of.
 pub(crate) const IN_PROGRESS: [&[u8]; 1] = [PASS];
 

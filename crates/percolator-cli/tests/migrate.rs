@@ -618,6 +618,7 @@ fn disable_quietly(force: bool) -> migrate::DisableOptions {
         settle: Duration::ZERO,
         progress: ProgressMode::Off,
         crash_at: None,
+        ..migrate::DisableOptions::default()
     }
 }
 

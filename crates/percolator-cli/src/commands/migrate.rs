@@ -107,7 +107,7 @@ pub struct ApplyArgs {
 /// ```
 /// use percolator_cli::commands::{DisableArgs, MigrateArgs};
 /// let common = MigrateArgs { hbase: "h:1".into(), json: false, timeout: 60.0, tables: vec!["t".into()] };
-/// assert!(!DisableArgs { common, force: false, oracle: None }.force);
+/// assert!(!DisableArgs { common, force: false, oracle: None, transition_timeout: 60.0 }.force);
 /// ```
 #[derive(clap::Args, Debug)]
 pub struct DisableArgs {
@@ -119,6 +119,11 @@ pub struct DisableArgs {
     /// A timestamp oracle, HOST:PORT, for --force's lock resolution.
     #[arg(long)]
     pub oracle: Option<String>,
+    /// How long a region in transition that the gateway gave up on is waited out, counted
+    /// again from each row made plain; each try resumes where the last stopped. Past it the
+    /// command fails, and a rerun resumes.
+    #[arg(long, value_name = "DURATION", default_value_t = 60.0, value_parser = crate::tools::duration::seconds)]
+    pub transition_timeout: f64,
 }
 
 /// `migrate bench`.
@@ -360,6 +365,7 @@ pub fn migrate(command: &MigrateCommand) -> Result<bool> {
                 let opts = migrate::DisableOptions {
                     force: a.force,
                     progress: unless_json(a.common.json),
+                    transition_timeout: Duration::from_secs_f64(a.transition_timeout),
                     ..Default::default()
                 };
                 let r = migrate::disable(&hb, &schema, t, resolver.as_ref(), &opts);
