@@ -6,9 +6,9 @@
 
 mod txn_support;
 
-use percolator::txn::Seam;
+use percolator::txn::{setup, LivenessConfig, Seam};
 use txn_support::crash::crash_scenario;
-use txn_support::Env;
+use txn_support::{unique, Env};
 
 /// Every seam runs even when an earlier one fails, so one report names all failing seams.
 #[test]
@@ -47,6 +47,40 @@ fn a_failpoint_that_fires_once_kills_only_the_first_transaction() {
     client
         .run(|txn| txn.set(&t, "k", "f", "q", "v"))
         .expect("the failpoint fired once; later transactions commit");
+    client.shutdown();
+    scenario.teardown();
+}
+
+/// A service's set-up at start (its tables, the liveness table) meets a region in transition,
+/// as one replaced after a crash does: the `hbase::region_away::*` failpoints make the gateway
+/// report one for the meta row's write and for the master's `tableExists`. Each set-up step
+/// waits it out and the table is then usable.
+#[test]
+fn set_up_waits_out_a_region_in_transition() {
+    let scenario = fail::FailScenario::setup();
+    let env = Env::start();
+
+    fail::cfg("hbase::region_away::put", "3*return").unwrap();
+    let table = unique("setup_moving");
+    setup::create_table(&env.hbase, &env.schema, &table, &["f"]).expect("waited out");
+    env.created(&table);
+
+    fail::cfg("hbase::region_away::tableExists", "3*return").unwrap();
+    let liveness = LivenessConfig {
+        table: unique("setup_liveness"),
+        ..env.liveness.clone()
+    };
+    setup::create_liveness_table(&env.hbase, &liveness).expect("waited out");
+    env.created(&liveness.table);
+    fail::cfg("hbase::region_away::put", "off").unwrap();
+    fail::cfg("hbase::region_away::tableExists", "off").unwrap();
+
+    let client = env.client_with(env.options().to_builder().liveness(liveness).build());
+    client
+        .run(|t| t.set(&table, "r", "f", "q", "v"))
+        .expect("the table set up through the transition takes transactions");
+    let txn = client.begin().unwrap();
+    assert_eq!(txn.get(&table, "r", "f", "q").unwrap(), Some(b"v".to_vec()));
     client.shutdown();
     scenario.teardown();
 }

@@ -348,6 +348,9 @@ impl AsyncHBaseClient {
     ) -> Result<(T, usize)> {
         let started = Instant::now();
         let method = spec.method;
+        if let Some(e) = region_away(method, spec.table) {
+            return Err(e);
+        }
         let result = self.call_once_or_replayed(spec, args).await;
         crate::metrics::hbase_call(method, started.elapsed(), result.as_ref().err());
         result
@@ -622,4 +625,25 @@ fn with_tries(error: Error, tries: u32, elapsed: Duration) -> Error {
         },
         other => other,
     }
+}
+
+/// Failpoint `hbase::region_away::METHOD` (feature `failpoints`): the call is not sent and
+/// fails as the gateway reports a region in transition its HBase client gave up on.
+#[cfg(feature = "failpoints")]
+fn region_away(method: &str, table: &str) -> Option<Error> {
+    fail::eval(&format!("hbase::region_away::{method}"), |_| {
+        Error::ServerIo {
+            message: format!(
+                "org.apache.hadoop.hbase.NotServingRegionException: {table},,1.0f. is not online \
+                 (failpoint hbase::region_away::{method})"
+            ),
+            can_retry: false,
+            exception: Some("org.apache.hadoop.hbase.NotServingRegionException".into()),
+        }
+    })
+}
+
+#[cfg(not(feature = "failpoints"))]
+fn region_away(_method: &str, _table: &str) -> Option<Error> {
+    None
 }

@@ -209,7 +209,7 @@ fn apply_once(
     after_transition: bool,
     report: &mut ApplyReport,
 ) -> Result<()> {
-    crate::txn::setup::create_meta_table(hbase, schema)?;
+    crate::txn::setup::create_meta_table_once(hbase, schema)?;
     let marker = Marker::read(hbase, schema, table)?;
     if after_transition && marker.state() == Some(state::ADOPTED) {
         return state::clear_marker(hbase, schema, table, &state::IN_PROGRESS);

@@ -55,7 +55,7 @@ pub(crate) const PASS: &[u8] = b"mig:pass";
 /// Wall ms when the table was adopted.
 pub(crate) const ADOPTED_AT: &[u8] = b"mig:adopted_at";
 /// How long a step of a migration command waits out a region in transition by default.
-pub(crate) const TRANSITION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+pub(crate) use crate::txn::TRANSITION_TIMEOUT;
 
 /// `write` through a failpoint named `failpoint` (feature `failpoints`) standing for the
 /// gateway's HBase client giving up on a region in transition: `return(applied)` applies the

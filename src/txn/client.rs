@@ -184,7 +184,7 @@ impl AsyncClient {
             async move {
                 // Once per client, at start: the admin calls may stay blocking.
                 tokio::task::spawn_blocking(move || {
-                    crate::txn::setup::create_liveness_table(&admin, &config)
+                    crate::txn::setup::create_liveness_table_once(&admin, &config)
                 })
                 .await
                 .map_err(|_| Error::Shutdown)?

@@ -53,7 +53,9 @@ mod stats;
 pub(crate) mod store;
 mod transaction;
 mod transitions;
-pub(crate) use transitions::{until_settled, until_settled_blocking, Transition};
+pub(crate) use transitions::{
+    until_settled, until_settled_blocking, Transition, TRANSITION_TIMEOUT,
+};
 
 // The byte formats and the pure protocol steps: public only for tests that script the
 // protocol by hand and inspect stored cells (feature `testing`).

@@ -1,4 +1,6 @@
-//! Schema helpers: create transactional tables, and the liveness table.
+//! Schema helpers: create transactional tables, and the liveness table. Each waits out a
+//! region in transition (the meta table's, the liveness table's) for up to a minute, as a
+//! service's start-up must: every step is safe to run again.
 
 use crate::error::{Error, Result};
 use crate::hbase::{FamilyDescriptor, Get, HBaseClient, Put, TableDescriptor};
@@ -6,6 +8,7 @@ use crate::txn::granularity::LockGranularity;
 use crate::txn::liveness::LivenessConfig;
 use crate::txn::meta::{meta_row, meta_table_descriptor, META_FAMILY};
 use crate::txn::schema::Schema;
+use crate::txn::{until_settled_blocking, TRANSITION_TIMEOUT};
 
 /// Creates `name` with the given user families plus the percolator families. An existing
 /// table is left as it is if it already passes `Schema::check`.
@@ -110,18 +113,23 @@ pub fn create_split(
     granularity: LockGranularity,
     split_keys: &[Vec<u8>],
 ) -> Result<bool> {
-    create_meta_table(hbase, schema)?;
-    let admin = hbase.admin();
-    if admin.table_exists(&table.name)? {
-        schema.check(&admin.table_descriptor(&table.name)?)?;
-        check_granularity(hbase, schema, &table.name, granularity)?;
-        return Ok(false);
-    }
-    schema.check(table)?;
-    // Before the families exist: a client that sees them reads this (see `granularity`).
-    write_granularity(hbase, schema, &table.name, granularity)?;
-    admin.create_table_with_splits(table, split_keys)?;
-    Ok(true)
+    // A try that met a transition after asking for the table may have created it.
+    let mut asked = false;
+    until_settled_blocking(TRANSITION_TIMEOUT, || {
+        create_meta_table_once(hbase, schema)?;
+        let admin = hbase.admin();
+        if admin.table_exists(&table.name)? {
+            schema.check(&admin.table_descriptor(&table.name)?)?;
+            check_granularity(hbase, schema, &table.name, granularity)?;
+            return Ok(asked);
+        }
+        schema.check(table)?;
+        // Before the families exist: a client that sees them reads this (see `granularity`).
+        write_granularity(hbase, schema, &table.name, granularity)?;
+        asked = true;
+        admin.create_table_with_splits(table, split_keys)?;
+        Ok(true)
+    })
 }
 
 /// Adds the percolator families to an existing table and makes its user families keep every
@@ -150,7 +158,18 @@ pub fn enable_transactions_with(
     name: &str,
     granularity: LockGranularity,
 ) -> Result<()> {
-    create_meta_table(hbase, schema)?;
+    until_settled_blocking(TRANSITION_TIMEOUT, || {
+        enable_transactions_once(hbase, schema, name, granularity)
+    })
+}
+
+fn enable_transactions_once(
+    hbase: &HBaseClient,
+    schema: &Schema,
+    name: &str,
+    granularity: LockGranularity,
+) -> Result<()> {
+    create_meta_table_once(hbase, schema)?;
     let admin = hbase.admin();
     let desc = admin.table_descriptor(name)?;
     if desc.families.iter().any(|f| f.name == schema.lock_family) {
@@ -240,6 +259,16 @@ pub(crate) fn percolator_family_changes(
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn create_liveness_table(hbase: &HBaseClient, config: &LivenessConfig) -> Result<()> {
+    until_settled_blocking(TRANSITION_TIMEOUT, || {
+        create_liveness_table_once(hbase, config)
+    })
+}
+
+/// One try of [`create_liveness_table`], for callers that wait out transitions themselves.
+pub(crate) fn create_liveness_table_once(
+    hbase: &HBaseClient,
+    config: &LivenessConfig,
+) -> Result<()> {
     create_system_table(hbase, &config.table_descriptor())?;
     let admin = hbase.admin();
     let wanted = config.publication_family();
@@ -272,6 +301,11 @@ pub fn create_liveness_table(hbase: &HBaseClient, config: &LivenessConfig) -> Re
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn create_meta_table(hbase: &HBaseClient, schema: &Schema) -> Result<()> {
+    until_settled_blocking(TRANSITION_TIMEOUT, || create_meta_table_once(hbase, schema))
+}
+
+/// One try of [`create_meta_table`], for callers that wait out transitions themselves.
+pub(crate) fn create_meta_table_once(hbase: &HBaseClient, schema: &Schema) -> Result<()> {
     create_system_table(hbase, &meta_table_descriptor(&schema.meta_table))
 }
 

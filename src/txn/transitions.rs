@@ -21,6 +21,11 @@ use crate::txn::store::HBaseAccess;
 const FIRST_PAUSE: Duration = Duration::from_millis(50);
 const LONGEST_PAUSE: Duration = Duration::from_secs(2);
 
+/// How long a whole step (a table's set-up, a migration's step) waits out a region in
+/// transition by default: longer than a crashed region server's regions take to return when
+/// its ZooKeeper session is short (docs/real-hbase.md).
+pub(crate) const TRANSITION_TIMEOUT: Duration = Duration::from_secs(60);
+
 /// Whether `e` is the gateway reporting a state of HBase that clears by itself: a `Retry`
 /// [`Error::ServerIo`]. A gateway that cannot be reached is not: that is a wrong address or a
 /// gateway down, not a region on its way.
