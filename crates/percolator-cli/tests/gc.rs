@@ -101,6 +101,30 @@ fn get(client: &Client, key: &CellKey) -> Option<Vec<u8>> {
 }
 
 /// Write records at or below `safe_point`, and above it.
+/// Waits until `client` no longer publishes a transaction at or below `ts`: its next
+/// liveness refresh after the transaction ended, which a region in transition may delay.
+fn until_unpublished(env: &Env, opts: &TxnOptions, client: &Client, ts: u64) {
+    let family = opts.liveness().publication_family().name;
+    let get = percolator::hbase::Get::new(client.owner_id().as_bytes().to_vec()).family(family);
+    let until = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let row = env.hbase.get(&opts.liveness().table, &get);
+        let holds = row.map_or(true, |row| {
+            row.cells.iter().any(|c| {
+                <[u8; 8]>::try_from(c.value.as_slice()).is_ok_and(|v| u64::from_be_bytes(v) <= ts)
+            })
+        });
+        if !holds {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < until,
+            "{ts} still published a minute on"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 fn split_writes(env: &Env, key: &CellKey, safe_point: u64) -> (usize, usize) {
     let writes = env.writes(key);
     let below = writes
@@ -169,6 +193,8 @@ fn a_reader_below_the_safe_point_fails_with_snapshot_too_old_never_a_wrong_answe
             .unwrap(),
         Some(b"old".to_vec())
     );
+    // The snapshot ended; GC may pass it once the reader's next refresh says so.
+    until_unpublished(&env, &opts, &reader, old_snapshot);
     let gc = worker(&env, &opts, &[&table]);
     let report = run(&gc, &[&table]).unwrap();
     assert!(report.safe_point > old_snapshot);
@@ -226,7 +252,7 @@ fn a_long_running_transaction_holds_the_safe_point_back() {
     txn.set(&table, "other", "f", "q", "x").unwrap();
     txn.commit().unwrap();
     // Ended, it no longer holds GC back (published at the next liveness refresh).
-    std::thread::sleep(Duration::from_secs(1));
+    until_unpublished(&env, &opts, &long, start_ts);
     let report = run(&gc, &[&table]).unwrap();
     assert!(report.safe_point > start_ts);
     assert_eq!(split_writes(&env, &key, report.safe_point).0, 1);
