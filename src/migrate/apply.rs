@@ -24,7 +24,7 @@ use crate::txn::codec::{column_qualifier, encode_write, WriteKind, WriteRecord};
 use crate::txn::granularity::{LockGranularity, LOCK_GRANULARITY};
 use crate::txn::meta::{META_REFRESH, MIG_STATE};
 use crate::txn::store::row_after;
-use crate::txn::{until_settled_blocking, Schema, Transition, TxnOptions};
+use crate::txn::{until_settled_blocking, Schema, TxnOptions};
 
 /// How `apply` runs.
 ///
@@ -162,40 +162,27 @@ pub fn apply_planned(
         ..ApplyReport::default()
     };
     let mut planned = planned;
-    let mut transition = Transition::new(opts.transition_timeout);
-    let mut after_transition = false;
-    loop {
-        let checkpoints = report.checkpoints;
-        match apply_once(
-            hbase,
-            schema,
-            table,
-            opts,
-            planned.take(),
-            after_transition,
-            &mut report,
-        ) {
-            Ok(()) => {
-                transition.ended();
-                report.seconds = started.elapsed().as_secs_f64();
-                return Ok(report);
-            }
-            Err(e) => {
-                if report.checkpoints > checkpoints {
-                    transition.progressed();
-                }
-                let Some(pause) = transition.pause_after(&e) else {
-                    return Err(e);
-                };
-                opts.progress.note(&format!(
-                    "{table}: waiting out a region in transition ({e}); the run resumes from \
-                     its last checkpoint"
-                ));
-                std::thread::sleep(pause);
-                after_transition = true;
-            }
-        }
-    }
+    state::through_transitions(
+        opts.transition_timeout,
+        &opts.progress,
+        table,
+        "from its last checkpoint",
+        |after_transition| {
+            let checkpoints = report.checkpoints;
+            let result = apply_once(
+                hbase,
+                schema,
+                table,
+                opts,
+                planned.take(),
+                after_transition,
+                &mut report,
+            );
+            (result, report.checkpoints > checkpoints)
+        },
+    )?;
+    report.seconds = started.elapsed().as_secs_f64();
+    Ok(report)
 }
 
 /// One try of [`apply_planned`], adding to `report`. After a region in transition stopped an

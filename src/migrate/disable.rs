@@ -21,7 +21,7 @@ use crate::progress::{Progress, ProgressMode};
 use crate::txn::codec::{decode_write, split_column_qualifier, WriteKind};
 use crate::txn::granularity::LOCK_GRANULARITY;
 use crate::txn::meta::{META_REFRESH, MIG_STATE};
-use crate::txn::{Client, Schema, Transition, ALL_VERSIONS};
+use crate::txn::{Client, Schema, ALL_VERSIONS};
 
 /// What `disable` did, and what stays behind.
 ///
@@ -119,50 +119,38 @@ pub fn disable(
         table: table.to_string(),
         ..DisableReport::default()
     };
-    let mut transition = Transition::new(opts.transition_timeout);
-    // Whether a try that met a transition had reached its last step, clearing the marker.
+    // Whether the last try had reached its last step, clearing the marker.
     let mut was_clearing = false;
-    loop {
-        let rows = report.rows_scanned;
-        let mut clearing = false;
-        match disable_once(
-            hbase,
-            schema,
-            table,
-            resolver,
-            opts,
-            &mut report,
-            &mut clearing,
-        ) {
-            Ok(()) => {
-                transition.ended();
-                return Ok(report);
-            }
-            // The try that met the transition had finished: its last step, clearing the
-            // marker, was applied before the gateway gave up on its reply.
-            Err(Error::Migration {
-                kind: MigrationIssue::NotMigrated,
-                ..
-            }) if was_clearing => {
-                transition.ended();
-                return Ok(report);
-            }
-            Err(e) => {
-                if report.rows_scanned > rows {
-                    transition.progressed();
-                }
-                let Some(pause) = transition.pause_after(&e) else {
-                    return Err(e);
-                };
-                opts.progress.note(&format!(
-                    "{table}: waiting out a region in transition ({e}); the run resumes where \
-                     it stopped"
-                ));
-                std::thread::sleep(pause);
-                was_clearing = clearing;
-            }
-        }
-    }
+    state::through_transitions(
+        opts.transition_timeout,
+        &opts.progress,
+        table,
+        "where it stopped",
+        |_| {
+            let rows = report.rows_scanned;
+            let mut clearing = false;
+            let result = match disable_once(
+                hbase,
+                schema,
+                table,
+                resolver,
+                opts,
+                &mut report,
+                &mut clearing,
+            ) {
+                // The try that met the transition had finished: its last step, clearing the
+                // marker, was applied before the gateway gave up on its reply.
+                Err(Error::Migration {
+                    kind: MigrationIssue::NotMigrated,
+                    ..
+                }) if was_clearing => Ok(()),
+                result => result,
+            };
+            was_clearing = clearing;
+            (result, report.rows_scanned > rows)
+        },
+    )?;
+    Ok(report)
 }
 
 /// One try of [`disable`], adding to `report`.

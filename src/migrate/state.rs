@@ -10,9 +10,10 @@ use serde::{Deserialize, Serialize};
 use crate::clock::{Clock, SystemClock};
 use crate::error::{Error, MigrationIssue, Result};
 use crate::hbase::{Delete, FamilyDescriptor, HBaseClient, Put, RowResult, Scan, TableDescriptor};
+use crate::progress::ProgressMode;
 use crate::txn::codec::{column_qualifier, decode_write, WriteKind, WriteRecord};
 use crate::txn::meta::{read_row, META_FAMILY, MIG_STATE};
-use crate::txn::{meta_row, Schema, ALL_VERSIONS};
+use crate::txn::{meta_row, Schema, Transition, ALL_VERSIONS};
 
 /// Versions below this are epoch milliseconds written by plain clients (until the year 10889);
 /// oracle timestamps (`ms << 18`) are far above it.
@@ -56,6 +57,43 @@ pub(crate) const PASS: &[u8] = b"mig:pass";
 pub(crate) const ADOPTED_AT: &[u8] = b"mig:adopted_at";
 /// How long a step of a migration command waits out a region in transition by default.
 pub(crate) use crate::txn::TRANSITION_TIMEOUT;
+
+/// Runs a long step's tries until one ends, waiting out each region in transition that stops
+/// a try. `attempt` is told whether an earlier try was stopped so (the step may then be
+/// further along than its marker says) and answers with its result and whether it moved the
+/// run on, which gives the next wait the whole `budget` again. `resumes` says, in the progress
+/// note, where the next try starts.
+pub(crate) fn through_transitions<T>(
+    budget: Duration,
+    progress: &ProgressMode,
+    table: &str,
+    resumes: &str,
+    mut attempt: impl FnMut(bool) -> (Result<T>, bool),
+) -> Result<T> {
+    let mut transition = Transition::new(budget);
+    let mut after_transition = false;
+    loop {
+        let (result, progressed) = attempt(after_transition);
+        let e = match result {
+            Ok(v) => {
+                transition.ended();
+                return Ok(v);
+            }
+            Err(e) => e,
+        };
+        if progressed {
+            transition.progressed();
+        }
+        let Some(pause) = transition.pause_after(&e) else {
+            return Err(e);
+        };
+        progress.note(&format!(
+            "{table}: waiting out a region in transition ({e}); the run resumes {resumes}"
+        ));
+        std::thread::sleep(pause);
+        after_transition = true;
+    }
+}
 
 /// `write` through a failpoint named `failpoint` (feature `failpoints`) standing for the
 /// gateway's HBase client giving up on a region in transition: `return(applied)` applies the
