@@ -13,7 +13,7 @@ use crate::hbase::{Delete, FamilyDescriptor, HBaseClient, Put, RowResult, Scan, 
 use crate::progress::ProgressMode;
 use crate::txn::codec::{column_qualifier, decode_write, WriteKind, WriteRecord};
 use crate::txn::meta::{read_row, META_FAMILY, MIG_STATE};
-use crate::txn::{meta_row, Schema, Transition, ALL_VERSIONS};
+use crate::txn::{meta_row, resuming_blocking, Schema, ALL_VERSIONS};
 
 /// Versions below this are epoch milliseconds written by plain clients (until the year 10889);
 /// oracle timestamps (`ms << 18`) are far above it.
@@ -59,40 +59,20 @@ pub(crate) const ADOPTED_AT: &[u8] = b"mig:adopted_at";
 pub(crate) use crate::txn::TRANSITION_TIMEOUT;
 
 /// Runs a long step's tries until one ends, waiting out each region in transition that stops
-/// a try. `attempt` is told whether an earlier try was stopped so (the step may then be
-/// further along than its marker says) and answers with its result and whether it moved the
-/// run on, which gives the next wait the whole `budget` again. `resumes` says, in the progress
-/// note, where the next try starts.
+/// a try (see [`resuming_blocking`]) and telling the operator so; `resumes` says where the
+/// next try starts.
 pub(crate) fn through_transitions<T>(
     budget: Duration,
     progress: &ProgressMode,
     table: &str,
     resumes: &str,
-    mut attempt: impl FnMut(bool) -> (Result<T>, bool),
+    attempt: impl FnMut(bool) -> (Result<T>, bool),
 ) -> Result<T> {
-    let mut transition = Transition::new(budget);
-    let mut after_transition = false;
-    loop {
-        let (result, progressed) = attempt(after_transition);
-        let e = match result {
-            Ok(v) => {
-                transition.ended();
-                return Ok(v);
-            }
-            Err(e) => e,
-        };
-        if progressed {
-            transition.progressed();
-        }
-        let Some(pause) = transition.pause_after(&e) else {
-            return Err(e);
-        };
+    resuming_blocking(budget, attempt, |e| {
         progress.note(&format!(
             "{table}: waiting out a region in transition ({e}); the run resumes {resumes}"
-        ));
-        std::thread::sleep(pause);
-        after_transition = true;
-    }
+        ))
+    })
 }
 
 /// `write` through a failpoint named `failpoint` (feature `failpoints`) standing for the

@@ -54,7 +54,7 @@ pub(crate) mod store;
 mod transaction;
 mod transitions;
 pub(crate) use transitions::{
-    until_settled, until_settled_blocking, Transition, TRANSITION_TIMEOUT,
+    resuming_blocking, until_settled, until_settled_blocking, TRANSITION_TIMEOUT,
 };
 
 // The byte formats and the pure protocol steps: public only for tests that script the

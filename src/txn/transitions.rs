@@ -110,18 +110,39 @@ pub(crate) fn until_settled_blocking<T>(
     budget: Duration,
     mut op: impl FnMut() -> Result<T>,
 ) -> Result<T> {
+    resuming_blocking(budget, |_| (op(), false), |_| {})
+}
+
+/// The loop of [`until_settled_blocking`] for a long step made of tries: `attempt` is told
+/// whether an earlier try was stopped by a transition and answers with its result and whether
+/// it moved the step on, which gives the next wait the whole `budget` again; `on_pause` hears
+/// of each error waited out.
+pub(crate) fn resuming_blocking<T>(
+    budget: Duration,
+    mut attempt: impl FnMut(bool) -> (Result<T>, bool),
+    mut on_pause: impl FnMut(&Error),
+) -> Result<T> {
     let mut transition = Transition::new(budget);
+    let mut after_transition = false;
     loop {
-        match op() {
-            Err(e) => match transition.pause_after(&e) {
-                Some(pause) => std::thread::sleep(pause),
-                None => return Err(e),
-            },
-            Ok(v) => {
+        let e = match attempt(after_transition) {
+            (Ok(v), _) => {
                 transition.ended();
                 return Ok(v);
             }
-        }
+            (Err(e), progressed) => {
+                if progressed {
+                    transition.progressed();
+                }
+                e
+            }
+        };
+        let Some(pause) = transition.pause_after(&e) else {
+            return Err(e);
+        };
+        on_pause(&e);
+        std::thread::sleep(pause);
+        after_transition = true;
     }
 }
 
