@@ -1079,18 +1079,33 @@ fn disable_killed_at_every_step_then_rerun_ends_as_an_uninterrupted_run() {
 /// (`--liveness-table`): a commit paused between its prewrites, its client alive, keeps its
 /// lock (exit 1) and then commits. Looked up in another table, the owner would seem dead and
 /// its live transaction be rolled back.
+///
+/// The writer's liveness row and lock outlast any region move or server crash the test may
+/// meet (a long TTL in a table of its own), so only a wrong lookup can make it look dead.
 #[test]
 fn locks_resolve_keeps_the_lock_of_an_owner_alive_in_the_named_liveness_table() {
     use txn_support::faulty::{CasKind, Fault, FaultyStore, Gate};
     let env = Env::start();
     let table = env.table("locks_live_owner");
+    let liveness = percolator::txn::LivenessConfig {
+        table: format!("{table}_liveness"),
+        ttl_secs: 60,
+        ..env.liveness.clone()
+    };
+    percolator::txn::setup::create_liveness_table(&env.hbase, &liveness).unwrap();
+    env.created(&liveness.table);
     let oracle =
         percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new()).unwrap();
     let (hb, or) = (env.addr.as_str(), oracle.local_addr().to_string());
     let store = FaultyStore::new(env.hbase.clone(), env.schema.clone());
     let gate = Gate::new();
     store.inject(CasKind::Prewrite, "s", Fault::Hold(gate.clone()), 1);
-    let writer = env.client_on(store, env.tso.clone(), env.options());
+    let options = percolator::TxnOptions::builder()
+        .liveness(liveness.clone())
+        .lock_ttl(Duration::from_secs(60))
+        .sync_secondaries(true)
+        .build();
+    let writer = env.client_on(store, env.tso.clone(), options);
     let committed = std::thread::scope(|scope| {
         let _release = gate.opens_on_drop();
         let committing = scope.spawn(|| {
@@ -1103,7 +1118,7 @@ fn locks_resolve_keeps_the_lock_of_an_owner_alive_in_the_named_liveness_table() 
             gate.wait_reached(Duration::from_secs(10)),
             "the prewrite of s never went out"
         );
-        let (code, out, err) = resolve_locks(hb, &or, &env.liveness.table, &table);
+        let (code, out, err) = resolve_locks(hb, &or, &liveness.table, &table);
         assert_eq!(code, 1, "the live owner's lock is kept: {out} {err}");
         let locks = json(&out);
         assert_eq!(locks.as_array().unwrap().len(), 1, "{locks}");
