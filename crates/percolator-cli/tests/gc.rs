@@ -38,12 +38,19 @@ fn block<F: Future>(f: F) -> F::Output {
 /// Transaction options whose meta table (and so safe point) and liveness table (and so
 /// published transactions) belong to this test alone.
 fn options(env: &Env) -> TxnOptions {
+    options_with_liveness_ttl(env, env.liveness.ttl_secs)
+}
+
+/// [`options`] whose clients stay alive `ttl_secs` without a refresh: longer than a region
+/// server's recovery, for a test whose live client must not look dead under the nemesis.
+fn options_with_liveness_ttl(env: &Env, ttl_secs: i32) -> TxnOptions {
     let mut schema = env.schema.clone();
     schema.meta_table = unique("gc_meta");
     setup::create_meta_table(&env.hbase, &schema).unwrap();
     env.created(&schema.meta_table);
     let liveness = LivenessConfig {
         table: unique("gc_liveness"),
+        ttl_secs,
         ..env.liveness.clone()
     };
     setup::create_liveness_table(&env.hbase, &liveness).unwrap();
@@ -550,10 +557,15 @@ fn prewrite(env: &Env, key: &CellKey, start_ts: u64, primary: &CellKey, owner: &
     );
 }
 
+/// The live client's liveness row outlasts any region move or server crash the round may
+/// meet (a long TTL), so that its lock is one GC must wait for.
 #[test]
 fn gc_never_rolls_back_a_live_transaction_above_the_safe_point() {
     let _turn = every_table_turn();
-    let (env, opts, table, client, _) = setup("gc_live");
+    let env = Env::start();
+    let opts = options_with_liveness_ttl(&env, 60);
+    let table = table(&env, &opts, "gc_live");
+    let client = env.client_with(opts.clone());
     let (p, s) = (env.key(&table, "p"), env.key(&table, "s"));
     put(&client, &p, "p0");
     put(&client, &s, "s0");
