@@ -16,7 +16,7 @@ use parking_lot::Mutex;
 use percolator::hbase::{HBaseClient, HBaseConfig};
 use percolator::oracle::{ClientConfig, OracleClient};
 use percolator::txn::{Client, LivenessConfig, TxnOptions};
-use percolator::{Error, Result};
+use percolator::{Error, Result, RetryClass};
 
 pub use create::{create, CreateArgs};
 pub use data::{data, DataArgs, DataCommand};
@@ -44,11 +44,22 @@ pub(crate) fn hbase_config(addr: &str, timeout: Duration) -> Result<HBaseConfig>
         .read_timeout(timeout))
 }
 
-/// Connects to the gateway, and fails here, once and clearly, when it cannot be reached.
+/// Connects to the gateway, and fails here, once and clearly, when it cannot be reached. A
+/// gateway that answers that HBase behind it is in transition (a server recovering, a master
+/// call timing out) was reached: the command's own calls wait that out as they go.
 fn hbase(addr: &str, timeout: Duration) -> Result<HBaseClient> {
     let client = HBaseClient::connect(hbase_config(addr, timeout)?)?;
-    client.admin().list_tables()?;
+    reached(client.admin().list_tables())?;
     Ok(client)
+}
+
+/// Whether the probe's answer shows the gateway reached.
+fn reached<T>(probe: Result<T>) -> Result<()> {
+    match probe {
+        Ok(_) => Ok(()),
+        Err(e @ Error::ServerIo { .. }) if e.retry_class() == RetryClass::Retry => Ok(()),
+        Err(e) => Err(e),
+    }
 }
 
 /// The gateway, reached within `seconds` (else an error naming it); its calls wait at most
@@ -151,4 +162,34 @@ fn print_json(value: &impl serde::Serialize) {
         "{}",
         serde_json::to_string_pretty(value).unwrap_or_default()
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn server_io(message: &str) -> Result<()> {
+        Err(Error::ServerIo {
+            message: message.into(),
+            can_retry: false,
+            exception: None,
+        })
+    }
+
+    #[test]
+    fn a_gateway_whose_hbase_is_in_transition_was_reached() {
+        let timed_out = "callTimeout=3000, callDuration=3114: Call to address=localhost:40157 \
+            failed on local exception: org.apache.hadoop.hbase.ipc.CallTimeoutException";
+        assert!(reached(server_io(timed_out)).is_ok());
+        assert!(reached(server_io(
+            "org.apache.hadoop.hbase.security.AccessDeniedException: no"
+        ))
+        .is_err());
+        let refused = Error::Transport {
+            peer: percolator::Peer::HBase,
+            addr: "127.0.0.1:1".into(),
+            source: std::io::ErrorKind::ConnectionRefused.into(),
+        };
+        assert!(reached::<()>(Err(refused)).is_err());
+    }
 }
