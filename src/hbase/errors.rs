@@ -358,7 +358,6 @@ pub(crate) fn sasl_refusal(head: &[u8]) -> Option<String> {
 /// Whether `class` (qualified or not) is one HBase's client retries; see
 /// [`RETRYABLE_EXCEPTIONS`]. Classification goes by the whole message
 /// ([`is_transient_message`]), which holds the class; this names the list's own rule.
-
 #[cfg(test)]
 pub(crate) fn is_retryable_exception(class: &str) -> bool {
     let simple = class.rsplit('.').next().unwrap_or(class);
