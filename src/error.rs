@@ -96,7 +96,7 @@ pub enum MigrationIssue {
 /// assert_eq!(lost.retry_class(), RetryClass::Undetermined);
 /// assert!(matches!(lost, Error::OutcomeUnknown { ref table, .. } if table == "accounts"));
 /// ```
-#[derive(Debug, thiserror::Error)]
+#[derive(Clone, Debug, thiserror::Error)]
 pub enum Error {
     // ---- HBase access layer ----
     /// The table does not exist (or is not visible to the gateway).
@@ -184,7 +184,7 @@ pub enum Error {
         addr: String,
         /// The underlying failure.
         #[source]
-        source: std::io::Error,
+        source: std::sync::Arc<std::io::Error>,
     },
 
     /// The peer answered with something this client cannot understand.
@@ -563,7 +563,7 @@ pub enum Error {
         context: String,
         /// The underlying failure.
         #[source]
-        source: std::io::Error,
+        source: std::sync::Arc<std::io::Error>,
     },
 }
 
@@ -689,7 +689,7 @@ impl Error {
     pub fn io(context: impl Into<String>, source: std::io::Error) -> Self {
         Error::Io {
             context: context.into(),
-            source,
+            source: std::sync::Arc::new(source),
         }
     }
 }
@@ -782,237 +782,6 @@ impl From<InvalidKey> for Error {
 /// assert_eq!(parse("7").ok(), Some(7));
 /// ```
 pub type Result<T, E = Error> = std::result::Result<T, E>;
-
-impl Error {
-    /// The same error for another caller: one outcome shared by several waiters (a read they
-    /// all asked for) reaches each of them as its own value, of the same variant with the
-    /// same fields. An `std::io::Error` inside is not `Clone`; it is carried over as its kind
-    /// and message.
-    pub(crate) fn duplicate(&self) -> Error {
-        use Error as E;
-        let io = |e: &std::io::Error| std::io::Error::new(e.kind(), e.to_string());
-        match self {
-            E::TableNotFound { table, message } => E::TableNotFound {
-                table: table.clone(),
-                message: message.clone(),
-            },
-            E::FamilyNotFound {
-                table,
-                family,
-                message,
-            } => E::FamilyNotFound {
-                table: table.clone(),
-                family: family.clone(),
-                message: message.clone(),
-            },
-            E::IllegalArgument { message } => E::IllegalArgument {
-                message: message.clone(),
-            },
-            E::ServerIo {
-                message,
-                can_retry,
-                exception,
-            } => E::ServerIo {
-                message: message.clone(),
-                can_retry: *can_retry,
-                exception: exception.clone(),
-            },
-            E::Rejected { method, message } => E::Rejected {
-                method: method.clone(),
-                message: message.clone(),
-            },
-            E::Transport { peer, addr, source } => E::Transport {
-                peer: *peer,
-                addr: addr.clone(),
-                source: io(source),
-            },
-            E::Protocol { peer, message } => E::Protocol {
-                peer: *peer,
-                message: message.clone(),
-            },
-            E::NotThrift { addr, head, http } => E::NotThrift {
-                addr: addr.clone(),
-                head: head.clone(),
-                http: *http,
-            },
-            E::HttpStatus {
-                addr,
-                status,
-                reason,
-                detail,
-            } => E::HttpStatus {
-                addr: addr.clone(),
-                status: *status,
-                reason: reason.clone(),
-                detail: detail.clone(),
-            },
-            E::Tls { addr, failure } => E::Tls {
-                addr: addr.clone(),
-                failure: failure.clone(),
-            },
-            #[cfg(feature = "kerberos")]
-            E::Kerberos { addr, source } => E::Kerberos {
-                addr: addr.clone(),
-                source: source.clone(),
-            },
-            E::OutcomeUnknown {
-                method,
-                table,
-                row,
-                source,
-            } => E::OutcomeUnknown {
-                method,
-                table: table.clone(),
-                row: row.clone(),
-                source: Box::new(source.duplicate()),
-            },
-            E::Timeout { what, after } => E::Timeout {
-                what: what.clone(),
-                after: *after,
-            },
-            E::OracleUnavailable { addrs, reason } => E::OracleUnavailable {
-                addrs: addrs.clone(),
-                reason: reason.clone(),
-            },
-            E::OracleAuth { addr, failure } => E::OracleAuth {
-                addr: addr.clone(),
-                failure: failure.clone(),
-            },
-            E::OracleSettings { file, detail } => E::OracleSettings {
-                file: file.clone(),
-                detail: detail.clone(),
-            },
-            E::OracleFenced { detail } => E::OracleFenced {
-                detail: detail.clone(),
-            },
-            E::OracleStore { message } => E::OracleStore {
-                message: message.clone(),
-            },
-            E::WriteConflict {
-                table,
-                row,
-                column,
-                start_ts,
-                conflict_ts,
-            } => E::WriteConflict {
-                table: table.clone(),
-                row: row.clone(),
-                column: column.clone(),
-                start_ts: *start_ts,
-                conflict_ts: *conflict_ts,
-            },
-            E::KeyExists {
-                table,
-                row,
-                column,
-                start_ts,
-            } => E::KeyExists {
-                table: table.clone(),
-                row: row.clone(),
-                column: column.clone(),
-                start_ts: *start_ts,
-            },
-            E::KeyLocked {
-                table,
-                row,
-                column,
-                lock_ts,
-                primary,
-            } => E::KeyLocked {
-                table: table.clone(),
-                row: row.clone(),
-                column: column.clone(),
-                lock_ts: *lock_ts,
-                primary: primary.clone(),
-            },
-            E::RolledBack {
-                start_ts,
-                table,
-                row,
-            } => E::RolledBack {
-                start_ts: *start_ts,
-                table: table.clone(),
-                row: row.clone(),
-            },
-            E::CommitUndetermined {
-                start_ts,
-                commit_ts,
-                primary,
-                reason,
-            } => E::CommitUndetermined {
-                start_ts: *start_ts,
-                commit_ts: *commit_ts,
-                primary: primary.clone(),
-                reason: reason.clone(),
-            },
-            E::Corrupted {
-                what,
-                table,
-                row,
-                column,
-                reason,
-            } => E::Corrupted {
-                what,
-                table: table.clone(),
-                row: row.clone(),
-                column: column.clone(),
-                reason: reason.clone(),
-            },
-            E::NotTransactional { table, reason } => E::NotTransactional {
-                table: table.clone(),
-                reason: reason.clone(),
-            },
-            E::ValueTooLarge {
-                table,
-                row,
-                column,
-                size,
-                limit,
-            } => E::ValueTooLarge {
-                table: table.clone(),
-                row: row.clone(),
-                column: column.clone(),
-                size: *size,
-                limit: *limit,
-            },
-            E::TransactionTooLarge {
-                cells,
-                bytes,
-                limit,
-            } => E::TransactionTooLarge {
-                cells: *cells,
-                bytes: *bytes,
-                limit: *limit,
-            },
-            #[cfg(feature = "testing")]
-            E::ClientCrashed { start_ts, seam } => E::ClientCrashed {
-                start_ts: *start_ts,
-                seam,
-            },
-            E::SnapshotTooOld {
-                start_ts,
-                safe_point,
-            } => E::SnapshotTooOld {
-                start_ts: *start_ts,
-                safe_point: *safe_point,
-            },
-            E::Shutdown => E::Shutdown,
-            E::Migration {
-                table,
-                kind,
-                reason,
-            } => E::Migration {
-                table: table.clone(),
-                kind: *kind,
-                reason: reason.clone(),
-            },
-            E::Io { context, source } => E::Io {
-                context: context.clone(),
-                source: io(source),
-            },
-        }
-    }
-}
 
 /// What a client killed at an injected crash returns. Crashes are injected only with the
 /// `testing` feature; without it this is never reached, and a dead client is one shut down.

@@ -89,7 +89,7 @@ pub(crate) fn kept_versions(column: &StoredColumn, plan: &ColumnPlan) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::txn::actions::fixtures::lock;
+    use crate::txn::codec::fixtures::lock;
 
     fn rec(kind: WriteKind, start_ts: u64) -> WriteRecord {
         WriteRecord {

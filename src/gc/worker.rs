@@ -208,12 +208,7 @@ impl GcReport {
 /// connection (to list the transactional tables).
 ///
 /// ```
-/// # let emulator = hbase_emulator::start_local()?;
-/// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
-/// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
-/// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
-/// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
-/// # let oracles = [oracle.local_addr().to_string()];
+/// # let (_services, hbase, oracles) = include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_fixture.rs"));
 /// # let rt = tokio::runtime::Runtime::new()?;
 /// # rt.block_on(async {
 /// let gc = percolator::gc::GcWorker::connect(hbase, &oracles, Default::default(), Default::default()).await?;
@@ -297,12 +292,7 @@ impl GcWorker {
     /// below it, collect each table. `progress` is called after every page.
     ///
     /// ```
-    /// # let emulator = hbase_emulator::start_local()?;
-    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
-    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
-    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
-    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
-    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let (_services, hbase, oracles) = include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_fixture.rs"));
     /// # let rt = tokio::runtime::Runtime::new()?;
     /// # rt.block_on(async {
     /// let gc = percolator::gc::GcWorker::connect(hbase, &oracles, Default::default(), Default::default()).await?;
@@ -408,12 +398,7 @@ impl GcWorker {
     /// that fails is logged and the next one starts over (every round is safe to repeat).
     ///
     /// ```
-    /// # let emulator = hbase_emulator::start_local()?;
-    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
-    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
-    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
-    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
-    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let (_services, hbase, oracles) = include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_fixture.rs"));
     /// # let rt = tokio::runtime::Runtime::new()?;
     /// # rt.block_on(async {
     /// let gc = percolator::gc::GcWorker::connect(hbase, &oracles, Default::default(), Default::default()).await?;

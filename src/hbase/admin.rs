@@ -594,4 +594,4 @@ fn region_location(l: THRegionLocation) -> RegionLocation {
 
 #[cfg(test)]
 #[path = "admin_tests.rs"]
-mod tests;
+pub(crate) mod tests;

@@ -1,16 +1,16 @@
-//! Changing some families keeps everything else of the table as HBase holds it.
+//! Changing some families keeps everything else of the table as HBase holds it. The
+//! seasoned table and its checks serve the tests of what changes families (`txn::setup`).
 
 use std::collections::BTreeMap;
 
 use super::*;
 use crate::hbase::HBaseClient;
 use crate::thrift::hbase::{TBloomFilterType, TColumnFamilyDescriptor, TCompressionAlgorithm};
-use crate::txn::{Schema, ALL_VERSIONS};
 
 /// A table whose family has settings the typed descriptors here do not carry: compression,
 /// a bloom filter, a block size, a replication scope, an attribute and a configuration key,
 /// and a table attribute.
-fn seasoned(hbase: &HBaseClient, table: &str) -> TTableDescriptor {
+pub(crate) fn seasoned(hbase: &HBaseClient, table: &str) -> TTableDescriptor {
     let family = TColumnFamilyDescriptor {
         compression_type: Some(TCompressionAlgorithm::GZ),
         bloomn_filter_type: Some(TBloomFilterType::ROWCOL),
@@ -45,7 +45,7 @@ fn seasoned(hbase: &HBaseClient, table: &str) -> TTableDescriptor {
 }
 
 /// An emulator and a client of it.
-fn emulated() -> (hbase_emulator::EmulatorHandle, HBaseClient) {
+pub(crate) fn emulated() -> (hbase_emulator::EmulatorHandle, HBaseClient) {
     let emulator = hbase_emulator::start_local().unwrap();
     let addr = emulator.local_addr().to_string();
     (
@@ -54,7 +54,12 @@ fn emulated() -> (hbase_emulator::EmulatorHandle, HBaseClient) {
     )
 }
 
-fn family<'a>(desc: &'a TTableDescriptor, name: &[u8]) -> &'a TColumnFamilyDescriptor {
+/// The table's descriptor as the gateway holds it, every setting included.
+pub(crate) fn raw_descriptor(hbase: &HBaseClient, table: &str) -> TTableDescriptor {
+    hbase.admin().raw_descriptor(table).unwrap()
+}
+
+pub(crate) fn family<'a>(desc: &'a TTableDescriptor, name: &[u8]) -> &'a TColumnFamilyDescriptor {
     desc.columns
         .iter()
         .flatten()
@@ -63,24 +68,12 @@ fn family<'a>(desc: &'a TTableDescriptor, name: &[u8]) -> &'a TColumnFamilyDescr
 }
 
 /// What a reset would have lost: every setting of `before` but the versions.
-fn assert_kept(before: &TColumnFamilyDescriptor, after: &TColumnFamilyDescriptor) {
+pub(crate) fn assert_kept(before: &TColumnFamilyDescriptor, after: &TColumnFamilyDescriptor) {
     let versions_aside = |c: &TColumnFamilyDescriptor| TColumnFamilyDescriptor {
         max_versions: None,
         ..c.clone()
     };
     assert_eq!(versions_aside(after), versions_aside(before));
-}
-
-#[test]
-fn enabling_transactions_keeps_every_other_setting_of_the_user_family() {
-    let (_emulator, hbase) = emulated();
-    let before = seasoned(&hbase, "legacy");
-    crate::txn::setup::enable_transactions(&hbase, &Schema::default(), "legacy").unwrap();
-    let after = hbase.admin().raw_descriptor("legacy").unwrap();
-    assert_kept(family(&before, b"f"), family(&after, b"f"));
-    assert_eq!(family(&after, b"f").max_versions, Some(ALL_VERSIONS));
-    assert_eq!(after.attributes, before.attributes);
-    assert_eq!(after.columns.iter().flatten().count(), 5);
 }
 
 #[test]

@@ -515,7 +515,7 @@ impl AsyncHBaseClient {
         let addr = self.inner.gateways.get(index).name.clone();
         if let Some(failure) = source
             .get_ref()
-            .and_then(|inner| inner.downcast_ref::<tls::TlsFailure>())
+            .and_then(|inner| inner.downcast_ref::<super::errors::TlsFailure>())
         {
             return Error::Tls {
                 addr,
@@ -535,7 +535,7 @@ impl AsyncHBaseClient {
         Error::Transport {
             peer: Peer::HBase,
             addr,
-            source,
+            source: Arc::new(source),
         }
     }
 }
@@ -606,10 +606,10 @@ fn with_tries(error: Error, tries: u32, elapsed: Duration) -> Error {
             Error::Transport {
                 peer,
                 addr,
-                source: io::Error::new(
+                source: Arc::new(io::Error::new(
                     io::ErrorKind::TimedOut,
                     format!("{source}; {tries} tries took {elapsed:?} in all"),
-                ),
+                )),
             }
         }
         Error::OutcomeUnknown {

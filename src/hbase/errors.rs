@@ -11,7 +11,6 @@ use std::sync::OnceLock;
 use regex::Regex;
 use thrift::{ApplicationErrorKind, TransportErrorKind};
 
-use super::link::tls::TlsFailure;
 use crate::thrift::hbase::{TIOError, TIllegalArgument};
 use crate::{Error, Peer};
 
@@ -63,6 +62,41 @@ pub(crate) enum Cause {
     Kerberos(std::sync::Arc<super::kerberos::KerberosError>),
 }
 
+/// Why TLS with a gateway failed, as a user can act on it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TlsFailure {
+    /// The gateway's certificate is not signed by a trusted CA (see `TlsOptions::ca_file`).
+    #[error("the gateway's certificate is not trusted ({detail}); give its CA with --hbase-ca or TlsOptions::ca_file")]
+    UntrustedCertificate { detail: String },
+    /// The certificate does not name the host connected to.
+    #[error("the gateway's certificate is not valid for `{host}`")]
+    HostnameMismatch { host: String },
+    /// The certificate has expired or is not valid yet.
+    #[error("the gateway's certificate has expired or is not yet valid")]
+    CertificateExpired,
+    /// The gateway ended the handshake with an alert (it may require a client certificate,
+    /// or share no protocol version or cipher with the client).
+    #[error("the gateway refused the TLS handshake (alert: {alert})")]
+    Refused { alert: String },
+    /// The gateway did not answer in TLS: it may serve plain HTTP or raw Thrift.
+    #[error("the gateway does not speak TLS ({detail}); use http:// or a bare host:port for it")]
+    NotTls { detail: String },
+    /// The client's own TLS settings are unusable: a CA or certificate file that cannot be
+    /// read or holds nothing usable.
+    #[error("TLS settings: {detail}")]
+    Settings { detail: String },
+    /// Any other TLS failure.
+    #[error("{detail}")]
+    Other { detail: String },
+}
+
+impl From<TlsFailure> for io::Error {
+    fn from(failure: TlsFailure) -> io::Error {
+        io::Error::new(io::ErrorKind::InvalidData, failure)
+    }
+}
+
 /// How many of a non-Thrift answer's first bytes are kept for the error.
 pub(crate) const NOT_THRIFT_HEAD: usize = 64;
 
@@ -92,7 +126,7 @@ impl Cause {
             Cause::Io(kind, message) => Error::Transport {
                 peer: Peer::HBase,
                 addr: addr.to_owned(),
-                source: io::Error::new(*kind, message.clone()),
+                source: std::sync::Arc::new(io::Error::new(*kind, message.clone())),
             },
             Cause::Protocol(message) => Error::Protocol {
                 peer: Peer::HBase,

@@ -15,6 +15,8 @@
 #![allow(clippy::result_large_err)]
 
 mod admin;
+#[cfg(test)]
+pub(crate) use admin::tests as admin_fixture;
 mod blocking;
 mod client;
 mod config;
@@ -44,9 +46,9 @@ pub use blocking::HBaseClient;
 pub use client::AsyncHBaseClient;
 pub use config::{HBaseConfig, Protocol, Transport};
 pub use endpoint::{Endpoint, Scheme};
+pub use errors::TlsFailure;
 #[cfg(feature = "kerberos")]
 pub use kerberos::KerberosError;
-pub use link::tls::TlsFailure;
 pub use scanner::Scanner;
 pub use security::{Kerberos, Qop, TlsOptions};
 pub use types::*;

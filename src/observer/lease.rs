@@ -23,7 +23,7 @@ use crate::error::{Error, Result};
 use crate::hbase::{CheckAndMutate, CompareOp, Delete, HBaseClient, Put, RowResult, Scan};
 use crate::txn::context::Context;
 use crate::txn::meta::META_FAMILY;
-use crate::txn::store::{next_page_start, prefix_end};
+use crate::txn::store::next_page_start;
 use crate::txn::Schema;
 
 pub(super) const LEASE_Q: &[u8] = b"obs:lease";
@@ -106,7 +106,7 @@ fn worker_prefix(table: &str) -> Vec<u8> {
 
 /// The scan of the worker rows under `prefix`, their expiry cells only.
 fn worker_scan(prefix: &[u8]) -> Scan {
-    Scan::range(prefix.to_vec(), prefix_end(prefix)).column(META_FAMILY, ALIVE_Q)
+    Scan::prefix(prefix).column(META_FAMILY, ALIVE_Q)
 }
 
 /// One observer worker of a table, as its row in the meta table says.
@@ -300,7 +300,7 @@ impl Leases<'_> {
     /// them, and each worker would then claim more than its share).
     async fn rows_under(&self, prefix: &[u8], page_rows: i32) -> Result<Vec<RowResult>> {
         let page_rows = page_rows.max(1);
-        let stop = prefix_end(prefix);
+        let stop = Scan::prefix(prefix).stop_row;
         let mut from = prefix.to_vec();
         let mut rows = Vec::new();
         loop {

@@ -152,12 +152,7 @@ impl AsyncClient {
     /// config's `read_timeout`; an unreachable gateway or oracle fails at once.
     ///
     /// ```
-    /// # let emulator = hbase_emulator::start_local()?;
-    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
-    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
-    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
-    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
-    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let (_services, hbase, oracles) = include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_fixture.rs"));
     /// # let rt = tokio::runtime::Runtime::new()?;
     /// # rt.block_on(async {
     /// # let client = percolator::AsyncClient::connect(hbase, &oracles, Default::default()).await?;
@@ -213,12 +208,7 @@ impl AsyncClient {
     /// This client's liveness id, stored in every lock it takes.
     ///
     /// ```
-    /// # let emulator = hbase_emulator::start_local()?;
-    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
-    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
-    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
-    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
-    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let (_services, hbase, oracles) = include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_fixture.rs"));
     /// # let rt = tokio::runtime::Runtime::new()?;
     /// # rt.block_on(async {
     /// # let client = percolator::AsyncClient::connect(hbase, &oracles, Default::default()).await?;
@@ -233,12 +223,7 @@ impl AsyncClient {
     }
 
     /// ```
-    /// # let emulator = hbase_emulator::start_local()?;
-    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
-    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
-    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
-    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
-    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let (_services, hbase, oracles) = include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_fixture.rs"));
     /// # let rt = tokio::runtime::Runtime::new()?;
     /// # rt.block_on(async {
     /// # let client = percolator::AsyncClient::connect(hbase, &oracles, Default::default()).await?;
@@ -256,12 +241,7 @@ impl AsyncClient {
     /// (the timestamp travels with that operation's round trip, not ahead of it).
     ///
     /// ```
-    /// # let emulator = hbase_emulator::start_local()?;
-    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
-    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
-    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
-    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
-    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let (_services, hbase, oracles) = include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_fixture.rs"));
     /// # let rt = tokio::runtime::Runtime::new()?;
     /// # rt.block_on(async {
     /// # let client = percolator::AsyncClient::connect(hbase, &oracles, Default::default()).await?;
@@ -288,12 +268,7 @@ impl AsyncClient {
     /// reads see exactly what was committed at or below it. Writes are refused.
     ///
     /// ```
-    /// # let emulator = hbase_emulator::start_local()?;
-    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
-    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
-    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
-    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
-    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let (_services, hbase, oracles) = include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_fixture.rs"));
     /// # let rt = tokio::runtime::Runtime::new()?;
     /// # rt.block_on(async {
     /// # let client = percolator::AsyncClient::connect(hbase, &oracles, Default::default()).await?;
@@ -322,12 +297,7 @@ impl AsyncClient {
     /// `Undetermined` errors and after `retry.max_attempts`. No thread is held while it waits.
     ///
     /// ```
-    /// # let emulator = hbase_emulator::start_local()?;
-    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
-    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
-    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
-    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
-    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let (_services, hbase, oracles) = include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_fixture.rs"));
     /// # let rt = tokio::runtime::Runtime::new()?;
     /// # rt.block_on(async {
     /// # let client = percolator::AsyncClient::connect(hbase, &oracles, Default::default()).await?;
@@ -431,12 +401,7 @@ impl AsyncClient {
     /// `SnapshotTooOld` instead, never a guess.
     ///
     /// ```
-    /// # let emulator = hbase_emulator::start_local()?;
-    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
-    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
-    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
-    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
-    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let (_services, hbase, oracles) = include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_fixture.rs"));
     /// # let rt = tokio::runtime::Runtime::new()?;
     /// # rt.block_on(async {
     /// # let client = percolator::AsyncClient::connect(hbase, &oracles, Default::default()).await?;
@@ -467,12 +432,7 @@ impl AsyncClient {
     }
 
     /// ```
-    /// # let emulator = hbase_emulator::start_local()?;
-    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
-    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
-    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
-    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
-    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let (_services, hbase, oracles) = include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_fixture.rs"));
     /// # let rt = tokio::runtime::Runtime::new()?;
     /// # rt.block_on(async {
     /// # let client = percolator::AsyncClient::connect(hbase, &oracles, Default::default()).await?;
@@ -490,12 +450,7 @@ impl AsyncClient {
     /// Waits for background secondary commits to finish.
     ///
     /// ```
-    /// # let emulator = hbase_emulator::start_local()?;
-    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
-    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
-    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
-    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
-    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let (_services, hbase, oracles) = include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_fixture.rs"));
     /// # let rt = tokio::runtime::Runtime::new()?;
     /// # rt.block_on(async {
     /// # let client = percolator::AsyncClient::connect(hbase, &oracles, Default::default()).await?;
@@ -519,12 +474,7 @@ impl AsyncClient {
     /// row (a killed client leaves it to expire). Idempotent.
     ///
     /// ```
-    /// # let emulator = hbase_emulator::start_local()?;
-    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
-    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
-    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
-    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
-    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let (_services, hbase, oracles) = include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_fixture.rs"));
     /// # let rt = tokio::runtime::Runtime::new()?;
     /// # rt.block_on(async {
     /// # let client = percolator::AsyncClient::connect(hbase, &oracles, Default::default()).await?;
@@ -543,12 +493,7 @@ impl AsyncClient {
     /// liveness row expire.
     ///
     /// ```
-    /// # let emulator = hbase_emulator::start_local()?;
-    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
-    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
-    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
-    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
-    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let (_services, hbase, oracles) = include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_fixture.rs"));
     /// # let rt = tokio::runtime::Runtime::new()?;
     /// # rt.block_on(async {
     /// # let client = percolator::AsyncClient::connect(hbase, &oracles, Default::default()).await?;
@@ -568,12 +513,7 @@ impl AsyncClient {
     }
 
     /// ```
-    /// # let emulator = hbase_emulator::start_local()?;
-    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
-    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
-    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
-    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
-    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let (_services, hbase, oracles) = include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_fixture.rs"));
     /// # let rt = tokio::runtime::Runtime::new()?;
     /// # rt.block_on(async {
     /// # let client = percolator::AsyncClient::connect(hbase, &oracles, Default::default()).await?;

@@ -120,19 +120,12 @@ impl TableFamilies {
                         outcome: None,
                     };
                     let outcome = read().await;
-                    let shared = match &outcome {
-                        Ok(families) => Ok(families.clone()),
-                        Err(e) => Err(e.duplicate()),
-                    };
-                    reading.outcome = Some(shared);
+                    reading.outcome = Some(outcome.clone());
                     return outcome;
                 }
                 Role::Wait(flight) => {
                     if let Some(outcome) = flight.wait().await {
-                        return match outcome {
-                            Ok(families) => Ok(families.clone()),
-                            Err(e) => Err(e.duplicate()),
-                        };
+                        return outcome.clone();
                     }
                     // Its reader was dropped: this caller (or another) reads.
                 }

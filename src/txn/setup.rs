@@ -321,3 +321,7 @@ fn create_system_table(hbase: &HBaseClient, desc: &TableDescriptor) -> Result<()
         Err(e) => Err(e),
     }
 }
+
+#[cfg(test)]
+#[path = "setup_tests.rs"]
+mod tests;

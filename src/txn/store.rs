@@ -16,18 +16,6 @@ pub(crate) fn row_after(row: &[u8]) -> Vec<u8> {
     [row, &[0]].concat()
 }
 
-/// The first row after every row that starts with `prefix` (empty: the end of the table).
-pub(crate) fn prefix_end(prefix: &[u8]) -> Vec<u8> {
-    let mut stop = prefix.to_vec();
-    while stop.last() == Some(&0xff) {
-        stop.pop();
-    }
-    if let Some(last) = stop.last_mut() {
-        *last += 1;
-    }
-    stop
-}
-
 /// Where the scan after `page` (asked for `rows` rows) starts, or `None` when the page was
 /// short and the range is done.
 pub(crate) fn next_page_start(page: &[RowResult], rows: i32) -> Option<Vec<u8>> {
@@ -50,17 +38,6 @@ pub trait HBaseAccess: Send + Sync + 'static {
 
     /// Must report a lost reply as `Error::OutcomeUnknown`, never retry blindly.
     async fn check_and_mutate(&self, table: &str, cam: &CheckAndMutate) -> Result<bool>;
-
-    /// Several checkAndMutates in flight at once; results in order. Production keeps this
-    /// default: the calls overlap on the client's pipelined connections.
-    async fn check_and_mutate_all(&self, calls: &[(&str, &CheckAndMutate)]) -> Vec<Result<bool>> {
-        futures::future::join_all(
-            calls
-                .iter()
-                .map(|&(table, cam)| self.check_and_mutate(table, cam)),
-        )
-        .await
-    }
 
     /// One page of a scan in one round trip (open, read `rows`, close).
     async fn scan_page(&self, table: &str, scan: &Scan, rows: i32) -> Result<Vec<RowResult>>;

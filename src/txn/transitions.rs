@@ -180,10 +180,6 @@ impl HBaseAccess for WaitsOutTransitions {
         self.inner.check_and_mutate(table, cam)
     }
 
-    async fn check_and_mutate_all(&self, calls: &[(&str, &CheckAndMutate)]) -> Vec<Result<bool>> {
-        self.inner.check_and_mutate_all(calls).await
-    }
-
     async fn scan_page(&self, table: &str, scan: &Scan, rows: i32) -> Result<Vec<RowResult>> {
         until_settled(self.budget, || self.inner.scan_page(table, scan, rows)).await
     }
@@ -259,7 +255,10 @@ mod tests {
             Err::<(), _>(Error::Transport {
                 peer: crate::Peer::HBase,
                 addr: "127.0.0.1:1".into(),
-                source: std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused"),
+                source: std::sync::Arc::new(std::io::Error::new(
+                    std::io::ErrorKind::ConnectionRefused,
+                    "refused",
+                )),
             })
         })
         .await;

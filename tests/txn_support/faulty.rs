@@ -156,7 +156,6 @@ pub struct FaultyStore {
     schema: Schema,
     rules: Mutex<Vec<Rule>>,
     fired: Mutex<Vec<Call>>,
-    bursts: Mutex<Vec<Vec<Call>>>,
     read_holds: Mutex<Vec<ReadHold>>,
     /// Tables whose next puts fail as if their region were moving, and how many more do.
     moving_puts: Mutex<Vec<(String, usize)>>,
@@ -171,7 +170,6 @@ impl FaultyStore {
             schema,
             rules: Mutex::new(Vec::new()),
             fired: Mutex::new(Vec::new()),
-            bursts: Mutex::new(Vec::new()),
             read_holds: Mutex::new(Vec::new()),
             moving_puts: Mutex::new(Vec::new()),
             moving_reads: Mutex::new(Vec::new()),
@@ -256,11 +254,6 @@ impl FaultyStore {
         self.fired.lock().clone()
     }
 
-    /// The calls of each `check_and_mutate_all`, in order: what the client let overlap.
-    pub fn bursts(&self) -> Vec<Vec<Call>> {
-        self.bursts.lock().clone()
-    }
-
     fn take_fault(&self, cam: &CheckAndMutate) -> Option<Fault> {
         let kind = classify(&self.schema, cam);
         let mut rules = self.rules.lock();
@@ -281,7 +274,10 @@ fn lost(table: &str, row: &[u8]) -> Error {
         source: Box::new(Error::Transport {
             peer: Peer::HBase,
             addr: "injected".into(),
-            source: std::io::Error::new(std::io::ErrorKind::ConnectionReset, "reply lost"),
+            source: std::sync::Arc::new(std::io::Error::new(
+                std::io::ErrorKind::ConnectionReset,
+                "reply lost",
+            )),
         }),
     }
 }
@@ -349,22 +345,6 @@ impl HBaseAccess for FaultyStore {
             }
             _ => applied,
         }
-    }
-
-    /// Recorded, then the production path (the trait's default: every call in flight at
-    /// once), so faults still apply to each call.
-    async fn check_and_mutate_all(&self, calls: &[(&str, &CheckAndMutate)]) -> Vec<Result<bool>> {
-        let burst = calls
-            .iter()
-            .map(|(_, cam)| (classify(&self.schema, cam), cam.row.clone()))
-            .collect();
-        self.bursts.lock().push(burst);
-        futures::future::join_all(
-            calls
-                .iter()
-                .map(|&(table, cam)| self.check_and_mutate(table, cam)),
-        )
-        .await
     }
 
     async fn scan_page(&self, table: &str, scan: &Scan, rows: i32) -> Result<Vec<RowResult>> {

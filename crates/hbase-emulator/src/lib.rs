@@ -88,6 +88,7 @@ mod admin;
 mod admin_tests;
 #[cfg(test)]
 mod cas_tests;
+mod cell;
 mod clock;
 mod conn;
 mod convert;

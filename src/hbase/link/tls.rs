@@ -17,37 +17,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use super::Layer;
-use crate::hbase::errors::Cause;
+use crate::hbase::errors::{Cause, TlsFailure};
 use crate::hbase::security::TlsOptions;
-
-/// Why TLS with a gateway failed, as a user can act on it.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum TlsFailure {
-    /// The gateway's certificate is not signed by a trusted CA (see `TlsOptions::ca_file`).
-    #[error("the gateway's certificate is not trusted ({detail}); give its CA with --hbase-ca or TlsOptions::ca_file")]
-    UntrustedCertificate { detail: String },
-    /// The certificate does not name the host connected to.
-    #[error("the gateway's certificate is not valid for `{host}`")]
-    HostnameMismatch { host: String },
-    /// The certificate has expired or is not valid yet.
-    #[error("the gateway's certificate has expired or is not yet valid")]
-    CertificateExpired,
-    /// The gateway ended the handshake with an alert (it may require a client certificate,
-    /// or share no protocol version or cipher with the client).
-    #[error("the gateway refused the TLS handshake (alert: {alert})")]
-    Refused { alert: String },
-    /// The gateway did not answer in TLS: it may serve plain HTTP or raw Thrift.
-    #[error("the gateway does not speak TLS ({detail}); use http:// or a bare host:port for it")]
-    NotTls { detail: String },
-    /// The client's own TLS settings are unusable: a CA or certificate file that cannot be
-    /// read or holds nothing usable.
-    #[error("TLS settings: {detail}")]
-    Settings { detail: String },
-    /// Any other TLS failure.
-    #[error("{detail}")]
-    Other { detail: String },
-}
 
 impl TlsFailure {
     fn of(error: &rustls::Error, host: &str) -> TlsFailure {
@@ -86,12 +57,6 @@ impl TlsFailure {
 
     fn settings(detail: String) -> TlsFailure {
         TlsFailure::Settings { detail }
-    }
-}
-
-impl From<TlsFailure> for io::Error {
-    fn from(failure: TlsFailure) -> io::Error {
-        io::Error::new(io::ErrorKind::InvalidData, failure)
     }
 }
 

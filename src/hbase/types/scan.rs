@@ -71,7 +71,7 @@ impl Scan {
     /// ```
     pub fn prefix(prefix: impl Into<Vec<u8>>) -> Self {
         let start = prefix.into();
-        let stop = crate::txn::store::prefix_end(&start);
+        let stop = prefix_end(&start);
         Scan::range(start, stop)
     }
 
@@ -173,4 +173,16 @@ impl Scan {
         self.limit = Some(rows);
         self
     }
+}
+
+/// The first row after every row that starts with `prefix` (empty: the end of the table).
+fn prefix_end(prefix: &[u8]) -> Vec<u8> {
+    let mut stop = prefix.to_vec();
+    while stop.last() == Some(&0xff) {
+        stop.pop();
+    }
+    if let Some(last) = stop.last_mut() {
+        *last += 1;
+    }
+    stop
 }

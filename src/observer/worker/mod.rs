@@ -464,6 +464,7 @@ impl ObserverWorker {
     /// w.shutdown().await; // only waits for the tasks to stop
     /// # }
     /// ```
+    #[cfg(feature = "testing")]
     pub fn kill(&self) {
         self.inner.die();
     }

@@ -478,7 +478,7 @@ pub(crate) async fn fetch_stats(
         conn::ConnError::Io(source) => Error::Transport {
             peer: Peer::Oracle,
             addr: addr.to_string(),
-            source,
+            source: std::sync::Arc::new(source),
         },
         conn::ConnError::Refused(failure) => Error::OracleAuth {
             addr: addr.to_string(),

@@ -74,7 +74,7 @@ pub fn refresh_lock(
 mod tests {
     use super::*;
     use crate::hbase::Mutation;
-    use crate::txn::actions::fixtures::{key, lock, row_lock};
+    use crate::txn::codec::fixtures::{key, lock, row_lock};
     use crate::txn::codec::{
         column_qualifier, decode_lock_state, decode_write, encode_lock, LockState,
         ROW_LOCK_QUALIFIER,

@@ -121,7 +121,7 @@ mod tests {
     use crate::error::Error;
     use crate::hbase::CompareOp;
     use crate::hbase::Mutation;
-    use crate::txn::actions::fixtures::{key, lock, row_lock};
+    use crate::txn::codec::fixtures::{key, lock, row_lock};
     use crate::txn::codec::{encode_lock, encode_released, ROW_LOCK_QUALIFIER};
 
     #[test]

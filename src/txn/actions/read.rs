@@ -78,7 +78,7 @@ pub fn newest_change(writes: &[Cell], complete: bool) -> Result<u64, CodecError>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::txn::actions::fixtures::{lock, write_cell as rec};
+    use crate::txn::codec::fixtures::{lock, write_cell as rec};
 
     #[test]
     fn the_newest_change_looks_past_rollbacks_at_any_version() {

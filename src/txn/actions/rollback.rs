@@ -90,7 +90,7 @@ pub fn fence(
 mod tests {
     use super::*;
     use crate::hbase::{DeleteType, Mutation};
-    use crate::txn::actions::fixtures::{key, lock, row_lock};
+    use crate::txn::codec::fixtures::{key, lock, row_lock};
     use crate::txn::codec::{
         decode_lock_state, decode_write, encode_lock, encode_released, LockState,
         ROW_LOCK_QUALIFIER,

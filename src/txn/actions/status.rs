@@ -59,7 +59,7 @@ pub fn txn_status(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::txn::actions::fixtures::{lock, write_cell};
+    use crate::txn::codec::fixtures::{lock, write_cell};
 
     fn write(at: i64, kind: WriteKind, start_ts: u64) -> Cell {
         write_cell(at, kind, start_ts, None)

@@ -32,12 +32,7 @@ impl Transaction {
     /// The snapshot timestamp, fetched now if no operation has fixed it yet.
     ///
     /// ```
-    /// # let emulator = hbase_emulator::start_local()?;
-    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
-    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
-    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
-    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
-    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let (_services, hbase, oracles) = include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_fixture.rs"));
     /// # let client = percolator::Client::connect(hbase, &oracles, Default::default())?;
     /// let txn = client.begin()?;
     /// let ts = txn.start_ts()?; // fixes the snapshot now
@@ -52,12 +47,7 @@ impl Transaction {
     /// HBase RPCs this transaction has made so far.
     ///
     /// ```
-    /// # let emulator = hbase_emulator::start_local()?;
-    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
-    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
-    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
-    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
-    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let (_services, hbase, oracles) = include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_fixture.rs"));
     /// # let client = percolator::Client::connect(hbase, &oracles, Default::default())?;
     /// let txn = client.begin()?;
     /// txn.get("t", "row", "f", "q")?;
@@ -72,12 +62,7 @@ impl Transaction {
     /// Reads one cell at the snapshot.
     ///
     /// ```
-    /// # let emulator = hbase_emulator::start_local()?;
-    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
-    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
-    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
-    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
-    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let (_services, hbase, oracles) = include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_fixture.rs"));
     /// # let client = percolator::Client::connect(hbase, &oracles, Default::default())?;
     /// client.run(|txn| txn.set("t", "row", "f", "q", b"v".to_vec()))?;
     /// let txn = client.begin()?;
@@ -100,12 +85,7 @@ impl Transaction {
     /// Reads many cells (any tables and rows) at the snapshot, batched per table and row.
     ///
     /// ```
-    /// # let emulator = hbase_emulator::start_local()?;
-    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
-    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
-    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
-    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
-    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let (_services, hbase, oracles) = include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_fixture.rs"));
     /// # let client = percolator::Client::connect(hbase, &oracles, Default::default())?;
     /// use percolator::CellKey;
     /// client.run(|txn| txn.set("t", "a", "f", "q", b"1".to_vec()))?;
@@ -122,12 +102,7 @@ impl Transaction {
     /// [`AsyncTransaction::get_for_update`].
     ///
     /// ```
-    /// # let emulator = hbase_emulator::start_local()?;
-    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
-    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
-    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
-    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
-    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let (_services, hbase, oracles) = include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_fixture.rs"));
     /// # let client = percolator::Client::connect(hbase, &oracles, Default::default())?;
     /// let mut txn = client.begin()?;
     /// let on_call = txn.get_for_update("t", "alice", "f", "on_call")?;
@@ -154,12 +129,7 @@ impl Transaction {
     /// Locks cells without reading or changing them; see [`AsyncTransaction::lock_keys`].
     ///
     /// ```
-    /// # let emulator = hbase_emulator::start_local()?;
-    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
-    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
-    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
-    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
-    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let (_services, hbase, oracles) = include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_fixture.rs"));
     /// # let client = percolator::Client::connect(hbase, &oracles, Default::default())?;
     /// let mut txn = client.begin()?;
     /// txn.lock_keys(&[percolator::CellKey::new("t", "config", "f", "q")?])?;
@@ -175,12 +145,7 @@ impl Transaction {
     /// Sets a weak notification on a column; see [`AsyncTransaction::notify`].
     ///
     /// ```
-    /// # let emulator = hbase_emulator::start_local()?;
-    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
-    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
-    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
-    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
-    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let (_services, hbase, oracles) = include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_fixture.rs"));
     /// # let client = percolator::Client::connect(hbase, &oracles, Default::default())?;
     /// let mut txn = client.begin()?;
     /// txn.notify("t", "doc1", "f", "content")?;
@@ -201,12 +166,7 @@ impl Transaction {
     /// Whether the cell has a value at the snapshot (own writes included).
     ///
     /// ```
-    /// # let emulator = hbase_emulator::start_local()?;
-    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
-    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
-    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
-    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
-    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let (_services, hbase, oracles) = include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_fixture.rs"));
     /// # let client = percolator::Client::connect(hbase, &oracles, Default::default())?;
     /// client.run(|txn| txn.set("t", "row", "f", "q", b"v".to_vec()))?;
     /// assert!(client.begin()?.key_exists("t", "row", "f", "q")?);
@@ -230,12 +190,7 @@ impl Transaction {
     /// Rows `[start, stop)` with a visible column, ascending, up to `limit`.
     ///
     /// ```
-    /// # let emulator = hbase_emulator::start_local()?;
-    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
-    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
-    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
-    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
-    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let (_services, hbase, oracles) = include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_fixture.rs"));
     /// # let client = percolator::Client::connect(hbase, &oracles, Default::default())?;
     /// client.run(|txn| {
     ///     for row in ["a", "b", "c"] {
@@ -262,12 +217,7 @@ impl Transaction {
     /// [`scan`](Self::scan) in descending order.
     ///
     /// ```
-    /// # let emulator = hbase_emulator::start_local()?;
-    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
-    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
-    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
-    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
-    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let (_services, hbase, oracles) = include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_fixture.rs"));
     /// # let client = percolator::Client::connect(hbase, &oracles, Default::default())?;
     /// client.run(|txn| {
     ///     for row in ["a", "b", "c"] {
@@ -298,12 +248,7 @@ impl Transaction {
     /// at a time as the iterator advances.
     ///
     /// ```
-    /// # let emulator = hbase_emulator::start_local()?;
-    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
-    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
-    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
-    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
-    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let (_services, hbase, oracles) = include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_fixture.rs"));
     /// # let client = percolator::Client::connect(hbase, &oracles, Default::default())?;
     /// client.run(|txn| {
     ///     for i in 0..300 {
@@ -338,12 +283,7 @@ impl Transaction {
     /// Buffers a write of `value` to one cell.
     ///
     /// ```
-    /// # let emulator = hbase_emulator::start_local()?;
-    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
-    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
-    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
-    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
-    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let (_services, hbase, oracles) = include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_fixture.rs"));
     /// # let client = percolator::Client::connect(hbase, &oracles, Default::default())?;
     /// let mut txn = client.begin()?;
     /// txn.set("t", "row", "f", "q", b"v".to_vec())?;
@@ -366,12 +306,7 @@ impl Transaction {
     /// Put-if-absent; see [`AsyncTransaction::insert`].
     ///
     /// ```
-    /// # let emulator = hbase_emulator::start_local()?;
-    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
-    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
-    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
-    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
-    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let (_services, hbase, oracles) = include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_fixture.rs"));
     /// # let client = percolator::Client::connect(hbase, &oracles, Default::default())?;
     /// client.run(|txn| txn.insert("t", "user:1", "f", "name", b"ann".to_vec()))?;
     /// let again = client.run(|txn| txn.insert("t", "user:1", "f", "name", b"bob".to_vec()));
@@ -398,12 +333,7 @@ impl Transaction {
     /// Buffers a transactional delete of one cell.
     ///
     /// ```
-    /// # let emulator = hbase_emulator::start_local()?;
-    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
-    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
-    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
-    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
-    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let (_services, hbase, oracles) = include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_fixture.rs"));
     /// # let client = percolator::Client::connect(hbase, &oracles, Default::default())?;
     /// client.run(|txn| txn.set("t", "row", "f", "q", b"v".to_vec()))?;
     /// client.run(|txn| txn.delete("t", "row", "f", "q"))?;
@@ -424,12 +354,7 @@ impl Transaction {
     /// Commits the buffered writes and returns the commit timestamp.
     ///
     /// ```
-    /// # let emulator = hbase_emulator::start_local()?;
-    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
-    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
-    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
-    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
-    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let (_services, hbase, oracles) = include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_fixture.rs"));
     /// # let client = percolator::Client::connect(hbase, &oracles, Default::default())?;
     /// let mut txn = client.begin()?;
     /// txn.set("t", "row", "f", "q", b"v".to_vec())?;
@@ -452,12 +377,7 @@ impl Transaction {
     /// Discards the buffered writes.
     ///
     /// ```
-    /// # let emulator = hbase_emulator::start_local()?;
-    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
-    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
-    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
-    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
-    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let (_services, hbase, oracles) = include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_fixture.rs"));
     /// # let client = percolator::Client::connect(hbase, &oracles, Default::default())?;
     /// let mut txn = client.begin()?;
     /// txn.set("t", "row", "f", "q", b"v".to_vec())?;
@@ -474,12 +394,7 @@ impl Transaction {
 /// The rows of [`Transaction::scan_iter`].
 ///
 /// ```
-/// # let emulator = hbase_emulator::start_local()?;
-/// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
-/// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
-/// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
-/// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
-/// # let oracles = [oracle.local_addr().to_string()];
+/// # let (_services, hbase, oracles) = include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_fixture.rs"));
 /// # let client = percolator::Client::connect(hbase, &oracles, Default::default())?;
 /// let txn = client.begin()?;
 /// let mut rows = txn.scan_iter("t", "", "", true)?;

@@ -108,12 +108,7 @@ impl AsyncTransaction {
     /// The snapshot timestamp, fetched now if no operation has fixed it yet.
     ///
     /// ```
-    /// # let emulator = hbase_emulator::start_local()?;
-    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
-    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
-    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
-    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
-    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let (_services, hbase, oracles) = include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_fixture.rs"));
     /// # let rt = tokio::runtime::Runtime::new()?;
     /// # rt.block_on(async {
     /// # let client = percolator::AsyncClient::connect(hbase, &oracles, Default::default()).await?;
@@ -160,12 +155,7 @@ impl AsyncTransaction {
     /// HBase RPCs this transaction has made so far (reads, prewrites, commits, resolution).
     ///
     /// ```
-    /// # let emulator = hbase_emulator::start_local()?;
-    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
-    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
-    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
-    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
-    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let (_services, hbase, oracles) = include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_fixture.rs"));
     /// # let rt = tokio::runtime::Runtime::new()?;
     /// # rt.block_on(async {
     /// # let client = percolator::AsyncClient::connect(hbase, &oracles, Default::default()).await?;
@@ -197,12 +187,7 @@ impl AsyncTransaction {
     /// transaction that wrote nothing: it needs no commit).
     ///
     /// ```
-    /// # let emulator = hbase_emulator::start_local()?;
-    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
-    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
-    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
-    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
-    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let (_services, hbase, oracles) = include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_fixture.rs"));
     /// # let rt = tokio::runtime::Runtime::new()?;
     /// # rt.block_on(async {
     /// # let client = percolator::AsyncClient::connect(hbase, &oracles, Default::default()).await?;
@@ -314,12 +299,7 @@ impl AsyncTransaction {
     /// stays right if the end of a transaction ever needs the cluster.
     ///
     /// ```
-    /// # let emulator = hbase_emulator::start_local()?;
-    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
-    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
-    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
-    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
-    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let (_services, hbase, oracles) = include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_fixture.rs"));
     /// # let rt = tokio::runtime::Runtime::new()?;
     /// # rt.block_on(async {
     /// # let client = percolator::AsyncClient::connect(hbase, &oracles, Default::default()).await?;

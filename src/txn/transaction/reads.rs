@@ -12,12 +12,7 @@ impl AsyncTransaction {
     /// Reads one cell at the snapshot.
     ///
     /// ```
-    /// # let emulator = hbase_emulator::start_local()?;
-    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
-    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
-    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
-    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
-    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let (_services, hbase, oracles) = include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_fixture.rs"));
     /// # let rt = tokio::runtime::Runtime::new()?;
     /// # rt.block_on(async {
     /// # let client = percolator::AsyncClient::connect(hbase, &oracles, Default::default()).await?;
@@ -47,12 +42,7 @@ impl AsyncTransaction {
     /// Reads many cells (any tables and rows) at the snapshot, batched per table and row.
     ///
     /// ```
-    /// # let emulator = hbase_emulator::start_local()?;
-    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
-    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
-    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
-    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
-    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let (_services, hbase, oracles) = include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_fixture.rs"));
     /// # let rt = tokio::runtime::Runtime::new()?;
     /// # rt.block_on(async {
     /// # let client = percolator::AsyncClient::connect(hbase, &oracles, Default::default()).await?;
@@ -135,12 +125,7 @@ impl AsyncTransaction {
     /// which is how a reader opts out of write skew for the cells its decision rests on.
     ///
     /// ```
-    /// # let emulator = hbase_emulator::start_local()?;
-    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
-    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
-    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
-    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
-    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let (_services, hbase, oracles) = include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_fixture.rs"));
     /// # let rt = tokio::runtime::Runtime::new()?;
     /// # rt.block_on(async {
     /// # let client = percolator::AsyncClient::connect(hbase, &oracles, Default::default()).await?;
@@ -177,12 +162,7 @@ impl AsyncTransaction {
     /// [`get_for_update`](Self::get_for_update)).
     ///
     /// ```
-    /// # let emulator = hbase_emulator::start_local()?;
-    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
-    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
-    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
-    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
-    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let (_services, hbase, oracles) = include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_fixture.rs"));
     /// # let rt = tokio::runtime::Runtime::new()?;
     /// # rt.block_on(async {
     /// # let client = percolator::AsyncClient::connect(hbase, &oracles, Default::default()).await?;
@@ -205,12 +185,7 @@ impl AsyncTransaction {
     /// Whether the cell has a value at the snapshot (this transaction's own writes included).
     ///
     /// ```
-    /// # let emulator = hbase_emulator::start_local()?;
-    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
-    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
-    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
-    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
-    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let (_services, hbase, oracles) = include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_fixture.rs"));
     /// # let rt = tokio::runtime::Runtime::new()?;
     /// # rt.block_on(async {
     /// # let client = percolator::AsyncClient::connect(hbase, &oracles, Default::default()).await?;

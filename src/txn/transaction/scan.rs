@@ -16,12 +16,7 @@ impl AsyncTransaction {
     /// transaction's own writes.
     ///
     /// ```
-    /// # let emulator = hbase_emulator::start_local()?;
-    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
-    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
-    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
-    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
-    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let (_services, hbase, oracles) = include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_fixture.rs"));
     /// # let rt = tokio::runtime::Runtime::new()?;
     /// # rt.block_on(async {
     /// # let client = percolator::AsyncClient::connect(hbase, &oracles, Default::default()).await?;
@@ -48,12 +43,7 @@ impl AsyncTransaction {
     /// [`scan`](Self::scan) in descending order: the last rows of `[start, stop)` first.
     ///
     /// ```
-    /// # let emulator = hbase_emulator::start_local()?;
-    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
-    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
-    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
-    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
-    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let (_services, hbase, oracles) = include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_fixture.rs"));
     /// # let rt = tokio::runtime::Runtime::new()?;
     /// # rt.block_on(async {
     /// # let client = percolator::AsyncClient::connect(hbase, &oracles, Default::default()).await?;
@@ -87,12 +77,7 @@ impl AsyncTransaction {
     /// of this call.
     ///
     /// ```
-    /// # let emulator = hbase_emulator::start_local()?;
-    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
-    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
-    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
-    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
-    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let (_services, hbase, oracles) = include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_fixture.rs"));
     /// # let rt = tokio::runtime::Runtime::new()?;
     /// # rt.block_on(async {
     /// # let client = percolator::AsyncClient::connect(hbase, &oracles, Default::default()).await?;
@@ -118,12 +103,7 @@ impl AsyncTransaction {
     /// [`scan_stream`](Self::scan_stream) in descending order.
     ///
     /// ```
-    /// # let emulator = hbase_emulator::start_local()?;
-    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
-    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
-    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
-    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
-    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let (_services, hbase, oracles) = include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_fixture.rs"));
     /// # let rt = tokio::runtime::Runtime::new()?;
     /// # rt.block_on(async {
     /// # let client = percolator::AsyncClient::connect(hbase, &oracles, Default::default()).await?;
@@ -185,12 +165,7 @@ impl AsyncTransaction {
 /// [`AsyncTransaction::scan_stream`]).
 ///
 /// ```
-/// # let emulator = hbase_emulator::start_local()?;
-/// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
-/// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
-/// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
-/// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
-/// # let oracles = [oracle.local_addr().to_string()];
+/// # let (_services, hbase, oracles) = include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_fixture.rs"));
 /// # let rt = tokio::runtime::Runtime::new()?;
 /// # rt.block_on(async {
 /// # let client = percolator::AsyncClient::connect(hbase, &oracles, Default::default()).await?;
@@ -214,12 +189,7 @@ impl RowStream<'_> {
     /// Up to `limit` rows, consuming the stream.
     ///
     /// ```
-    /// # let emulator = hbase_emulator::start_local()?;
-    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
-    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
-    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
-    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
-    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let (_services, hbase, oracles) = include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_fixture.rs"));
     /// # let rt = tokio::runtime::Runtime::new()?;
     /// # rt.block_on(async {
     /// # let client = percolator::AsyncClient::connect(hbase, &oracles, Default::default()).await?;
@@ -244,12 +214,7 @@ impl RowStream<'_> {
     /// The next row with a visible column, or `None` at the end of the range.
     ///
     /// ```
-    /// # let emulator = hbase_emulator::start_local()?;
-    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
-    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
-    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
-    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
-    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let (_services, hbase, oracles) = include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_fixture.rs"));
     /// # let rt = tokio::runtime::Runtime::new()?;
     /// # rt.block_on(async {
     /// # let client = percolator::AsyncClient::connect(hbase, &oracles, Default::default()).await?;

@@ -9,12 +9,7 @@ impl AsyncTransaction {
     /// Buffers a write of `value` to one cell.
     ///
     /// ```
-    /// # let emulator = hbase_emulator::start_local()?;
-    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
-    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
-    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
-    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
-    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let (_services, hbase, oracles) = include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_fixture.rs"));
     /// # let rt = tokio::runtime::Runtime::new()?;
     /// # rt.block_on(async {
     /// # let client = percolator::AsyncClient::connect(hbase, &oracles, Default::default()).await?;
@@ -58,12 +53,7 @@ impl AsyncTransaction {
     /// write, so an insert never overwrites a value it did not see.
     ///
     /// ```
-    /// # let emulator = hbase_emulator::start_local()?;
-    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
-    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
-    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
-    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
-    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let (_services, hbase, oracles) = include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_fixture.rs"));
     /// # let rt = tokio::runtime::Runtime::new()?;
     /// # rt.block_on(async {
     /// # let client = percolator::AsyncClient::connect(hbase, &oracles, Default::default()).await?;
@@ -100,12 +90,7 @@ impl AsyncTransaction {
     /// delete marker: docs/design.md invariant 6).
     ///
     /// ```
-    /// # let emulator = hbase_emulator::start_local()?;
-    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
-    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
-    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
-    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
-    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let (_services, hbase, oracles) = include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_fixture.rs"));
     /// # let rt = tokio::runtime::Runtime::new()?;
     /// # rt.block_on(async {
     /// # let client = percolator::AsyncClient::connect(hbase, &oracles, Default::default()).await?;
@@ -134,12 +119,7 @@ impl AsyncTransaction {
     /// observer sees as new). See `docs/observers.md`.
     ///
     /// ```
-    /// # let emulator = hbase_emulator::start_local()?;
-    /// # let oracle = percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new())?;
-    /// # let hbase = percolator::HBaseConfig::new(emulator.local_addr().to_string());
-    /// # let admin = percolator::HBaseClient::connect(hbase.clone())?;
-    /// # percolator::txn::setup::create_table(&admin, &Default::default(), "t", &["f"])?;
-    /// # let oracles = [oracle.local_addr().to_string()];
+    /// # let (_services, hbase, oracles) = include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_fixture.rs"));
     /// # let rt = tokio::runtime::Runtime::new()?;
     /// # rt.block_on(async {
     /// # let client = percolator::AsyncClient::connect(hbase, &oracles, Default::default()).await?;

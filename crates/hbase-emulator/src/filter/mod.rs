@@ -12,8 +12,8 @@ mod tests;
 use std::cmp::Ordering;
 use std::collections::BTreeSet;
 
+use crate::cell::Cell;
 use crate::error::{ServerError, ServerResult};
-use crate::store::Cell;
 
 /// Scan-wide filter state carried from row to row.
 #[derive(Debug, Default)]

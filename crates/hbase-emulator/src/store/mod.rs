@@ -14,12 +14,12 @@ use std::sync::Arc;
 
 use parking_lot::RwLock;
 
+pub use crate::cell::Cell;
 pub use mutate::{
     check_and_mutate, get, mutate, read_modify_write, Check, DeleteEntry, DeleteKind, Delta,
     Mutation, PutCell,
 };
 pub use read::{read_row, ColumnSelection, ReadSpec, TimeRange};
-pub use row::Cell;
 #[cfg(test)]
 pub use schema::bare_descriptor;
 pub use schema::{

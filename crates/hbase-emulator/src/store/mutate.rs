@@ -7,9 +7,10 @@
 use std::collections::BTreeMap;
 
 use super::read::{read_row, ReadSpec};
-use super::row::{Cell, Row};
+use super::row::Row;
 use super::schema::{FamilySchema, TableSchema};
 use super::table::Table;
+use crate::cell::Cell;
 use crate::error::{ServerError, ServerResult};
 use crate::filter::{CompareOp, FilterState};
 

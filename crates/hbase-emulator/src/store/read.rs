@@ -4,8 +4,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use super::row::{Cell, Row};
+use super::row::Row;
 use super::schema::TableSchema;
+use crate::cell::Cell;
 use crate::error::{ServerError, ServerResult};
 use crate::filter::{Filter, FilterState};
 

@@ -11,15 +11,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::schema::FamilySchema;
 use super::versions::Versions;
 
-/// One cell version as reads return it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Cell {
-    pub family: Vec<u8>,
-    pub qualifier: Vec<u8>,
-    pub timestamp: i64,
-    pub value: Vec<u8>,
-}
-
 #[derive(Debug, Default)]
 pub struct Row {
     pub(super) families: BTreeMap<Vec<u8>, FamilyData>,
