@@ -188,7 +188,7 @@ mod tests {
         let refused = Error::Transport {
             peer: percolator::Peer::HBase,
             addr: "127.0.0.1:1".into(),
-            source: std::io::ErrorKind::ConnectionRefused.into(),
+            source: std::sync::Arc::new(std::io::ErrorKind::ConnectionRefused.into()),
         };
         assert!(reached::<()>(Err(refused)).is_err());
     }
