@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 use crate::hbase::{Get, HBaseClient, Scan};
 use crate::key::CellKey;
 use crate::txn::codec::{decode_lock_state, lock_column, LockState};
-use crate::txn::{Client, LivenessConfig, Schema};
+use crate::txn::{until_settled_blocking, Client, LivenessConfig, Schema, TRANSITION_TIMEOUT};
 
 /// One lock found in a table.
 ///
@@ -74,7 +74,8 @@ impl LockInfo {
     }
 }
 
-/// Every lock held in `table` (one scan of the lock family).
+/// Every lock held in `table` (one scan of the lock family; a scan that meets a region in
+/// transition is made again from the start once the region is back, for up to a minute).
 ///
 /// ```
 /// let emulator = hbase_emulator::start_local()?;
@@ -85,6 +86,10 @@ impl LockInfo {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn list_locks(hbase: &HBaseClient, schema: &Schema, table: &str) -> Result<Vec<LockInfo>> {
+    until_settled_blocking(TRANSITION_TIMEOUT, || list_locks_once(hbase, schema, table))
+}
+
+fn list_locks_once(hbase: &HBaseClient, schema: &Schema, table: &str) -> Result<Vec<LockInfo>> {
     let now = SystemClock.now_ms();
     let scan = Scan::new().family(schema.lock_family.clone()).caching(1000);
     let mut out = Vec::new();
@@ -116,7 +121,8 @@ pub fn list_locks(hbase: &HBaseClient, schema: &Schema, table: &str) -> Result<V
     Ok(out)
 }
 
-/// Fills in whether each lock's owner still has its liveness row.
+/// Fills in whether each lock's owner still has its liveness row (each read waits out a
+/// region in transition, as [`list_locks`] does).
 ///
 /// ```
 /// # let emulator = hbase_emulator::start_local()?;
@@ -140,11 +146,12 @@ pub fn check_owners(
         // Only the liveness cell: a dead client's row keeps its publication for a while.
         let get = Get::new(lock.owner.as_bytes().to_vec())
             .column(liveness.liveness_family(), liveness.liveness_qualifier());
-        let row = match hbase.get(&liveness.table, &get) {
-            Ok(row) => row,
-            Err(Error::TableNotFound { .. }) => Default::default(),
-            Err(e) => return Err(e),
-        };
+        let row = until_settled_blocking(TRANSITION_TIMEOUT, || {
+            match hbase.get(&liveness.table, &get) {
+                Err(Error::TableNotFound { .. }) => Ok(Default::default()),
+                read => read,
+            }
+        })?;
         alive.insert(lock.owner.clone(), !row.is_empty());
         lock.alive = Some(!row.is_empty());
     }

@@ -84,3 +84,46 @@ fn set_up_waits_out_a_region_in_transition() {
     client.shutdown();
     scenario.teardown();
 }
+
+/// `percolator locks` (and doctor's lock check) while regions move: the
+/// `hbase::region_away::*` failpoints make the gateway report the lock family's scan and the
+/// owner's liveness read in transition a few times. The listing and the owner lookup wait it
+/// out, and find the lock a dead client left, with its owner looked up.
+#[test]
+fn listing_locks_waits_out_a_region_in_transition() {
+    let scenario = fail::FailScenario::setup();
+    let env = Env::start();
+    let table = env.table("locks_moving");
+    let crashing = env.client_with(
+        env.options()
+            .to_builder()
+            .crash_injector(std::sync::Arc::new(|s| s == Seam::BeforePrimaryCommit))
+            .build(),
+    );
+    let mut txn = crashing.begin().unwrap();
+    txn.set(&table, "r", "f", "q", b"v".to_vec()).unwrap();
+    assert!(
+        txn.commit().is_err(),
+        "the client dies before its commit point"
+    );
+
+    let away = [
+        "hbase::region_away::openScanner",
+        "hbase::region_away::getScannerResults",
+        "hbase::region_away::get",
+    ];
+    for failpoint in away {
+        fail::cfg(failpoint, "2*return").unwrap();
+    }
+    let mut locks = percolator::locks::list_locks(&env.hbase, &env.schema, &table)
+        .expect("the scan waited out the transition");
+    assert_eq!(locks.len(), 1, "{locks:?}");
+    assert_eq!(locks[0].owner, crashing.owner_id());
+    percolator::locks::check_owners(&env.hbase, &env.liveness, &mut locks)
+        .expect("the owner's read waited out the transition");
+    assert!(locks[0].alive.is_some());
+    for failpoint in away {
+        fail::cfg(failpoint, "off").unwrap();
+    }
+    scenario.teardown();
+}
