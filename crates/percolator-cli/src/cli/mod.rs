@@ -6,14 +6,14 @@ pub mod oracle;
 
 use clap::{Parser, Subcommand};
 
-use crate::workload::{bench, demo, gc_bench, observe_demo, soak};
+use crate::workload::{bench_command, demo, gc_bench, observe_demo, soak};
 
 /// `percolator`'s command line.
 ///
 /// ```
 /// use clap::Parser;
 /// let cli = percolator_cli::cli::Cli::parse_from(["percolator", "bench", "--seconds", "1"]);
-/// assert!(matches!(cli.command, percolator_cli::cli::Command::Bench { .. }));
+/// assert!(matches!(cli.command, percolator_cli::cli::Command::Bench(_)));
 /// ```
 #[derive(Parser)]
 #[command(
@@ -98,77 +98,7 @@ pub enum Command {
     #[command(hide = true)]
     LargeClient(crate::workload::large::LargeClientConfig),
     /// Raw HBase operations vs transactions: ops/s, p50, p99, RPCs per op.
-    Bench {
-        /// How long each workload runs, in seconds (split over --rounds).
-        #[arg(long, default_value_t = 5.0)]
-        seconds: f64,
-        /// Concurrent clients, each one operation at a time, raw and transactional alike.
-        /// Default: 64 in the embedded profile, where the machine's cores are the limit and
-        /// fewer leave them idle while transactions wait on their extra round trips (the
-        /// `cpu busy` column); 32 in the cluster profile and against `--hbase`, half the pool's
-        /// 64 connections, so that calls do not queue behind each other on a connection.
-        #[arg(long)]
-        threads: Option<usize>,
-        /// Rows the workloads spread their operations over; each task (or thread) works on a
-        /// slice of its own when there are two or more for each.
-        #[arg(long, default_value_t = 10_000)]
-        rows: usize,
-        /// The workloads take turns this many times (each turn seconds/rounds long), so a
-        /// machine whose speed drifts slows them all alike and the ratios stay fair.
-        #[arg(long, default_value_t = 5)]
-        rounds: usize,
-        /// Comma-separated subset of raw_get,raw_put,raw_cas,raw_rmw2,txn_get,txn_put1,
-        /// txn_transfer2,floor_get,floor_put1,floor_transfer2,raw_row10,txn_row10,notify,
-        /// notify_kill,txn_large. Default: all but the wide-row, notify and large ones (and,
-        /// with --api sync, the floor workloads, which run on tasks only). raw_row10 puts 10
-        /// columns of a row, txn_row10 writes them in a transaction; notify_kill runs two
-        /// observer workers and kills and replaces one every 5 s. txn_large (one transaction
-        /// of --large-cells cells, with raw_large, the same cells in putMultiple batches,
-        /// beside it) runs without the others, each of --rounds rounds measuring both once,
-        /// against a gateway in another process.
-        #[arg(long)]
-        workloads: Option<String>,
-        /// The lock granularity of the table the txn_ workloads write: `cell` or `row`.
-        #[arg(long, value_name = "cell|row", default_value = "cell")]
-        lock_granularity: percolator::txn::LockGranularity,
-        /// Regions each table is created with, split at even steps of --rows, so that the
-        /// region servers of a cluster share the load from the start
-        #[arg(long, default_value_t = 1)]
-        regions: usize,
-        /// Cells of the txn_large transaction (100-byte values, 10 columns a row).
-        #[arg(long, default_value_t = 100_000)]
-        large_cells: usize,
-        /// Print one JSON report instead of the table and the ratios.
-        #[arg(long)]
-        json: bool,
-        /// HBase Thrift2 gateway host:port (default: an emulator, per --profile).
-        #[arg(long)]
-        hbase: Option<String>,
-        /// Timestamp oracle host:port (default: an embedded oracle).
-        #[arg(long)]
-        oracle: Option<String>,
-        /// Take timestamps from an in-process counter instead of the oracle (diagnostic: shows
-        /// what the oracle round trip costs).
-        #[arg(long)]
-        local_timestamps: bool,
-        /// `embedded`: the emulator and oracle in this process (loopback, no service time).
-        /// `cluster`: the emulator in a process of its own with 1 ms per call, served in order
-        /// per connection, as a real gateway in front of a cluster (ignored with --hbase).
-        #[arg(long, value_enum, default_value_t = Profile::Embedded)]
-        profile: Profile,
-        /// Gateway connections in the client's pool.
-        #[arg(long, default_value_t = 64)]
-        pool: u32,
-        /// Calls that may share a connection, pipelined (the client's
-        /// `HBaseConfig::pipeline_per_connection`; default: 16 against the embedded emulator, else
-        /// the client's default, 1).
-        #[arg(long)]
-        pipeline: Option<usize>,
-        /// The API the workloads run through: tokio tasks over the async API, or threads over
-        /// the blocking one (`--threads` of either).
-        #[arg(long, value_enum, default_value_t = bench::Api::Async)]
-        api: bench::Api,
-    },
+    Bench(bench_command::BenchArgs),
     /// Creates a new transactional table: the user families given, plus the percolator
     /// families beside them (an existing table that already has them is left as it is).
     Create(crate::commands::CreateArgs),
@@ -197,13 +127,4 @@ pub enum Command {
         #[arg(long, default_value_t = 1000)]
         latency_us: u64,
     },
-}
-
-/// Where `bench` runs its emulator.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Profile {
-    /// The emulator and the oracle in this process (loopback, no service time).
-    Embedded,
-    /// The emulator in a process of its own, 1 ms per call, in order per connection.
-    Cluster,
 }

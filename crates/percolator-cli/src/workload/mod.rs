@@ -5,6 +5,7 @@ pub mod bank;
 #[cfg(test)]
 mod bank_test;
 pub mod bench;
+pub mod bench_command;
 pub mod demo;
 mod floor;
 pub mod gc_bench;
