@@ -227,7 +227,7 @@ fn transfer_loop(
     ledger: &Mutex<Ledger>,
     stop: &AtomicBool,
 ) -> Result<()> {
-    let mut client = fresh_client(stack, config)?;
+    let mut client = retried(|| fresh_client(stack, config))?;
     let mut rng = rand::thread_rng();
     let mut failures = 0u32;
     while !stop.load(Ordering::Relaxed) {
@@ -235,7 +235,9 @@ fn transfer_loop(
             // It died at a seam (possibly in a background secondary commit): a new process
             // takes its place.
             progress.crashes.fetch_add(1, Ordering::Relaxed);
-            client = fresh_client(stack, config)?;
+            // As a service replaced after a crash: its start waits a region in transition out
+            // (`TxnOptions::start_timeout`), and its supervisor starts it again after that.
+            client = retried(|| fresh_client(stack, config))?;
         }
         let from = rng.gen_range(0..accounts.len());
         let mut to = rng.gen_range(0..accounts.len() - 1);
@@ -359,7 +361,7 @@ fn audit_loop(
     progress: &Progress,
     stop: &AtomicBool,
 ) -> Result<()> {
-    let client = steady_client(stack, config)?;
+    let client = retried(|| steady_client(stack, config))?;
     let expected = config.expected_total();
     while !stop.load(Ordering::Relaxed) {
         match read_total(&client, accounts) {
@@ -389,7 +391,7 @@ fn settle(
     progress: &Progress,
     seconds: f64,
 ) -> Result<BankReport> {
-    let client = steady_client(stack, config)?;
+    let client = retried(|| steady_client(stack, config))?;
     let mut settled_committed = 0;
     for u in std::mem::take(&mut ledger.unsettled) {
         if retried(|| client.transaction_status(&u.transfer.from, u.start_ts))?.is_some() {
