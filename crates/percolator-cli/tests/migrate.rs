@@ -1100,10 +1100,11 @@ fn locks_resolve_keeps_the_lock_of_an_owner_alive_in_the_named_liveness_table() 
     let store = FaultyStore::new(env.hbase.clone(), env.schema.clone());
     let gate = Gate::new();
     store.inject(CasKind::Prewrite, "s", Fault::Hold(gate.clone()), 1);
-    let options = percolator::TxnOptions::builder()
+    let options = env
+        .options()
+        .to_builder()
         .liveness(liveness.clone())
         .lock_ttl(Duration::from_secs(60))
-        .sync_secondaries(true)
         .build();
     let writer = env.client_on(store, env.tso.clone(), options);
     let committed = std::thread::scope(|scope| {
