@@ -3,7 +3,7 @@
 //! times as floors. Feature `testing` only, hidden from the docs, and not a stable API.
 
 pub use crate::runtime::{ambient_or_io, prefer_io_threads, wait};
-pub use crate::txn::mutation::{LockTemplate, Mutation, Write};
+pub use crate::txn::commit::{LockTemplate, Mutation, Write};
 pub use crate::txn::snapshot::{fetched_column, row_gets, FIRST_VERSIONS};
 
 /// The runtime a client's work runs on.

@@ -10,7 +10,6 @@ use crate::key::CellKey;
 use crate::test_stack::Stack;
 use crate::txn::actions;
 use crate::txn::codec::{decode_lock_state, LockState};
-use crate::txn::mutation::{LockTemplate, Write};
 use crate::txn::{LivenessConfig, RetryPolicy, Schema};
 use crate::Error;
 
@@ -39,36 +38,20 @@ fn a_live_lock_at_the_safe_point_met_through_a_primary_is_waited_on_not_rolled_b
     crate::txn::setup::create_table(&stack.hbase, &schema, TABLE, &["f"]).expect("table");
     let key = |row: &str| CellKey::new(TABLE, row, "f", "q").expect("key");
     let (p, s) = (key("p"), key("s"));
-    let prewrite = |template: &LockTemplate, start_ts: u64, key: &CellKey| {
-        let m = template.mutation(start_ts, key.clone(), Write::Put(b"v".to_vec()), false);
-        let cam = m.prewrite_cas(&schema, true);
+    let prewrite = |put: actions::HandPut, key: &CellKey| {
+        let cam = put.prewrite(&schema, key, true);
         assert!(stack.hbase.check_and_mutate(TABLE, &cam).expect("prewrite"));
-        m
+        put
     };
 
     // T1 died long ago after locking its secondary s; its primary p was never locked by it.
     let t1 = stack.tso.get_timestamp().expect("ts");
-    let abandoned = LockTemplate {
-        primary: p.clone(),
-        owner: "gone".into(),
-        wall_ms: 0,
-        ttl_ms: 1_000,
-        short_value_limit: usize::MAX,
-        primary_row: false,
-    };
-    prewrite(&abandoned, t1, &s);
+    prewrite(actions::HandPut::new(t1, &p, "gone", (0, 1_000), b"v"), &s);
     // T2, this live client's transaction, has since locked p as its own primary, and the safe
     // point is exactly its start_ts.
     let t2 = stack.tso.get_timestamp().expect("ts");
-    let live = LockTemplate {
-        primary: p.clone(),
-        owner: client.owner_id().into(),
-        wall_ms: now_ms(),
-        ttl_ms: 60_000,
-        short_value_limit: usize::MAX,
-        primary_row: false,
-    };
-    let t2_primary = prewrite(&live, t2, &p);
+    let live = actions::HandPut::new(t2, &p, client.owner_id(), (now_ms(), 60_000), b"v");
+    let t2_primary = prewrite(live, &p);
 
     let async_client = client.asynchronous();
     let tables = [TABLE.to_string()];
@@ -92,7 +75,7 @@ fn a_live_lock_at_the_safe_point_met_through_a_primary_is_waited_on_not_rolled_b
         "T2's lock on p was taken from it: {state:?}"
     );
     let commit_ts = stack.tso.get_timestamp().expect("ts");
-    let commit = actions::commit(&schema, &p, &t2_primary.lock, &t2_primary.bytes, commit_ts);
+    let commit = t2_primary.commit(&schema, &p, commit_ts);
     assert!(
         stack
             .hbase

@@ -12,6 +12,7 @@ use crate::txn::liveness::{
     published_oldest, LIVENESS_FAMILY, OLDEST_QUALIFIER, PUBLICATION_FAMILY,
 };
 use crate::txn::meta::{read_row, GLOBAL_ROW, META_FAMILY};
+use crate::txn::safe_point;
 use crate::txn::safe_point::{decode, SAFE_POINT_QUALIFIER};
 use crate::txn::store::next_page_start;
 use crate::txn::HBaseAccess;
@@ -118,7 +119,7 @@ pub(crate) async fn advance(store: &dyn HBaseAccess, meta_table: &str, to: u64) 
         .put(Put::new(GLOBAL_ROW).add(
             META_FAMILY,
             SAFE_POINT_QUALIFIER,
-            crate::txn::safe_point::encode(to),
+            safe_point::encode(to),
         ));
         match store.check_and_mutate(meta_table, &cam).await {
             Ok(true) => return Ok(to),

@@ -17,6 +17,8 @@ use crate::hbase::{AsyncHBaseClient, HBaseClient, HBaseConfig};
 use crate::metrics;
 use crate::oracle::{physical_of, OracleClient};
 use crate::txn::meta::META_REFRESH;
+use crate::txn::table_checks;
+use crate::txn::timestamps;
 use crate::txn::{AsyncClient, TxnOptions};
 
 /// The shortest life time GC accepts. A transaction is published in its client's liveness
@@ -312,10 +314,10 @@ impl GcWorker {
         let store = ctx.store();
         let schema = ctx.schema();
         for table in tables {
-            ctx.check_table(table).await?;
+            table_checks::check_table(ctx, table).await?;
         }
         let meta_table = schema.meta_table.clone();
-        let now = ctx.timestamp().await?;
+        let now = timestamps::timestamp(ctx).await?;
         let mut candidate = safe_point::by_life_time(now, self.opts.life_time);
         // Read after the oracle's time: a transaction not yet published is younger than the
         // life time (MIN_LIFE_TIME), hence above the candidate.

@@ -8,6 +8,7 @@ use crate::observer::model::{
 };
 use crate::txn::meta::{meta_row, META_FAMILY};
 use crate::txn::store::next_page_start;
+use crate::txn::table_checks;
 use crate::txn::ALL_VERSIONS;
 use crate::AsyncClient;
 
@@ -36,16 +37,16 @@ pub async fn register(client: &AsyncClient, column: &ObservedColumn, observer: &
     check_observer_name(observer)?;
     let ctx = client.ctx();
     column.key(b"r")?; // a valid cell address
-    ctx.check_table(&column.table).await?;
+    table_checks::check_table(ctx, &column.table).await?;
     let schema = ctx.schema();
     for family in [&schema.notify_family, &schema.ack_family, &column.family] {
-        ctx.check_family(&column.table, family).await?;
+        table_checks::check_family(ctx, &column.table, family).await?;
     }
     let (q, v) = registry_cell(column, observer);
     let row = meta_row(&column.table);
     let put = Put::new(row.clone()).add(META_FAMILY, q, v);
     ctx.store().put(&ctx.schema().meta_table, &put).await?;
-    ctx.refresh_meta_row(&row).await.map(drop)
+    table_checks::refresh_meta_row(ctx, &row).await.map(drop)
 }
 
 /// The observed columns of `table` and their observers' names, as registered in the meta
@@ -74,7 +75,7 @@ pub async fn observed_columns(
     client: &AsyncClient,
     table: &str,
 ) -> Result<Vec<(ObservedColumn, String)>> {
-    let row = client.ctx().refresh_meta_row(&meta_row(table)).await?;
+    let row = table_checks::refresh_meta_row(client.ctx(), &meta_row(table)).await?;
     Ok(model::observed_columns(table, &row))
 }
 

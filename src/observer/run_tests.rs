@@ -9,7 +9,6 @@ use crate::observer::run::{run_once, Observer, Outcome};
 use crate::observer::{register, ObservedColumn};
 use crate::test_stack::Stack;
 use crate::txn::actions;
-use crate::txn::mutation::{LockTemplate, Write};
 use crate::txn::{LivenessConfig, Schema};
 use crate::{AsyncTransaction, Client, Result};
 
@@ -81,21 +80,13 @@ fn commit_by_hand(
 ) {
     let schema = Schema::default();
     let key = column.key(b"r").expect("key");
-    let template = LockTemplate {
-        primary: key.clone(),
-        owner: "by-hand".into(),
-        wall_ms: 0,
-        ttl_ms: 60_000,
-        short_value_limit: usize::MAX,
-        primary_row: false,
-    };
-    let m = template.mutation(start_ts, key, Write::Put(value.to_vec()), false);
-    let prewrite = m.prewrite_cas(&schema, false);
+    let put = actions::HandPut::new(start_ts, &key, "by-hand", (0, 60_000), value);
+    let prewrite = put.prewrite(&schema, &key, false);
     assert!(stack
         .hbase
         .check_and_mutate(TABLE, &prewrite)
         .expect("prewrite"));
-    let commit = actions::commit(&schema, &m.key, &m.lock, &m.bytes, commit_ts);
+    let commit = put.commit(&schema, &key, commit_ts);
     assert!(stack
         .hbase
         .check_and_mutate(TABLE, &commit)

@@ -15,6 +15,7 @@ use crate::txn::heartbeat::Heartbeat;
 use crate::txn::liveness::Liveness;
 use crate::txn::options::{RetryPolicy, TxnOptions};
 use crate::txn::resolver::LockResolver;
+use crate::txn::safe_point;
 use crate::txn::session::Session;
 use crate::txn::stats::ClientStats;
 use crate::txn::store::HBaseAccess;
@@ -426,7 +427,7 @@ impl AsyncClient {
             .settle_transaction(primary, start_ts)
             .await?;
         if status.is_none() {
-            self.shared.ctx.check_snapshot(start_ts).await?;
+            safe_point::check_snapshot(&self.shared.ctx, start_ts).await?;
         }
         Ok(status)
     }

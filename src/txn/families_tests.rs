@@ -15,6 +15,7 @@ use crate::txn::context::Context;
 use crate::txn::liveness::{Liveness, LivenessConfig};
 use crate::txn::meta::META_REFRESH;
 use crate::txn::refresh::Refreshed;
+use crate::txn::table_checks;
 use crate::txn::{Schema, TxnOptions};
 
 /// A descriptor read that counts its calls, waits at a gate the test opens (so that the
@@ -207,12 +208,16 @@ fn context(gateway: Arc<Gateway>) -> Context {
 async fn transactions_checking_a_new_table_at_once_read_its_descriptor_once() {
     let gateway = Arc::new(Gateway::default());
     let ctx = context(gateway.clone());
-    let checks = futures::future::join_all((0..16).map(|_| ctx.check_table("accounts"))).await;
+    let checks =
+        futures::future::join_all((0..16).map(|_| table_checks::check_table(&ctx, "accounts")))
+            .await;
     assert!(checks.iter().all(Result::is_ok), "{checks:?}");
     assert_eq!(gateway.descriptor_reads.load(Ordering::SeqCst), 1);
 
     gateway.failing.store(true, Ordering::SeqCst);
-    let checks = futures::future::join_all((0..16).map(|_| ctx.check_table("savings"))).await;
+    let checks =
+        futures::future::join_all((0..16).map(|_| table_checks::check_table(&ctx, "savings")))
+            .await;
     assert!(
         checks
             .iter()
@@ -222,7 +227,7 @@ async fn transactions_checking_a_new_table_at_once_read_its_descriptor_once() {
     assert_eq!(gateway.descriptor_reads.load(Ordering::SeqCst), 2);
 
     gateway.failing.store(false, Ordering::SeqCst);
-    ctx.check_table("savings")
+    table_checks::check_table(&ctx, "savings")
         .await
         .expect("read again, and found");
     assert_eq!(gateway.descriptor_reads.load(Ordering::SeqCst), 3);

@@ -17,12 +17,9 @@
 //!   `blocking` ([`Client`], [`Transaction`]) over them.
 
 mod background;
-mod batches;
 mod blocking;
 mod client;
-mod commit_checks;
-mod commit_point;
-mod committer;
+pub(crate) mod commit;
 pub(crate) mod context;
 mod families;
 mod fusion;
@@ -31,12 +28,9 @@ mod heartbeat;
 pub(crate) mod liveness;
 mod lock_guess;
 pub(crate) mod meta;
-pub(crate) mod mutation;
-pub(crate) mod notify;
 pub(crate) mod notify_cells;
 mod open_txns;
 mod options;
-mod packed;
 #[cfg(test)]
 pub(crate) use options::failpoints_off;
 mod primaries;
@@ -51,6 +45,8 @@ pub(crate) mod snapshot;
 mod spans;
 mod stats;
 pub(crate) mod store;
+pub(crate) mod table_checks;
+pub(crate) mod timestamps;
 mod transaction;
 mod transitions;
 pub(crate) use transitions::{

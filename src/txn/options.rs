@@ -564,3 +564,20 @@ impl std::fmt::Debug for TxnOptions {
             .finish()
     }
 }
+
+impl TxnOptions {
+    /// True when the client must die at `seam` (failpoint or injector).
+    pub(crate) fn crashes_at(&self, seam: Seam) -> bool {
+        failpoint_fires(seam) || self.crash_injector.as_ref().is_some_and(|f| f(seam))
+    }
+}
+
+#[cfg(feature = "failpoints")]
+fn failpoint_fires(seam: Seam) -> bool {
+    fail::eval(seam.name(), |_| true).unwrap_or(false)
+}
+
+#[cfg(not(feature = "failpoints"))]
+fn failpoint_fires(_seam: Seam) -> bool {
+    false
+}

@@ -11,15 +11,21 @@ use parking_lot::Mutex;
 
 use crate::key::CellKey;
 use crate::txn::codec::Lock;
-use crate::txn::mutation::Mutation;
 use crate::txn::open_txns::{probes, SLOTS};
 use crate::txn::FastMap;
+
+/// A primary's lock as its commit prewrote it: the commit's own, shared rather than copied.
+pub(crate) trait Prewritten: Send + Sync {
+    fn key(&self) -> &CellKey;
+    fn lock(&self) -> &Lock;
+    fn bytes(&self) -> &[u8];
+}
 
 /// One registered primary.
 struct Guard {
     start_ts: u64,
     /// The primary as prewritten, shared with the commit.
-    prewritten: Arc<Mutation>,
+    prewritten: Arc<dyn Prewritten>,
     /// The lock and its bytes as a heartbeat rewrote them, once one has (boxed: few commits
     /// last long enough, and a slot stays small).
     refreshed: Option<Box<(Lock, Vec<u8>)>>,
@@ -32,13 +38,13 @@ impl Guard {
     fn lock(&self) -> &Lock {
         self.refreshed
             .as_deref()
-            .map_or(&self.prewritten.lock, |(lock, _)| lock)
+            .map_or(self.prewritten.lock(), |(lock, _)| lock)
     }
 
     fn bytes(&self) -> &[u8] {
         self.refreshed
             .as_deref()
-            .map_or(&self.prewritten.bytes, |(_, bytes)| bytes)
+            .map_or(self.prewritten.bytes(), |(_, bytes)| bytes)
     }
 }
 
@@ -48,7 +54,7 @@ pub(crate) struct StoredLock(Guard);
 
 impl StoredLock {
     pub fn key(&self) -> &CellKey {
-        &self.0.prewritten.key
+        self.0.prewritten.key()
     }
 
     pub fn lock(&self) -> &Lock {
@@ -88,11 +94,11 @@ impl Default for Primaries {
 }
 
 impl Primaries {
-    pub fn register(&self, primary: &Arc<Mutation>) {
-        let start_ts = primary.lock.start_ts;
+    pub fn register(&self, primary: Arc<dyn Prewritten>) {
+        let start_ts = primary.lock().start_ts;
         let guard = Guard {
             start_ts,
-            prewritten: Arc::clone(primary),
+            prewritten: primary,
             refreshed: None,
             live: true,
         };
@@ -122,7 +128,7 @@ impl Primaries {
         let due = |g: &Guard| {
             (g.live && g.lock().wall_ms < older_than_ms).then(|| Due {
                 start_ts: g.start_ts,
-                key: g.prewritten.key.clone(),
+                key: g.prewritten.key().clone(),
                 lock: g.lock().clone(),
                 bytes: g.bytes().to_vec(),
             })
@@ -171,27 +177,41 @@ impl Primaries {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::txn::mutation::{LockTemplate, Write};
+    use crate::txn::actions::HandPut;
 
-    fn primary(start_ts: u64, wall_ms: u64) -> Arc<Mutation> {
+    struct Primary {
+        key: CellKey,
+        lock: Lock,
+        bytes: Vec<u8>,
+    }
+
+    impl Prewritten for Primary {
+        fn key(&self) -> &CellKey {
+            &self.key
+        }
+
+        fn lock(&self) -> &Lock {
+            &self.lock
+        }
+
+        fn bytes(&self) -> &[u8] {
+            &self.bytes
+        }
+    }
+
+    fn primary(start_ts: u64, wall_ms: u64) -> Arc<Primary> {
         let key = CellKey::new("t", format!("row{start_ts}"), "f", "q").unwrap();
-        let template = LockTemplate {
-            primary: key.clone(),
-            owner: "owner".into(),
-            wall_ms,
-            ttl_ms: 3_000,
-            short_value_limit: 64,
-            primary_row: false,
-        };
-        Arc::new(template.mutation(start_ts, key, Write::Put(b"v".to_vec()), false))
+        let HandPut { lock, bytes, .. } =
+            HandPut::new(start_ts, &key, "owner", (wall_ms, 3_000), b"v");
+        Arc::new(Primary { key, lock, bytes })
     }
 
     #[test]
     fn a_retired_primary_gets_no_more_heartbeats_and_is_retired_once() {
         let primaries = Primaries::default();
         let (a, b) = (primary(10, 100), primary(11, 100));
-        primaries.register(&a);
-        primaries.register(&b);
+        primaries.register(a.clone());
+        primaries.register(b.clone());
         let starts = |due: Vec<Due>| {
             let mut s: Vec<u64> = due.iter().map(|d| d.start_ts).collect();
             s.sort();
@@ -212,7 +232,7 @@ mod tests {
     fn the_commit_point_compares_against_the_bytes_a_heartbeat_wrote() {
         let primaries = Primaries::default();
         let m = primary(7, 100);
-        primaries.register(&m);
+        primaries.register(m.clone());
         let due = primaries.due(200).pop().expect("due");
         let refreshed = Lock {
             wall_ms: 500,
@@ -235,7 +255,7 @@ mod tests {
         // Every slot taken, then more: those spill into the map.
         let all: Vec<_> = (1..=SLOTS as u64 + 20).map(|ts| primary(ts, 100)).collect();
         for m in &all {
-            primaries.register(m);
+            primaries.register(m.clone());
         }
         assert!(!primaries.overflow.lock().is_empty());
         assert_eq!(primaries.due(200).len(), all.len());

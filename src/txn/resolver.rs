@@ -16,6 +16,7 @@ use crate::txn::codec::{decode_lock_state, Lock, MutationKind};
 use crate::txn::granularity::LockGranularity;
 use crate::txn::session::Session;
 use crate::txn::stats::Stats;
+use crate::txn::table_checks;
 
 /// How many times the resolver re-reads a primary whose state moved under it before it gives
 /// the caller a "still locked" answer (the caller then backs off).
@@ -154,8 +155,9 @@ impl<'a> LockResolver<'a> {
         primary: &CellKey,
         start_ts: u64,
     ) -> Result<Option<u64>> {
-        let primary_row =
-            self.session.ctx().lock_granularity(&primary.table).await? == LockGranularity::Row;
+        let primary_row = table_checks::lock_granularity(self.session.ctx(), &primary.table)
+            .await?
+            == LockGranularity::Row;
         // The transaction as its primary stands for it, owned by no one and long stale: every
         // "may it be cleaned" about it is yes, while a lock still on the primary is judged on
         // its own owner and wall time.

@@ -4,9 +4,12 @@
 //! commits (docs/design.md invariant 13), so a read that could have missed a collected
 //! version fails with `SnapshotTooOld` instead of answering.
 
+use std::time::Instant;
+
 use crate::error::{Error, Result};
 use crate::hbase::RowResult;
-use crate::txn::meta::{GLOBAL_ROW, META_FAMILY};
+use crate::txn::context::Context;
+use crate::txn::meta::{read_row, GLOBAL_ROW, META_FAMILY};
 
 /// The safe point's cell in the meta table's global row: big-endian u64.
 pub(crate) const SAFE_POINT_QUALIFIER: &[u8] = b"gc:safe_point";
@@ -43,6 +46,34 @@ pub(crate) fn check(start_ts: u64, safe_point: u64) -> Result<()> {
         });
     }
     Ok(())
+}
+
+/// `SnapshotTooOld` if GC's safe point, as cached, is above `start_ts` (docs/gc.md).
+pub(crate) async fn check_snapshot(ctx: &Context, start_ts: u64) -> Result<()> {
+    match snapshot_checked(ctx, start_ts, Instant::now()) {
+        Some(checked) => checked,
+        // Boxed: a read is rare, and its future would otherwise size every commit's.
+        None => Box::pin(check_snapshot_read(ctx, start_ts)).await,
+    }
+}
+
+/// [`check_snapshot`] when the cached safe point is young at `now` (the
+/// caller's reading of the clock); `None` when it must be read.
+pub(crate) fn snapshot_checked(ctx: &Context, start_ts: u64, now: Instant) -> Option<Result<()>> {
+    let safe_point = ctx.safe_point().young(now)?;
+    Some(check(start_ts, safe_point))
+}
+
+async fn check_snapshot_read(ctx: &Context, start_ts: u64) -> Result<()> {
+    let meta_table = &ctx.schema().meta_table;
+    let safe_point = ctx
+        .safe_point()
+        .get(Instant::now, || async {
+            let global = read_row(ctx.store(), meta_table, GLOBAL_ROW).await?;
+            decode(&global, meta_table)
+        })
+        .await?;
+    check(start_ts, safe_point)
 }
 
 #[cfg(test)]

@@ -18,6 +18,7 @@ use crate::txn::resolver::LockResolver;
 use crate::txn::schema::Schema;
 use crate::txn::session::Session;
 use crate::txn::store::row_after;
+use crate::txn::table_checks;
 
 /// Write-record versions fetched per column on the first try: the newest is almost always a
 /// commit, and a read that meets rollback records asks again for 8 times as many. A second
@@ -153,7 +154,9 @@ impl<'a> SnapshotReader<'a> {
         let ctx = self.session.ctx();
         // A table without the percolator families is a typed error, not FamilyNotFound; a key
         // in a family the table lacks is FamilyNotFound, not "absent".
-        let granularity = ctx.check_families(keys, Instant::now()).await?.of(table);
+        let granularity = table_checks::check_families(ctx, keys, Instant::now())
+            .await?
+            .of(table);
         let schema = ctx.schema();
         let resolver = LockResolver::new(self.session);
         let qualifiers: Vec<Vec<u8>> = keys.iter().map(|k| schema.qualifier(k)).collect();
@@ -305,7 +308,7 @@ impl<'a> SnapshotReader<'a> {
             return Ok(Vec::new());
         }
         let ctx = self.session.ctx();
-        let granularity = ctx.check_table(&cursor.table).await?;
+        let granularity = table_checks::check_table(ctx, &cursor.table).await?;
         let scan = cursor.scan(ctx.schema(), self.snapshot);
         let page = self
             .session

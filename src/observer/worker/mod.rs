@@ -18,6 +18,7 @@ use crate::observer::lease::Partition;
 use crate::observer::model::{check_observer_name, ObservedColumn};
 use crate::observer::registry::{pending_rows, register};
 use crate::observer::run::{Observer, WorkerCrash};
+use crate::txn::timestamps;
 use crate::txn::until_settled;
 use crate::AsyncClient;
 
@@ -498,7 +499,7 @@ impl ObserverWorker {
     pub async fn wait_idle(&self, timeout: Duration) -> Result<()> {
         let deadline = Instant::now() + timeout;
         let wait = async {
-            let at = self.inner.client.ctx().timestamp().await?;
+            let at = timestamps::timestamp(self.inner.client.ctx()).await?;
             let mut pause = Duration::from_millis(5);
             loop {
                 let mut pending = 0;

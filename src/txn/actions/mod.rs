@@ -85,3 +85,71 @@ pub(crate) fn corrupted(what: &'static str, key: &CellKey, e: CodecError) -> Err
         reason: e.0,
     }
 }
+
+/// A put scripted by hand, as the tests of what lies beyond the committer (GC, observers) place
+/// a transaction's locks and commits themselves: its lock, with the value inline, and the
+/// lock's bytes.
+#[cfg(test)]
+pub(crate) struct HandPut {
+    pub lock: crate::txn::codec::Lock,
+    pub bytes: Vec<u8>,
+    value: Vec<u8>,
+}
+
+#[cfg(test)]
+impl HandPut {
+    /// Transaction `start_ts`'s put of `value`, in a lock naming `primary` and held by
+    /// `owner`, written at `wall_ms` and stale `ttl_ms` after it.
+    pub fn new(
+        start_ts: u64,
+        primary: &CellKey,
+        owner: &str,
+        (wall_ms, ttl_ms): (u64, u64),
+        value: &[u8],
+    ) -> HandPut {
+        let lock = crate::txn::codec::Lock {
+            start_ts,
+            kind: crate::txn::codec::MutationKind::Put,
+            primary: primary.clone(),
+            owner: owner.to_string(),
+            wall_ms,
+            ttl_ms,
+            short_value: Some(value.to_vec()),
+            row: None,
+            primary_row: false,
+        };
+        let bytes = crate::txn::codec::encode_lock(&lock);
+        HandPut {
+            lock,
+            bytes,
+            value: value.to_vec(),
+        }
+    }
+
+    /// The prewrite of `key` (`absent`: the variant for a cell never written).
+    pub fn prewrite(
+        &self,
+        schema: &Schema,
+        key: &CellKey,
+        absent: bool,
+    ) -> crate::hbase::CheckAndMutate {
+        prewrite(
+            schema,
+            key,
+            &self.lock,
+            &self.bytes,
+            Some(&self.value),
+            absent,
+        )
+    }
+
+    /// The commit of `key` at `commit_ts`.
+    pub fn commit(
+        &self,
+        schema: &Schema,
+        key: &CellKey,
+        commit_ts: u64,
+    ) -> crate::hbase::CheckAndMutate {
+        commit(schema, key, &self.lock, &self.bytes, commit_ts)
+    }
+}

@@ -13,7 +13,6 @@ pub use scan::RowStream;
 use std::collections::{BTreeSet, HashMap};
 use std::future::Future;
 use std::sync::OnceLock;
-use std::time::Instant;
 
 use tracing::field::{display, Empty};
 use tracing::instrument::Instrumented;
@@ -23,13 +22,13 @@ use crate::error::{Error, Result};
 use crate::hbase::Delete;
 use crate::key::CellKey;
 use crate::metrics;
-use crate::txn::commit_checks::CommitChecks;
-use crate::txn::committer::{Committed, Committer};
+use crate::txn::commit::WriteBuffer;
+use crate::txn::commit::{self, Committed};
 use crate::txn::open_txns::Registration;
-use crate::txn::packed::WriteBuffer;
 use crate::txn::session::Session;
 use crate::txn::spans::in_span;
 use crate::txn::stats::Stats;
+use crate::txn::timestamps;
 
 /// A snapshot-isolated transaction, async. Reads see the snapshot at `start_ts` plus this
 /// transaction's own writes; writes are buffered until [`commit`](Self::commit).
@@ -125,7 +124,7 @@ impl AsyncTransaction {
             return Ok(ts);
         }
         let ctx = self.session.ctx();
-        let ts = in_span!(self.begin_span(), ctx.timestamp())?;
+        let ts = in_span!(self.begin_span(), timestamps::timestamp(ctx))?;
         // Reads of one transaction that start together may each fetch a timestamp: the first
         // one stored is the snapshot for all of them, and the others are never registered.
         let start = self.start.get_or_init(|| self.registered(ts));
@@ -241,10 +240,11 @@ impl AsyncTransaction {
                     // Nothing was read (a read-only snapshot has its start_ts from the outset),
                     // so no snapshot is owed: a start_ts at hand saves a round trip.
                     let ctx = self.session.ctx();
-                    let ts = match ctx.recent_timestamp().filter(|_| self.first.is_some()) {
-                        Some(ts) => ts,
-                        None => in_span!(self.begin_span(), ctx.timestamp())?,
-                    };
+                    let ts =
+                        match timestamps::recent_timestamp(ctx).filter(|_| self.first.is_some()) {
+                            Some(ts) => ts,
+                            None => in_span!(self.begin_span(), timestamps::timestamp(ctx))?,
+                        };
                     self.start = OnceLock::from(self.registered(ts));
                     ts
                 }
@@ -257,35 +257,9 @@ impl AsyncTransaction {
                 });
             };
             self.span.record("primary", display(&primary));
-            let ordered = std::mem::take(&mut self.writes).into_commit_order(&primary);
-            let (ctx, weak) = (self.session.ctx(), &self.notified);
-            // One reading of the clock judges the cached safe point and tables, and starts
-            // the commit's timing.
-            let started = Instant::now();
-            let cached = match ctx.snapshot_checked(start_ts, started) {
-                Some(snapshot) => {
-                    snapshot?;
-                    CommitChecks::from_cache(ctx, &ordered, weak, started)
-                }
-                None => {
-                    ctx.check_snapshot(start_ts).await?;
-                    None
-                }
-            };
-            let checks = match cached {
-                Some(checks) => checks,
-                // Boxed: a read is rare, and its future would otherwise size every commit's.
-                None => Box::pin(CommitChecks::check(ctx, &ordered, weak, started)).await,
-            };
-            let committed = match checks {
-                Ok(checks) => {
-                    let session = &self.session;
-                    Committer::new(session, start_ts, primary, ordered, checks, extra, started)
-                        .commit()
-                        .await
-                }
-                Err(e) => Err(e),
-            };
+            let writes = std::mem::take(&mut self.writes);
+            let (session, weak) = (&self.session, &self.notified);
+            let committed = commit::commit(session, start_ts, primary, writes, weak, extra).await;
             metrics::count(metrics::transaction_outcome(&committed));
             if let Ok(c) = &committed {
                 self.span.record("commit_ts", c.commit_ts);

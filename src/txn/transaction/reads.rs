@@ -5,7 +5,8 @@ use tracing::Instrument;
 use super::AsyncTransaction;
 use crate::error::Result;
 use crate::key::CellKey;
-use crate::txn::packed::Written;
+use crate::txn::commit::Written;
+use crate::txn::safe_point;
 use crate::txn::snapshot::SnapshotReader;
 
 impl AsyncTransaction {
@@ -71,7 +72,7 @@ impl AsyncTransaction {
             .read(&unbuffered)
             .await?;
         // After the read: GC may have collected what it needed (docs/design.md invariant 13).
-        self.session.ctx().check_snapshot(snapshot).await?;
+        safe_point::check_snapshot(self.session.ctx(), snapshot).await?;
         let mut fetched = fetched.into_iter();
         Ok(keys
             .iter()
@@ -96,7 +97,7 @@ impl AsyncTransaction {
             .read_with_newest(keys)
             .instrument(span)
             .await?;
-        self.session.ctx().check_snapshot(snapshot).await?;
+        safe_point::check_snapshot(self.session.ctx(), snapshot).await?;
         for (key, (value, _)) in keys.iter().zip(&read) {
             self.remembered.insert(key.clone(), value.clone());
         }

@@ -4,7 +4,8 @@ use std::collections::{BTreeMap, VecDeque};
 
 use super::AsyncTransaction;
 use crate::error::Result;
-use crate::txn::packed::Written;
+use crate::txn::commit::Written;
+use crate::txn::safe_point;
 use crate::txn::snapshot::{ScanCursor, ScannedRow, SnapshotReader};
 
 /// A row's columns during a scan merge: (family, qualifier) -> value, `None` = deleted here.
@@ -232,7 +233,7 @@ impl RowStream<'_> {
                 let page = SnapshotReader::new(&self.txn.session, snapshot)
                     .next_page(&mut self.cursor)
                     .await?;
-                self.txn.session.ctx().check_snapshot(snapshot).await?;
+                safe_point::check_snapshot(self.txn.session.ctx(), snapshot).await?;
                 self.stored.extend(page);
             }
             let stored_row = self.stored.front().map(|r| r.row.as_slice());

@@ -3,7 +3,7 @@
 use super::AsyncTransaction;
 use crate::error::{Error, Result};
 use crate::key::CellKey;
-use crate::txn::mutation::Write;
+use crate::txn::commit::Write;
 
 impl AsyncTransaction {
     /// Buffers a write of `value` to one cell.

@@ -1,116 +1,69 @@
-//! The committer: two-phase commit of one transaction's buffered writes. Every cell is
-//! prewritten, a window of them at a time (the first is the primary; see `batches`), then the
-//! commit point is written (see `commit_point`), then the secondaries, in the background
-//! unless asked to wait. Failure handling follows docs/design.md invariants 1-4, 7 and 9.
+//! The first phase: every lock of a commit placed, the primary first, a window at a time. On
+//! a failed CAS one read of the lock cell tells why (invariant 2), and settles a lost reply
+//! (invariant 7); a commit that cannot place every lock rolls back the ones it placed.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tracing::Instrument;
-
 use crate::error::{Error, Result};
-use crate::hbase::Delete;
-use crate::key::CellKey;
 use crate::metrics;
 use crate::txn::actions::{self, after_failed_prewrite, PrewriteNext};
-use crate::txn::batches::{windowed, CommitBatch, Flow};
-use crate::txn::commit_checks::CommitChecks;
-use crate::txn::commit_point;
 use crate::txn::families::KnownTable;
 use crate::txn::lock_guess::LockCellGuess;
-use crate::txn::mutation::{LockTemplate, Mutation};
 use crate::txn::options::Seam;
-use crate::txn::packed::CommitCells;
 use crate::txn::resolver::LockResolver;
-use crate::txn::session::Session;
 use crate::txn::spans::in_span;
 use crate::txn::stats::Stats;
 use crate::txn::CellFlags;
 
+use super::batches::{windowed, Flow};
+use super::commit_point;
+use super::mutation::Mutation;
+use super::{log_failure, Committer};
+
+/// Prewrite rounds of one cell before it gives up with `Timeout`.
+const PREWRITE_ROUNDS: usize = 16;
+
+/// Every lock of a commit in place.
+pub(super) struct Locked {
+    /// Whether cell i is locked (all of them, unless the commit is rolled back).
+    pub cells: CellFlags,
+    /// When the last one was: the commit timestamp's wait is timed from it.
+    pub at: Instant,
+}
+
 /// How a prewrite of one cell ended.
-enum Prewritten {
+enum CellPrewrite {
     Locked,
     Failed(Error),
     /// The client died at a seam right after this cell was locked.
     Crashed(Seam),
 }
 
-/// Prewrite rounds of one cell before it gives up with `Timeout`.
-const PREWRITE_ROUNDS: usize = 16;
-
-pub(crate) struct Committer<'s> {
-    /// The transaction's: its round trips count there.
-    session: &'s Session,
-    start_ts: u64,
-    /// Shared, not copied: the prewrites and the background secondary commits read them.
-    muts: Arc<CommitBatch>,
-    /// A delete in the primary's row that lands with the commit point (observers clear their
-    /// notifications so).
-    primary_extra: Option<Delete>,
-    /// When the commit started: its checks of the tables were judged by this reading of the
-    /// clock, and its duration is measured from it.
-    started: Instant,
+/// How the prewrites of a commit ended.
+#[derive(Default)]
+struct Prewrites {
+    /// Whether cell i is locked (a byte a cell: the indices of 100,000 would take eight).
+    locked: CellFlags,
+    failure: Option<Error>,
+    /// The client died at this seam.
+    crashed: Option<Seam>,
 }
 
-/// A commit that went through.
-pub(crate) struct Committed {
-    pub commit_ts: u64,
-    /// Whether the primary's extra delete landed with the commit point.
-    pub extra_applied: bool,
-}
-
-impl<'s> Committer<'s> {
-    /// `writes` in commit order: the first is the primary, `primary` (its key, which the
-    /// caller holds already: each lock names it), as `checks` found its tables;
-    /// `primary_extra`: a delete in the primary's row that lands with the commit point; `started`:
-    /// when the commit started, which its duration is measured from.
-    pub fn new(
-        session: &'s Session,
-        start_ts: u64,
-        primary: CellKey,
-        writes: CommitCells,
-        checks: CommitChecks,
-        primary_extra: Option<Delete>,
-        started: Instant,
-    ) -> Committer<'s> {
-        let ctx = session.ctx();
-        let CommitChecks { notify, row_tables } = checks;
-        let opts = ctx.opts();
-        let template = LockTemplate {
-            primary,
-            primary_row: row_tables.iter().any(|t| t == writes.table(0)),
-            owner: ctx.liveness().owner().to_string(),
-            wall_ms: ctx.now_ms(),
-            ttl_ms: opts.lock_ttl.as_millis() as u64,
-            short_value_limit: opts.short_value_limit,
-        };
-        let muts = Arc::new(CommitBatch::new(
-            template, start_ts, writes, notify, row_tables,
-        ));
-        Committer {
-            session,
-            start_ts,
-            muts,
-            primary_extra,
-            started,
-        }
-    }
-
-    /// Commits and returns commit_ts.
-    pub async fn commit(self) -> Result<Committed> {
+impl Committer<'_> {
+    /// Locks every cell; on a failure, rolls back the locks placed and returns the failure.
+    pub(super) async fn prewrite(&self) -> Result<Locked> {
         let ctx = self.session.ctx();
-        let started = self.started;
         let span = tracing::debug_span!("prewrite", cells = self.muts.len());
-        let prewritten = in_span!(span, self.prewrite_all());
         let Prewrites {
             locked,
             failure,
             crashed,
-        } = prewritten;
-        let prewritten = Instant::now();
+        } = in_span!(span, self.prewrite_all());
+        let at = Instant::now();
         metrics::seconds(
             metrics::key!(metrics::COMMIT_PHASE, "phase" => "prewrite"),
-            prewritten - started,
+            at - self.started,
         );
         if let Some(seam) = crashed {
             return Err(self.crashed(seam));
@@ -121,81 +74,7 @@ impl<'s> Committer<'s> {
             Stats::bump(&ctx.stats().aborted);
             return Err(e);
         }
-        if ctx.crash_at(Seam::BeforePrimaryCommit) {
-            return Err(self.crashed(Seam::BeforePrimaryCommit));
-        }
-        // Invariant 9: commit_ts is fetched only now, after every lock is in place.
-        let (commit_ts, stamped) = match ctx.timestamp_asked_at(prewritten).await {
-            Ok(stamped) => {
-                metrics::seconds(
-                    metrics::key!(metrics::COMMIT_PHASE, "phase" => "commit_ts"),
-                    stamped.waited,
-                );
-                (stamped.ts, stamped.came)
-            }
-            Err(e) => {
-                Box::pin(self.roll_back_own(&locked)).await;
-                return Err(e);
-            }
-        };
-        let primary = &self.muts.primary().key;
-        let extra_applied = in_span!(
-            tracing::debug_span!("commit_point", commit_ts),
-            commit_point::commit_primary(
-                self.session,
-                primary,
-                self.start_ts,
-                commit_ts,
-                self.primary_extra.as_ref(),
-            )
-        )?;
-        Stats::bump(&ctx.stats().committed);
-        let done = Instant::now();
-        metrics::seconds(
-            metrics::key!(metrics::COMMIT_PHASE, "phase" => "commit_point"),
-            done - stamped,
-        );
-        metrics::seconds(metrics::key!(metrics::COMMIT), done - started);
-        if ctx.crash_at(Seam::AfterPrimaryCommit) {
-            return Err(self.crashed(Seam::AfterPrimaryCommit));
-        }
-        let committed = Committed {
-            commit_ts,
-            extra_applied,
-        };
-        if self.muts.len() < 2 {
-            return Ok(committed);
-        }
-        let secondaries = Secondaries {
-            session: Session::new(Arc::clone(ctx)),
-            muts: Arc::clone(&self.muts),
-            commit_ts,
-        };
-        // In the background it outlives the commit's span, still as its child.
-        let span = tracing::debug_span!("secondaries", cells = secondaries.muts.len() - 1);
-        if ctx.opts().sync_secondaries {
-            if !Box::pin(secondaries.commit().instrument(span)).await {
-                return Err(self.crashed(Seam::BetweenSecondaryCommits));
-            }
-        } else if !ctx.is_dead() {
-            ctx.background().spawn(
-                async move {
-                    secondaries.commit().await;
-                }
-                .instrument(span),
-            );
-        }
-        Ok(committed)
-    }
-
-    fn crashed(&self, seam: Seam) -> Error {
-        tracing::info!(
-            start_ts = self.start_ts,
-            seam = seam.name(),
-            "client dies at an injected crash"
-        );
-        self.session.ctx().die();
-        crate::error::client_crashed(self.start_ts, seam.name())
+        Ok(Locked { cells: locked, at })
     }
 
     /// Prewrites every cell, a window at a time, the primary first. Each cell goes on by
@@ -212,15 +91,15 @@ impl<'s> Committer<'s> {
             cells,
             |i| self.prewrite_cell(i),
             |i, prewritten| match prewritten {
-                Prewritten::Locked => {
+                CellPrewrite::Locked => {
                     out.locked[i] = true;
                     Flow::Go
                 }
-                Prewritten::Crashed(seam) => {
+                CellPrewrite::Crashed(seam) => {
                     out.crashed.get_or_insert(seam);
                     Flow::Stop
                 }
-                Prewritten::Failed(e) => {
+                CellPrewrite::Failed(e) => {
                     out.failure.get_or_insert(e);
                     Flow::Stop
                 }
@@ -232,7 +111,7 @@ impl<'s> Committer<'s> {
 
     /// One cell's prewrite: on a failed CAS, one read of the lock cell tells why
     /// (invariant 2); a lost reply is settled by that same read (invariant 7).
-    async fn prewrite_cell(&self, i: usize) -> Prewritten {
+    async fn prewrite_cell(&self, i: usize) -> CellPrewrite {
         let ctx = self.session.ctx();
         let m = &self.muts.mutation(i);
         match self.try_prewrite(m).await {
@@ -240,18 +119,18 @@ impl<'s> Committer<'s> {
                 // Lock 0 is the primary's (`CommitBatch`): no key comparison needed to know it.
                 debug_assert_eq!(i == 0, m.is_primary());
                 let seam = if i == 0 {
-                    ctx.primaries().register(m);
+                    ctx.primaries().register(Arc::clone(m) as _);
                     Seam::AfterPrimaryPrewrite
                 } else {
                     Seam::AfterSecondaryPrewrite
                 };
-                if ctx.crash_at(seam) {
-                    Prewritten::Crashed(seam)
+                if ctx.opts().crashes_at(seam) {
+                    CellPrewrite::Crashed(seam)
                 } else {
-                    Prewritten::Locked
+                    CellPrewrite::Locked
                 }
             }
-            Err(e) => Prewritten::Failed(e),
+            Err(e) => CellPrewrite::Failed(e),
         }
     }
 
@@ -350,7 +229,7 @@ impl<'s> Committer<'s> {
 
     /// Rolls back the cells this transaction locked itself (after a failed prewrite round).
     /// Failures are only logged: whoever meets such a lock later settles it.
-    async fn roll_back_own(&self, locked: &[bool]) {
+    pub(super) async fn roll_back_own(&self, locked: &[bool]) {
         if !locked.contains(&true) {
             return;
         }
@@ -382,67 +261,5 @@ impl<'s> Committer<'s> {
         };
         let own = (0..locked.len()).filter(|&i| locked[i]);
         windowed(own, roll_back, |_, ()| Flow::Go).await;
-    }
-}
-
-/// How the prewrites of a commit ended.
-#[derive(Default)]
-struct Prewrites {
-    /// Whether cell i is locked (a byte a cell: the indices of 100,000 would take eight).
-    locked: CellFlags,
-    failure: Option<Error>,
-    /// The client died at this seam.
-    crashed: Option<Seam>,
-}
-
-/// A committed transaction's secondaries, of a commit of two locks or more (docs/design.md
-/// invariant 3). Their failures are harmless: a reader that meets a left-over lock rolls it
-/// forward through the committed primary. The first goes in one round and the rest in the
-/// next; the seam between them is where a client can die with some committed and some not.
-struct Secondaries {
-    session: Session,
-    /// Every cell of the commit; the secondaries are those after the primary.
-    muts: Arc<CommitBatch>,
-    commit_ts: u64,
-}
-
-impl Secondaries {
-    /// False when the client died at the seam between the rounds.
-    async fn commit(&self) -> bool {
-        let started = Instant::now();
-        let ctx = self.session.ctx();
-        self.round(1..2).await;
-        if ctx.crash_at(Seam::BetweenSecondaryCommits) {
-            ctx.die();
-        }
-        if ctx.is_dead() {
-            return false;
-        }
-        self.round(2..self.muts.len()).await;
-        metrics::seconds(
-            metrics::key!(metrics::COMMIT_PHASE, "phase" => "secondaries"),
-            started.elapsed(),
-        );
-        true
-    }
-
-    /// The cells `cells`, a window at a time; a client that dies meanwhile starts no more.
-    async fn round(&self, cells: std::ops::Range<usize>) {
-        let ctx = self.session.ctx();
-        let commit = |i| async move {
-            let m = self.muts.mutation(i);
-            let cam = actions::commit(ctx.schema(), &m.key, &m.lock, &m.bytes, self.commit_ts);
-            let outcome = self.session.cas(&m.key.table, &cam).await;
-            log_failure(&m, outcome, "secondary commit");
-        };
-        let alive = cells.take_while(|_| !ctx.is_dead());
-        windowed(alive, commit, |_, ()| Flow::Go).await;
-    }
-}
-
-fn log_failure(m: &Mutation, outcome: Result<bool>, what: &'static str) {
-    if let Err(e) = outcome {
-        let key = &m.key;
-        tracing::debug!(%key, error = %e, "{what} failed; left for lazy resolution");
     }
 }

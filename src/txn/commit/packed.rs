@@ -9,8 +9,8 @@ use std::collections::BTreeSet;
 
 use smallvec::SmallVec;
 
+use super::mutation::Write;
 use crate::key::CellKey;
-use crate::txn::mutation::Write;
 
 /// `[kind u8][table][row length][family length u8][qualifier length]`, the table index and
 /// the two other lengths as LEB128 varints (one byte each below 128), then the row, family,

@@ -5,6 +5,7 @@ use crate::key::CellKey;
 use crate::txn::actions;
 use crate::txn::codec::{encode_lock, Lock, MutationKind, RowColumn};
 use crate::txn::notify_cells::notification_put;
+use crate::txn::primaries::Prewritten;
 use crate::txn::schema::Schema;
 
 /// What a transaction buffered for one cell.
@@ -39,6 +40,20 @@ pub struct Mutation {
     /// uses `value` and `notify`.
     pub row_values: Vec<Option<Vec<u8>>>,
     pub row_notify: Vec<bool>,
+}
+
+impl Prewritten for Mutation {
+    fn key(&self) -> &CellKey {
+        &self.key
+    }
+
+    fn lock(&self) -> &Lock {
+        &self.lock
+    }
+
+    fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
 }
 
 impl Mutation {

@@ -6,13 +6,15 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
+use super::packed::{CommitCells, Written};
 use crate::error::Result;
 use crate::hbase::RowResult;
 use crate::key::CellKey;
-use crate::txn::context::{Context, Granularities};
+use crate::txn::context::Context;
 use crate::txn::meta::META_FAMILY;
 use crate::txn::notify_cells::{observed_qualifier, OBSERVED};
-use crate::txn::packed::{CommitCells, Written};
+use crate::txn::table_checks;
+use crate::txn::table_checks::Granularities;
 use crate::txn::CellFlags;
 
 /// Whether the meta row of a table marks column `family:qualifier` observed. Most tables
@@ -48,7 +50,7 @@ pub(crate) async fn notify_flags(
                 // future.
                 let row = match checked.meta_row(table) {
                     Some(row) => Arc::clone(row),
-                    None => Box::pin(ctx.table_meta(table)).await?,
+                    None => Box::pin(table_checks::table_meta(ctx, table)).await?,
                 };
                 let cell = writes.cell(i);
                 is_observed(&row, cell.family(), cell.qualifier())
@@ -61,7 +63,12 @@ pub(crate) async fn notify_flags(
     for (i, _) in flags.iter().enumerate().filter(|&(_, &f)| f) {
         let table = writes.table(i);
         if has_notify_family != Some(table) {
-            Box::pin(ctx.check_family(table, &ctx.schema().notify_family)).await?;
+            Box::pin(table_checks::check_family(
+                ctx,
+                table,
+                &ctx.schema().notify_family,
+            ))
+            .await?;
             has_notify_family = Some(table);
         }
     }

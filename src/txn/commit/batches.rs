@@ -9,8 +9,8 @@ use std::sync::Arc;
 use futures::StreamExt;
 use smallvec::SmallVec;
 
-use crate::txn::mutation::{LockTemplate, Mutation};
-use crate::txn::packed::CommitCells;
+use super::mutation::{LockTemplate, Mutation};
+use super::packed::CommitCells;
 use crate::txn::CellFlags;
 
 /// Requests of one phase in flight at once. Enough to keep every connection of the default
@@ -216,10 +216,10 @@ impl CommitBatch {
 mod tests {
     use std::cell::RefCell;
 
+    use super::super::mutation::Write;
+    use super::super::packed::WriteBuffer;
     use super::*;
     use crate::key::CellKey;
-    use crate::txn::mutation::Write;
-    use crate::txn::packed::WriteBuffer;
 
     #[test]
     fn a_table_that_locks_rows_takes_one_lock_a_row_and_the_primarys_row_comes_first() {
