@@ -15,10 +15,13 @@
 //!   `percolator-thrift` crate.
 //! - [`hbase`]: a plain Thrift2 client, async and pipelined, with a blocking face
 //!   ([`AsyncHBaseClient`], [`HBaseClient`]); knows nothing of transactions.
+//! - `format` (public with feature `testing`): every stored cell's bytes (locks, write records,
+//!   notifications, acknowledgments, meta and liveness rows, observer leases), with their
+//!   layouts and compatibility vectors.
 //! - [`oracle`]: the timestamp oracle server, its stores and its batching client
 //!   ([`TimestampSource`]).
 //! - [`txn`]: the Percolator protocol (pure actions; the snapshot reader, lock resolver and
-//!   committer over HBase) and the transaction API: [`AsyncClient`] and [`AsyncTransaction`],
+//!   the commit over HBase) and the transaction API: [`AsyncClient`] and [`AsyncTransaction`],
 //!   and the blocking [`Client`] and [`Transaction`] over them.
 //! - [`observer`]: observers over the transactions: notifications written with commits, the
 //!   [`Observer`](observer::Observer) trait and the [`ObserverWorker`](observer::ObserverWorker)
@@ -54,6 +57,11 @@
 
 mod clock;
 mod error;
+// The stored formats: public only for tests that inspect stored cells (feature `testing`).
+#[cfg(feature = "testing")]
+pub mod format;
+#[cfg(not(feature = "testing"))]
+mod format;
 pub mod gc;
 pub mod hbase;
 #[cfg(feature = "testing")]

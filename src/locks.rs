@@ -6,9 +6,9 @@ use std::collections::HashMap;
 
 use crate::clock::{Clock, SystemClock};
 use crate::error::{Error, Result};
+use crate::format::{decode_lock_state, lock_column, LockState};
 use crate::hbase::{Get, HBaseClient, Scan};
 use crate::key::CellKey;
-use crate::txn::codec::{decode_lock_state, lock_column, LockState};
 use crate::txn::{until_settled_blocking, Client, LivenessConfig, Schema, TRANSITION_TIMEOUT};
 
 /// One lock found in a table.

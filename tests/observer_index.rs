@@ -11,10 +11,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use percolator::format::WriteKind;
 use percolator::observer::{
     ack_key, LastApplied, ObservedColumn, Observer, ObserverSet, ObserverWorker, WorkerConfig,
 };
-use percolator::txn::codec::WriteKind;
 use percolator::txn::setup::create_liveness_table;
 use percolator::txn::{LivenessConfig, TxnOptions};
 use percolator::{AsyncTransaction, Client, Result};

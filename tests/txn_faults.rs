@@ -19,7 +19,7 @@ mod txn_support;
 
 use std::sync::Arc;
 
-use percolator::txn::codec::WriteKind;
+use percolator::format::WriteKind;
 use percolator::txn::{Seam, Transaction};
 use percolator::Client;
 use txn_support::crash::crash_scenario;

@@ -6,9 +6,9 @@ mod txn_support;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use percolator::format::{encode_lock, Lock, LockState, MutationKind, WriteKind};
 use percolator::hbase::{CheckAndMutate, Put};
 use percolator::txn::actions;
-use percolator::txn::codec::{encode_lock, Lock, LockState, MutationKind, WriteKind};
 use percolator::txn::{CellKey, CrashInjector, Seam};
 use percolator::Error;
 use txn_support::faulty::Gate;

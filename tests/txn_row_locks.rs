@@ -10,8 +10,8 @@ mod txn_support;
 use std::sync::Arc;
 use std::time::Duration;
 
+use percolator::format::{decode_lock_state, LockState, WriteKind};
 use percolator::hbase::{Get, Put};
-use percolator::txn::codec::{decode_lock_state, LockState, WriteKind};
 use percolator::txn::{CellKey, LockGranularity, ScannedRow, Seam};
 use percolator::Error;
 use txn_support::{lock_qualifier, raw_lock_in, Env, FAMILY};

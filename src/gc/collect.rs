@@ -6,15 +6,15 @@
 use std::collections::BTreeMap;
 
 use crate::error::{Error, Result};
+use crate::format::{
+    column_qualifier, decode_lock_state, decode_write, split_column_qualifier, LockState,
+    ROW_LOCK_QUALIFIER,
+};
 use crate::gc::plan::{kept_versions, plan_column, StoredColumn};
 use crate::gc::{GcProgress, TableReport};
 use crate::hbase::{Delete, DeleteType, RowResult, Scan};
 use crate::key::Binary;
 use crate::txn::actions::ts;
-use crate::txn::codec::{
-    column_qualifier, decode_lock_state, decode_write, split_column_qualifier, LockState,
-    ROW_LOCK_QUALIFIER,
-};
 use crate::txn::store::next_page_start;
 use crate::txn::{HBaseAccess, Schema};
 

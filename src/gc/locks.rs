@@ -7,9 +7,9 @@
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
+use crate::format::{decode_lock_state, lock_column, LockState};
 use crate::hbase::Scan;
 use crate::key::CellKey;
-use crate::txn::codec::{decode_lock_state, lock_column, LockState};
 use crate::txn::context::Context;
 use crate::txn::resolver::LockResolver;
 use crate::txn::session::Session;
@@ -71,7 +71,7 @@ pub(crate) async fn resolve_below(
 async fn decide(
     resolver: &LockResolver<'_>,
     key: &CellKey,
-    lock: &crate::txn::codec::Lock,
+    lock: &crate::format::Lock,
     bytes: &[u8],
     retry: &RetryPolicy,
 ) -> Result<()> {

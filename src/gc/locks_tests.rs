@@ -5,11 +5,11 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use crate::format::{decode_lock_state, LockState};
 use crate::gc::locks::resolve_below;
 use crate::key::CellKey;
 use crate::test_stack::Stack;
 use crate::txn::actions;
-use crate::txn::codec::{decode_lock_state, LockState};
 use crate::txn::{LivenessConfig, RetryPolicy, Schema};
 use crate::Error;
 

@@ -9,7 +9,7 @@
 
 use std::collections::HashSet;
 
-use crate::txn::codec::{LockState, WriteKind, WriteRecord};
+use crate::format::{LockState, WriteKind, WriteRecord};
 
 /// One column as stored: its lock state, write records and data versions.
 #[derive(Clone, Debug, Default)]
@@ -89,7 +89,7 @@ pub(crate) fn kept_versions(column: &StoredColumn, plan: &ColumnPlan) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::txn::codec::fixtures::lock;
+    use crate::format::fixtures::lock;
 
     fn rec(kind: WriteKind, start_ts: u64) -> WriteRecord {
         WriteRecord {

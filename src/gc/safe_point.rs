@@ -6,14 +6,13 @@
 use std::time::Duration;
 
 use crate::error::{Error, Result};
+use crate::format::liveness::{LIVENESS_FAMILY, OLDEST_QUALIFIER, PUBLICATION_FAMILY};
+use crate::format::meta::{decode_safe_point as decode, encode_safe_point, SAFE_POINT_QUALIFIER};
+use crate::format::meta::{GLOBAL_ROW, META_FAMILY};
 use crate::hbase::{CheckAndMutate, CompareOp, Get, HBaseClient, Put, Scan};
 use crate::oracle::LOGICAL_PER_MS;
-use crate::txn::liveness::{
-    published_oldest, LIVENESS_FAMILY, OLDEST_QUALIFIER, PUBLICATION_FAMILY,
-};
-use crate::txn::meta::{read_row, GLOBAL_ROW, META_FAMILY};
-use crate::txn::safe_point;
-use crate::txn::safe_point::{decode, SAFE_POINT_QUALIFIER};
+use crate::txn::liveness::published_oldest;
+use crate::txn::meta::read_row;
 use crate::txn::store::next_page_start;
 use crate::txn::HBaseAccess;
 
@@ -119,7 +118,7 @@ pub(crate) async fn advance(store: &dyn HBaseAccess, meta_table: &str, to: u64) 
         .put(Put::new(GLOBAL_ROW).add(
             META_FAMILY,
             SAFE_POINT_QUALIFIER,
-            safe_point::encode(to),
+            encode_safe_point(to),
         ));
         match store.check_and_mutate(meta_table, &cam).await {
             Ok(true) => return Ok(to),

@@ -14,15 +14,17 @@ use serde::{Deserialize, Serialize};
 
 use crate::clock::{Clock, SystemClock};
 use crate::error::{Error, MigrationIssue, Result};
+use crate::format::meta::LOCK_GRANULARITY;
+use crate::format::meta::MIG_STATE;
+use crate::format::{column_qualifier, encode_write, WriteKind, WriteRecord};
 use crate::hbase::{HBaseClient, Put, Scan};
 use crate::migrate::plan::{plan_once, Plan};
 use crate::migrate::state::{
     self, adopt, write_marker, Adopt, CrashHook, FamilySettings, Marker, Step,
 };
 use crate::progress::{Progress, ProgressMode};
-use crate::txn::codec::{column_qualifier, encode_write, WriteKind, WriteRecord};
-use crate::txn::granularity::{LockGranularity, LOCK_GRANULARITY};
-use crate::txn::meta::{META_REFRESH, MIG_STATE};
+use crate::txn::granularity::LockGranularity;
+use crate::txn::meta::META_REFRESH;
 use crate::txn::store::row_after;
 use crate::txn::{until_settled_blocking, Schema, TxnOptions};
 

@@ -4,12 +4,12 @@ use serde::Serialize;
 
 use crate::clock::{Clock, SystemClock};
 use crate::error::{Error, Result};
+use crate::format::WriteKind;
 use crate::hbase::{Get, HBaseClient, Scan};
 use crate::key::Binary;
 use crate::migrate::plan::user_family_changes;
 use crate::migrate::state::{self, adopt, Adopt, FamilySettings, Marker, TRANSITION_TIMEOUT};
 use crate::progress::{Progress, ProgressMode};
-use crate::txn::codec::WriteKind;
 use crate::txn::{until_settled_blocking, Schema};
 
 /// Problems listed in full; beyond this many only their number grows.

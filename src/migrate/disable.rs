@@ -11,6 +11,9 @@ use serde::Serialize;
 
 use crate::clock::{Clock, SystemClock};
 use crate::error::{Error, MigrationIssue, Result};
+use crate::format::meta::LOCK_GRANULARITY;
+use crate::format::meta::MIG_STATE;
+use crate::format::{decode_write, split_column_qualifier, WriteKind};
 use crate::hbase::{
     Delete, DeleteType, HBaseClient, Put, RowMutations, RowResult, Scan, TimeRange,
 };
@@ -18,9 +21,7 @@ use crate::key::Binary;
 use crate::locks::{list_locks, resolve_locks};
 use crate::migrate::state::{self, issue, write_marker, CrashHook, Marker, Step, LEGACY_TS_LIMIT};
 use crate::progress::{Progress, ProgressMode};
-use crate::txn::codec::{decode_write, split_column_qualifier, WriteKind};
-use crate::txn::granularity::LOCK_GRANULARITY;
-use crate::txn::meta::{META_REFRESH, MIG_STATE};
+use crate::txn::meta::META_REFRESH;
 use crate::txn::{Client, Schema, ALL_VERSIONS};
 
 /// What `disable` did, and what stays behind.

@@ -9,11 +9,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::clock::{Clock, SystemClock};
 use crate::error::{Error, MigrationIssue, Result};
+use crate::format::meta::meta_row;
+use crate::format::meta::{META_FAMILY, MIG_STATE};
+use crate::format::{column_qualifier, decode_write, WriteKind, WriteRecord};
 use crate::hbase::{Delete, FamilyDescriptor, HBaseClient, Put, RowResult, Scan, TableDescriptor};
 use crate::progress::ProgressMode;
-use crate::txn::codec::{column_qualifier, decode_write, WriteKind, WriteRecord};
-use crate::txn::meta::{read_row, META_FAMILY, MIG_STATE};
-use crate::txn::{meta_row, resuming_blocking, Schema, ALL_VERSIONS};
+use crate::txn::meta::read_row;
+use crate::txn::{resuming_blocking, Schema, ALL_VERSIONS};
 
 /// Versions below this are epoch milliseconds written by plain clients (until the year 10889);
 /// oracle timestamps (`ms << 18`) are far above it.
@@ -42,19 +44,11 @@ pub fn plausible_ms(ts: i64, now_ms: u64) -> bool {
     (0..LEGACY_TS_LIMIT).contains(&ts) && ts <= now_ms as i64 + FUTURE_SLACK_MS
 }
 
-pub(crate) use crate::txn::meta::{
-    MIG_ADOPTED as ADOPTED, MIG_APPLYING as APPLYING, MIG_DISABLING as DISABLING,
+pub(crate) use crate::format::meta::{
+    MIG_ADOPTED as ADOPTED, MIG_ADOPTED_AT as ADOPTED_AT, MIG_APPLYING as APPLYING,
+    MIG_DISABLING as DISABLING, MIG_ORIGINAL as ORIGINAL, MIG_PASS as PASS, MIG_SINCE as SINCE,
+    MIG_TTL_CUT as TTL_CUT,
 };
-/// The user families' settings before `apply` changed them (JSON), for `disable`.
-pub(crate) const ORIGINAL: &[u8] = b"mig:original";
-/// Wall ms when the marker was written: clients may trust a cached meta row that long.
-pub(crate) const SINCE: &[u8] = b"mig:since";
-/// Wall ms just before the TTLs were lifted: cells expired then stay absent.
-pub(crate) const TTL_CUT: &[u8] = b"mig:ttl_cut";
-/// The adoption pass under way (0 = the first full pass, then catch-up passes).
-pub(crate) const PASS: &[u8] = b"mig:pass";
-/// Wall ms when the table was adopted.
-pub(crate) const ADOPTED_AT: &[u8] = b"mig:adopted_at";
 /// How long a step of a migration command waits out a region in transition by default.
 pub(crate) use crate::txn::TRANSITION_TIMEOUT;
 
@@ -397,7 +391,7 @@ pub(crate) fn columns(schema: &Schema, table: &str, row: &RowResult) -> Result<V
     let mut out: BTreeMap<Vec<u8>, Column> = BTreeMap::new();
     for cell in &row.cells {
         if cell.family == schema.write_family {
-            let (family, qualifier) = crate::txn::codec::split_column_qualifier(&cell.qualifier)
+            let (family, qualifier) = crate::format::split_column_qualifier(&cell.qualifier)
                 .map_err(|e| {
                     Error::corrupted_cell("write record", table, &row.row, &cell.qualifier, e.0)
                 })?;

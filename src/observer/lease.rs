@@ -20,38 +20,21 @@
 use std::collections::HashSet;
 
 use crate::error::{Error, Result};
+use crate::format::meta::META_FAMILY;
 use crate::hbase::{CheckAndMutate, CompareOp, Delete, HBaseClient, Put, RowResult, Scan};
 use crate::txn::context::Context;
-use crate::txn::meta::META_FAMILY;
 use crate::txn::store::next_page_start;
 use crate::txn::Schema;
 
-pub(super) const LEASE_Q: &[u8] = b"obs:lease";
-const ALIVE_Q: &[u8] = b"obs:alive";
-const LEASE_ROWS: &str = "obs-hash-lease/";
-const WORKER_ROWS: &[u8] = b"obs-hash-worker/";
-/// The worker rows of the earlier layouts, swept by [`Leases::sweep_legacy_workers`].
-const LEGACY_WORKER_ROWS: &[u8] = b"obs-worker/";
+#[cfg(test)]
+use crate::format::observer::bucket;
+pub(super) use crate::format::observer::LEASE_QUALIFIER as LEASE_Q;
+use crate::format::observer::{
+    lease_row, lease_value, parse_lease, worker_expiry as expiry, worker_prefix,
+    ALIVE_QUALIFIER as ALIVE_Q, LEGACY_WORKER_ROWS,
+};
 /// Worker rows read per call.
 const WORKER_PAGE: i32 = 1000;
-
-/// The partition of `row` among `count`: FNV-1a (64 bits) of the row key, mixed by
-/// MurmurHash3's 64-bit finalizer, modulo `count`. Every worker must compute the same, so this
-/// is part of the stored layout. The finalizer matters: FNV-1a's low bits depend only on the
-/// low bits of each byte, so without it keys differing in a byte's high bits would collide.
-pub(crate) fn bucket(row: &[u8], count: usize) -> usize {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in row {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    h ^= h >> 33;
-    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
-    h ^= h >> 33;
-    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
-    h ^= h >> 33;
-    (h % count.max(1) as u64) as usize
-}
 
 /// A partition: the rows of one table whose [`bucket`] among `count` is `index`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -75,33 +58,13 @@ impl Partition {
     }
 
     pub(super) fn lease_row(&self) -> Vec<u8> {
-        format!("{LEASE_ROWS}{}/{:03}", self.table, self.index).into_bytes()
+        lease_row(&self.table, self.index)
     }
 
     #[cfg(test)]
     pub fn contains(&self, row: &[u8]) -> bool {
         bucket(row, self.count) == self.index
     }
-}
-
-fn lease_value(owner: &str, expires_ms: u64) -> Vec<u8> {
-    format!("{owner}\n{expires_ms}").into_bytes()
-}
-
-/// A worker row's expiry (ms); 0, long past, when it does not read as one.
-fn expiry(value: &[u8]) -> u64 {
-    std::str::from_utf8(value)
-        .ok()
-        .and_then(|v| v.parse::<u64>().ok())
-        .unwrap_or(0)
-}
-
-/// The prefix of the rows of `table`'s workers.
-fn worker_prefix(table: &str) -> Vec<u8> {
-    let mut row = WORKER_ROWS.to_vec();
-    row.extend_from_slice(table.as_bytes());
-    row.push(b'/');
-    row
 }
 
 /// The scan of the worker rows under `prefix`, their expiry cells only.
@@ -165,12 +128,6 @@ pub fn worker_rows(hbase: &HBaseClient, schema: &Schema, table: &str) -> Result<
         Err(Error::TableNotFound { .. }) => Ok(Vec::new()),
         read => read,
     }
-}
-
-fn parse_lease(value: &[u8]) -> Option<(String, u64)> {
-    let text = std::str::from_utf8(value).ok()?;
-    let (owner, expiry) = text.rsplit_once('\n')?;
-    Some((owner.to_string(), expiry.parse().ok()?))
 }
 
 /// The workers of a table, as one scan of their rows saw them.
@@ -461,26 +418,5 @@ mod tests {
             .flat_map(|x| (0u8..16).map(move |y| bucket(&[x << 4, y << 4], 16)))
             .collect();
         assert_eq!(high_bits.len(), 16, "{high_bits:?}");
-    }
-
-    /// The layout is stored: a change to the hash would move rows between partitions across
-    /// a rolling upgrade. These values are the function's own, pinned.
-    #[test]
-    fn the_bucket_function_is_pinned() {
-        let pinned: Vec<usize> = ["", "a", "user000000", "user099999"]
-            .iter()
-            .map(|k| bucket(k.as_bytes(), 256))
-            .collect();
-        // Computed apart from this code (a few lines of Python of the same definition).
-        assert_eq!(pinned, [38, 91, 141, 121]);
-    }
-
-    #[test]
-    fn lease_values_round_trip() {
-        assert_eq!(
-            parse_lease(&lease_value("w-1", 42)),
-            Some(("w-1".to_string(), 42))
-        );
-        assert_eq!(parse_lease(b"garbage"), None);
     }
 }

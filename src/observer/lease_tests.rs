@@ -3,10 +3,10 @@
 
 use std::collections::HashSet;
 
+use crate::format::meta::META_FAMILY;
 use crate::hbase::Put;
 use crate::observer::lease::{Leases, Partition, LEASE_Q};
 use crate::observer::run_tests::stack_and_client;
-use crate::txn::meta::META_FAMILY;
 
 #[test]
 fn a_held_lease_is_renewed_with_one_call_and_a_moved_one_is_read_again() {

@@ -1,21 +1,16 @@
 //! The observer data model: acknowledgment cells of the ack family and the observed-column
 //! registry in the meta table; the notification cells themselves are the committer's
-//! (`txn::notify_cells`). Layout in `docs/observers.md`.
+//! (all of their bytes are `format::observer`'s). Layout in `docs/observers.md`.
 
 use crate::error::{Error, Result};
-use crate::hbase::RowResult;
-use crate::key::{Binary, CellKey};
-use crate::txn::codec::column_qualifier;
-use crate::txn::meta::META_FAMILY;
-pub(crate) use crate::txn::notify_cells::{
+use crate::format::meta::META_FAMILY;
+use crate::format::observer::{ack_qualifier, observed_qualifier, parse_observed};
+pub(crate) use crate::format::observer::{
     notification_filter, notification_qualifier, parse_notification,
 };
-use crate::txn::notify_cells::{observed_qualifier, parse_observed};
+use crate::hbase::RowResult;
+use crate::key::{Binary, CellKey};
 use crate::txn::Schema;
-
-/// Qualifier prefix of an acknowledgment in the ack family (then the observer's name, a zero
-/// byte, the column): never read as a notification even if the families were one.
-const ACK: u8 = b'a';
 
 /// A column that an observer watches.
 ///
@@ -62,10 +57,6 @@ impl ObservedColumn {
             self.qualifier.clone(),
         )?)
     }
-
-    fn encoded(&self) -> Vec<u8> {
-        column_qualifier(&self.family, &self.qualifier)
-    }
 }
 
 impl std::fmt::Display for ObservedColumn {
@@ -88,10 +79,7 @@ pub fn ack_key(
     column: &ObservedColumn,
     row: &[u8],
 ) -> Result<CellKey> {
-    let mut q = vec![ACK];
-    q.extend_from_slice(observer.as_bytes());
-    q.push(0);
-    q.extend_from_slice(&column.encoded());
+    let q = ack_qualifier(observer, &column.family, &column.qualifier);
     Ok(CellKey::new(
         &column.table,
         row,

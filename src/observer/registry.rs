@@ -1,12 +1,12 @@
 //! Registering observed columns, and counting the rows with notifications not yet cleared.
 
 use crate::error::Result;
+use crate::format::meta::{meta_row, META_FAMILY};
 use crate::hbase::{Put, Scan, TimeRange};
 use crate::observer::model::{
     self, check_observer_name, notification_filter, parse_notification, registry_cell,
     ObservedColumn,
 };
-use crate::txn::meta::{meta_row, META_FAMILY};
 use crate::txn::store::next_page_start;
 use crate::txn::table_checks;
 use crate::txn::ALL_VERSIONS;

@@ -13,12 +13,10 @@ use std::fmt;
 use std::str::FromStr;
 
 use crate::error::{Error, Result};
+use crate::format::meta::META_FAMILY;
+use crate::format::meta::{GRANULARITY_CELL, GRANULARITY_ROW, LOCK_GRANULARITY};
+use crate::format::ROW_LOCK_QUALIFIER;
 use crate::hbase::{Put, RowResult};
-use crate::txn::codec::ROW_LOCK_QUALIFIER;
-use crate::txn::meta::META_FAMILY;
-
-/// The meta-row cell that holds a table's lock granularity (absent: cell).
-pub(crate) const LOCK_GRANULARITY: &[u8] = b"lock:granularity";
 
 /// What one lock of a transactional table covers.
 ///
@@ -42,13 +40,13 @@ pub enum LockGranularity {
 impl LockGranularity {
     fn as_bytes(self) -> &'static [u8] {
         match self {
-            LockGranularity::Cell => b"cell",
-            LockGranularity::Row => b"row",
+            LockGranularity::Cell => GRANULARITY_CELL,
+            LockGranularity::Row => GRANULARITY_ROW,
         }
     }
 
     /// The granularity of a lock's primary, from the lock's own flag
-    /// ([`Lock::primary_row`](crate::txn::codec::Lock)).
+    /// ([`Lock::primary_row`](crate::format::Lock)).
     pub(crate) fn of_primary(primary_row: bool) -> LockGranularity {
         if primary_row {
             LockGranularity::Row
@@ -76,12 +74,13 @@ impl LockGranularity {
     /// The granularity a table's meta row records; a row without the cell is a cell table.
     pub(crate) fn of_meta_row(table: &str, meta: &RowResult) -> Result<LockGranularity> {
         match meta.value(META_FAMILY, LOCK_GRANULARITY) {
-            None | Some(b"cell") => Ok(LockGranularity::Cell),
-            Some(b"row") => Ok(LockGranularity::Row),
+            None => Ok(LockGranularity::Cell),
+            Some(v) if v == GRANULARITY_CELL => Ok(LockGranularity::Cell),
+            Some(v) if v == GRANULARITY_ROW => Ok(LockGranularity::Row),
             Some(other) => Err(Error::Corrupted {
                 what: "meta row",
                 table: table.to_string(),
-                row: crate::txn::meta::meta_row(table),
+                row: crate::format::meta::meta_row(table),
                 column: LOCK_GRANULARITY.to_vec(),
                 reason: format!(
                     "unknown lock granularity {:?}",

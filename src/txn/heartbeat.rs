@@ -8,8 +8,8 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use crate::format::encode_lock;
 use crate::txn::actions;
-use crate::txn::codec::encode_lock;
 use crate::txn::context::Context;
 use crate::txn::stats::Stats;
 

@@ -12,6 +12,10 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 
 use crate::error::{Error, Result};
+use crate::format::liveness::{
+    decode_oldest, encode_oldest, ALIVE_QUALIFIER, LIVENESS_FAMILY, OLDEST_QUALIFIER,
+    PUBLICATION_FAMILY,
+};
 use crate::hbase::{Delete, FamilyDescriptor, Get, Put, RowResult, TableDescriptor};
 use crate::txn::store::HBaseAccess;
 
@@ -43,14 +47,6 @@ impl Default for LivenessConfig {
     }
 }
 
-/// The liveness family: a row with a cell here is a live client.
-pub(crate) const LIVENESS_FAMILY: &[u8] = b"l";
-/// The publication family: the oldest open start_ts again, under the longer lease.
-pub(crate) const PUBLICATION_FAMILY: &[u8] = b"p";
-const QUALIFIER: &[u8] = b"a";
-/// The oldest start_ts among the client's open transactions (BE u64), empty when none: GC
-/// keeps the safe point at or below every one published (docs/gc.md).
-pub(crate) const OLDEST_QUALIFIER: &[u8] = b"o";
 /// A positive answer is reused this long: a lock's owner rarely dies in the meantime, and a
 /// reader that waits on a lock would otherwise ask on every backoff step.
 const ALIVE_CACHE: Duration = Duration::from_millis(200);
@@ -88,7 +84,7 @@ impl LivenessConfig {
 
     /// See [`liveness_family`](Self::liveness_family).
     pub fn liveness_qualifier(&self) -> &'static [u8] {
-        QUALIFIER
+        ALIVE_QUALIFIER
     }
 
     /// The `p` family, holding each client's oldest open start_ts under the publication lease.
@@ -123,8 +119,7 @@ pub(crate) fn published_oldest(row: &RowResult) -> Option<u64> {
     [LIVENESS_FAMILY, PUBLICATION_FAMILY]
         .into_iter()
         .filter_map(|family| row.value(family, OLDEST_QUALIFIER))
-        .filter_map(|v| <[u8; 8]>::try_from(v).ok())
-        .map(u64::from_be_bytes)
+        .filter_map(decode_oldest)
         .min()
 }
 
@@ -189,9 +184,13 @@ impl Liveness {
         wall_ms: u64,
         oldest_open: Option<u64>,
     ) -> Result<()> {
-        let oldest = oldest_open.map_or(Vec::new(), |ts| ts.to_be_bytes().to_vec());
+        let oldest = encode_oldest(oldest_open);
         let put = Put::new(self.owner.as_bytes().to_vec())
-            .add(LIVENESS_FAMILY, QUALIFIER, wall_ms.to_be_bytes().to_vec())
+            .add(
+                LIVENESS_FAMILY,
+                ALIVE_QUALIFIER,
+                wall_ms.to_be_bytes().to_vec(),
+            )
             .add(LIVENESS_FAMILY, OLDEST_QUALIFIER, oldest.clone());
         if !self.publishes_in_own_family.load(Ordering::Relaxed) {
             return store.put(&self.config.table, &put).await;
@@ -243,7 +242,7 @@ impl Liveness {
             return Ok(true);
         }
         on_rpc();
-        let get = Get::new(owner.as_bytes().to_vec()).column(LIVENESS_FAMILY, QUALIFIER);
+        let get = Get::new(owner.as_bytes().to_vec()).column(LIVENESS_FAMILY, ALIVE_QUALIFIER);
         let rows = store
             .get_many(&self.config.table, std::slice::from_ref(&get))
             .await?;

@@ -1,9 +1,8 @@
 //! The meta table: transactional state that must live in HBase, so every client and tool
 //! sees the same (a table's migration marker, its observed columns, the GC safe point).
 //!
-//! One row per user table (`table/<name>`) and one global row (`global`), in family `m`,
-//! one version per cell. Each feature owns a qualifier prefix (`mig:`, `obs:`, `gc:`); this
-//! module only stores and caches rows, it does not interpret them.
+//! Its rows' layout is `format::meta`'s; this module creates the table, reads and caches
+//! rows, and does not interpret them.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -11,41 +10,16 @@ use std::time::{Duration, Instant};
 use parking_lot::RwLock;
 
 use crate::error::{Error, Result};
+use crate::format::meta::META_FAMILY;
 use crate::hbase::{FamilyDescriptor, Get, RowResult, TableDescriptor};
 use crate::txn::refresh::Refreshed;
 use crate::txn::store::HBaseAccess;
 use crate::txn::FastMap;
 
-/// The meta table's one family.
-pub(crate) const META_FAMILY: &[u8] = b"m";
-/// The migration marker of a table's meta row (`percolator migrate`): `applying` while its
-/// data is being adopted, `adopted` once done, `disabling` while it is returned to plain use.
-pub(crate) const MIG_STATE: &[u8] = b"mig:state";
-pub(crate) const MIG_APPLYING: &[u8] = b"applying";
-pub(crate) const MIG_ADOPTED: &[u8] = b"adopted";
-pub(crate) const MIG_DISABLING: &[u8] = b"disabling";
-/// The marker states during which transaction clients refuse the table.
-pub(crate) const MIG_BUSY_STATES: [&[u8]; 2] = [MIG_APPLYING, MIG_DISABLING];
-/// The row of state that belongs to no one table.
-pub(crate) const GLOBAL_ROW: &[u8] = b"global";
 /// How long a client trusts a cached meta row before it reads it again. Whoever changes meta
 /// state that clients act on (a migration marker, the observed columns) waits this long
 /// before relying on every client having seen it.
 pub(crate) const META_REFRESH: Duration = Duration::from_secs(5);
-
-/// The meta row of user table `table`.
-///
-/// ```
-/// assert_eq!(percolator::txn::meta_row("accounts"), b"table/accounts".to_vec());
-/// ```
-pub fn meta_row(table: &str) -> Vec<u8> {
-    // Sized at once: the key is made whenever a table's meta row is read.
-    const PREFIX: &[u8] = b"table/";
-    let mut row = Vec::with_capacity(PREFIX.len() + table.len());
-    row.extend_from_slice(PREFIX);
-    row.extend_from_slice(table.as_bytes());
-    row
-}
 
 /// The meta table's descriptor: one family, one version, kept forever.
 ///

@@ -1,20 +1,30 @@
-//! Percolator transactions: the protocol and the transaction API.
+//! Percolator transactions: the protocol and the transaction API. The stored bytes they read
+//! and write are `crate::format`'s.
 //!
-//! Bottom up:
-//! - `codec`: byte formats of locks and write records, and `notify_cells` of observer
-//!   notifications; `actions`: the protocol steps as pure functions returning the
-//!   `CheckAndMutate` to apply.
-//! - `store`: the seam to HBase ([`HBaseAccess`]); `session`: one transaction's counted
-//!   round trips; `context`: what a client's transactions share.
+//! Every file, bottom up:
+//! - The protocol's pure steps: `actions/` (prewrite, commit, rollback, read, status), each a
+//!   function from stored cells to the `CheckAndMutate` to apply.
+//! - The seam to HBase and what a client shares: `store` ([`HBaseAccess`]), `transitions`
+//!   (regions in transition waited out), `fusion` (reads of one moment sent together),
+//!   `session` (one transaction's counted round trips), `context` (a client's shared state),
+//!   `stats` (its counters), `spans` (awaiting inside a tracing span).
+//! - What a client knows and checks of its tables: `schema` (where the percolator columns
+//!   live), `families` (each table's families as found), `meta` (the meta table's cached
+//!   rows), `refresh` (a value trusted for a while), `granularity` (cell or row locks),
+//!   `table_checks` (transactional, not being migrated), `lock_guess` (which prewrite variant
+//!   to try first), `setup` (creating tables).
+//! - Timestamps and liveness: `timestamps` (taken from the source, timed), `safe_point` (the GC
+//!   safe point reads are checked against), `liveness` (the client's liveness row),
+//!   `open_txns` (the open start_ts it publishes), `primaries` and `heartbeat` (primaries'
+//!   locks kept fresh), `background` (tracked tasks drained on shutdown).
 //! - The protocol, each part owning its state: `snapshot` (the snapshot reader), `resolver`
-//!   (the lock resolver), `committer` (two-phase commit and the secondaries, with `lock_guess`
-//!   choosing each prewrite's CAS variant) and
-//!   `commit_point` (the one write that decides a transaction).
-//! - `heartbeat`, `primaries`, `liveness`: keeping a client's locks and liveness row fresh;
-//!   `background`: tracked tasks drained on shutdown; `open_txns`: the open start_ts the
-//!   liveness row publishes, and `safe_point`: the GC safe point reads are checked against.
-//! - The API: `transaction` ([`AsyncTransaction`]) and `client` ([`AsyncClient`]), and
-//!   `blocking` ([`Client`], [`Transaction`]) over them.
+//!   (the lock resolver), `commit/` (two-phase commit, read top-down in its `mod.rs`:
+//!   `checks`, `prewrite`, `commit_point`, `secondaries`, with `batches`, `mutation`,
+//!   `packed` and `notify` beneath them).
+//! - The API: `options` ([`TxnOptions`]), `transaction/` ([`AsyncTransaction`]: `reads`,
+//!   `writes`, `scan`), `client` ([`AsyncClient`]), and `blocking/` ([`Client`],
+//!   [`Transaction`]) over them.
+//! - Test doubles and tests: `reads_only`, and the `*_tests.rs` files beside what they test.
 
 mod background;
 mod blocking;
@@ -28,7 +38,6 @@ mod heartbeat;
 pub(crate) mod liveness;
 mod lock_guess;
 pub(crate) mod meta;
-pub(crate) mod notify_cells;
 mod open_txns;
 mod options;
 #[cfg(test)]
@@ -53,16 +62,12 @@ pub(crate) use transitions::{
     resuming_blocking, until_settled, until_settled_blocking, TRANSITION_TIMEOUT,
 };
 
-// The byte formats and the pure protocol steps: public only for tests that script the
-// protocol by hand and inspect stored cells (feature `testing`).
+// The pure protocol steps: public only for tests that script the protocol by hand
+// (feature `testing`).
 #[cfg(feature = "testing")]
 pub mod actions;
 #[cfg(not(feature = "testing"))]
 pub(crate) mod actions;
-#[cfg(feature = "testing")]
-pub mod codec;
-#[cfg(not(feature = "testing"))]
-pub(crate) mod codec;
 pub mod setup;
 
 /// The maps a commit looks up on every call (families, meta rows, lock guesses, primaries
@@ -75,12 +80,13 @@ pub(crate) type FastSet<K> = std::collections::HashSet<K, foldhash::fast::Random
 pub(crate) type CellFlags = smallvec::SmallVec<[bool; 16]>;
 
 pub use crate::clock::{Clock, SystemClock};
+pub use crate::format::meta::meta_row;
 pub use crate::key::{CellKey, InvalidKey};
 pub use blocking::{Client, RowIter, Transaction};
 pub use client::{AsyncClient, TxnBody};
 pub use granularity::LockGranularity;
 pub use liveness::LivenessConfig;
-pub use meta::{meta_row, meta_table_descriptor};
+pub use meta::meta_table_descriptor;
 #[cfg(feature = "testing")]
 pub use options::{CrashInjector, Seam};
 pub use options::{RetryPolicy, TxnOptions, TxnOptionsBuilder};

@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+use crate::format::Lock;
 use crate::key::CellKey;
-use crate::txn::codec::Lock;
 use crate::txn::open_txns::{probes, SLOTS};
 use crate::txn::FastMap;
 

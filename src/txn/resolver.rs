@@ -8,11 +8,11 @@ use std::pin::Pin;
 use tracing::Instrument;
 
 use crate::error::{Error, Result};
+use crate::format::{decode_lock_state, Lock, MutationKind};
 use crate::hbase::{CheckAndMutate, Get, TimeRange};
 use crate::key::CellKey;
 use crate::metrics;
 use crate::txn::actions::{self, corrupted, ts, TxnStatus};
-use crate::txn::codec::{decode_lock_state, Lock, MutationKind};
 use crate::txn::granularity::LockGranularity;
 use crate::txn::session::Session;
 use crate::txn::stats::Stats;

@@ -7,33 +7,9 @@
 use std::time::Instant;
 
 use crate::error::{Error, Result};
-use crate::hbase::RowResult;
+use crate::format::meta::{decode_safe_point, GLOBAL_ROW};
 use crate::txn::context::Context;
-use crate::txn::meta::{read_row, GLOBAL_ROW, META_FAMILY};
-
-/// The safe point's cell in the meta table's global row: big-endian u64.
-pub(crate) const SAFE_POINT_QUALIFIER: &[u8] = b"gc:safe_point";
-
-/// How a safe point is stored.
-pub(crate) fn encode(safe_point: u64) -> Vec<u8> {
-    safe_point.to_be_bytes().to_vec()
-}
-
-/// The safe point stored in `global` (the meta table's global row); 0 when none is stored.
-pub(crate) fn decode(global: &RowResult, meta_table: &str) -> Result<u64> {
-    match global.value(META_FAMILY, SAFE_POINT_QUALIFIER) {
-        None => Ok(0),
-        Some(bytes) => <[u8; 8]>::try_from(bytes)
-            .map(u64::from_be_bytes)
-            .map_err(|_| Error::Corrupted {
-                what: "safe point",
-                table: meta_table.to_string(),
-                row: GLOBAL_ROW.to_vec(),
-                column: SAFE_POINT_QUALIFIER.to_vec(),
-                reason: format!("{} bytes, expected 8", bytes.len()),
-            }),
-    }
-}
+use crate::txn::meta::read_row;
 
 /// `SnapshotTooOld` when a snapshot at `start_ts` may miss versions collected below
 /// `safe_point`. A snapshot exactly at the safe point is whole: GC keeps the newest version
@@ -70,7 +46,7 @@ async fn check_snapshot_read(ctx: &Context, start_ts: u64) -> Result<()> {
         .safe_point()
         .get(Instant::now, || async {
             let global = read_row(ctx.store(), meta_table, GLOBAL_ROW).await?;
-            decode(&global, meta_table)
+            decode_safe_point(&global, meta_table)
         })
         .await?;
     check(start_ts, safe_point)
@@ -79,7 +55,8 @@ async fn check_snapshot_read(ctx: &Context, start_ts: u64) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hbase::Cell;
+    use crate::format::meta::{decode_safe_point as decode, META_FAMILY, SAFE_POINT_QUALIFIER};
+    use crate::hbase::{Cell, RowResult};
 
     fn global(value: &[u8]) -> RowResult {
         RowResult {

@@ -1,9 +1,9 @@
 //! Where the percolator columns live, and the helper that adds them to a table.
 
 use crate::error::{Error, Result};
+use crate::format::column_qualifier;
 use crate::hbase::{FamilyDescriptor, TableDescriptor};
 use crate::key::CellKey;
-use crate::txn::codec::column_qualifier;
 
 /// HBase's largest VERSIONS setting: percolator families must keep every version, because
 /// versions are transaction timestamps (HBase 2.x defaults to 1).

@@ -3,10 +3,11 @@
 //! service's start-up must: every step is safe to run again.
 
 use crate::error::{Error, Result};
+use crate::format::meta::{meta_row, META_FAMILY};
 use crate::hbase::{FamilyDescriptor, Get, HBaseClient, Put, TableDescriptor};
 use crate::txn::granularity::LockGranularity;
 use crate::txn::liveness::LivenessConfig;
-use crate::txn::meta::{meta_row, meta_table_descriptor, META_FAMILY};
+use crate::txn::meta::meta_table_descriptor;
 use crate::txn::schema::Schema;
 use crate::txn::{until_settled_blocking, TRANSITION_TIMEOUT};
 

@@ -6,13 +6,13 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use crate::error::{Error, Result};
-use crate::hbase::{Cell, Get, RowResult, Scan, TimeRange};
-use crate::key::CellKey;
-use crate::txn::actions::{corrupted, newest_change, read_column, ts, ReadDecision};
-use crate::txn::codec::{
+use crate::format::{
     column_qualifier, decode_lock_state, split_column_qualifier, Lock, LockState,
     ROW_LOCK_QUALIFIER,
 };
+use crate::hbase::{Cell, Get, RowResult, Scan, TimeRange};
+use crate::key::CellKey;
+use crate::txn::actions::{corrupted, newest_change, read_column, ts, ReadDecision};
 use crate::txn::granularity::LockGranularity;
 use crate::txn::resolver::LockResolver;
 use crate::txn::schema::Schema;

@@ -9,12 +9,12 @@ use std::time::Instant;
 use smallvec::SmallVec;
 
 use crate::error::{Error, Result};
+use crate::format::meta::{meta_row, META_FAMILY, MIG_BUSY_STATES, MIG_STATE};
 use crate::hbase::RowResult;
 use crate::key::CellKey;
 use crate::txn::context::Context;
 use crate::txn::families::{Families, KnownTable};
 use crate::txn::granularity::LockGranularity;
-use crate::txn::meta::{meta_row, META_FAMILY, MIG_BUSY_STATES, MIG_STATE};
 use crate::txn::stats::Stats;
 
 /// Fails with `NotTransactional` unless the table has the percolator families (checked once

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use percolator::txn::codec::{LockState, WriteKind};
+use percolator::format::{LockState, WriteKind};
 use percolator::txn::Seam;
 use percolator::{Error, RetryClass};
 

@@ -1,7 +1,7 @@
 //! Damaged records and bad input: typed errors, no panic, nothing stored is changed.
 
+use percolator::format::LockState;
 use percolator::hbase::{FamilyDescriptor, Get, Put, TableDescriptor};
-use percolator::txn::codec::LockState;
 use percolator::{Error, RetryClass};
 
 use crate::txn_support::{self, Env, FAMILY};

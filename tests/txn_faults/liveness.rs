@@ -3,8 +3,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use percolator::format::LockState;
 use percolator::hbase::{Get, Put};
-use percolator::txn::codec::LockState;
 use percolator::txn::{Clock, Seam, SystemClock};
 use percolator::{Client, Error};
 
@@ -471,7 +471,7 @@ impl Clock for At {
 /// very millisecond a reader still waits for it; one millisecond later it cleans it.
 #[test]
 fn a_lock_is_stale_only_once_its_ttl_has_passed() {
-    use percolator::txn::codec::{Lock, MutationKind};
+    use percolator::format::{Lock, MutationKind};
 
     let env = Env::start();
     let t = seeded(&env);

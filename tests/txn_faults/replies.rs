@@ -6,9 +6,9 @@
 
 use std::sync::Arc;
 
+use percolator::format::{decode_lock_state, LockState};
 use percolator::hbase::{CheckAndMutate, Mutation};
 use percolator::txn::actions;
-use percolator::txn::codec::{decode_lock_state, LockState};
 use percolator::{Client, Error, HBaseClient, RetryClass};
 
 use crate::txn_support::faulty::{CasKind, Fault, FaultyStore, Gate, ProbingTso, Rewrite};

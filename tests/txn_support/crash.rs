@@ -2,7 +2,7 @@
 //! client dies at one protocol seam in the middle of a 3-cell, 2-table transaction, and other
 //! clients must then see all of it or none of it, decided by the commit point.
 
-use percolator::txn::codec::{LockState, WriteKind};
+use percolator::format::{LockState, WriteKind};
 use percolator::txn::{CellKey, Client, Seam, TxnOptions};
 use percolator::Error;
 

@@ -8,10 +8,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex};
+use percolator::format::{decode_lock_state, decode_write, LockState, WriteKind};
 use percolator::hbase::{
     CheckAndMutate, CompareOp, Delete, Get, Mutation, Put, RowResult, Scan, TableDescriptor,
 };
-use percolator::txn::codec::{decode_lock_state, decode_write, LockState, WriteKind};
 use percolator::txn::{CellKey, HBaseAccess, LockGranularity, Schema};
 use percolator::{Error, HBaseClient, Peer, Result, TimestampSource};
 

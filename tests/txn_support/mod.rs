@@ -20,14 +20,14 @@ use std::time::Duration;
 
 use hbase_emulator::{self as emulator, EmulatorHandle};
 use parking_lot::Mutex;
+use percolator::format::{
+    decode_lock_state, decode_write, encode_lock, Lock, LockState, MutationKind, RowColumn,
+    WriteRecord,
+};
 use percolator::hbase::CheckAndMutate;
 use percolator::hbase::{Get, TimeRange};
 use percolator::oracle::TimestampSource;
 use percolator::txn::actions;
-use percolator::txn::codec::{
-    decode_lock_state, decode_write, encode_lock, Lock, LockState, MutationKind, RowColumn,
-    WriteRecord,
-};
 use percolator::txn::{
     self, CellKey, Client, HBaseAccess, LivenessConfig, LockGranularity, Schema, TxnOptions,
 };

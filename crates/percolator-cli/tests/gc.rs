@@ -11,8 +11,8 @@ mod txn_support;
 use std::future::Future;
 use std::time::Duration;
 
+use percolator::format::WriteKind;
 use percolator::gc::{GcOptions, GcReport, GcWorker};
-use percolator::txn::codec::WriteKind;
 use percolator::txn::{setup, CellKey, Client, LivenessConfig, TxnOptions};
 use percolator::{Error, RetryClass};
 use txn_support::faulty::FaultyStore;
@@ -552,7 +552,7 @@ fn two_gc_processes_at_once_leave_one_version_below_the_safe_point_and_reads_rig
 /// A raw prewrite of `key` for a transaction at `start_ts` with `primary`, owned by `owner`,
 /// its wall time now and a long TTL (the parts of a commit a test needs to leave behind).
 fn prewrite(env: &Env, key: &CellKey, start_ts: u64, primary: &CellKey, owner: &str) {
-    use percolator::txn::codec::{Lock, MutationKind};
+    use percolator::format::{Lock, MutationKind};
     let lock = Lock {
         start_ts,
         kind: MutationKind::Put,

@@ -445,7 +445,7 @@ impl ObserverWorker {
         }
     }
 
-    /// Whether the worker died at an injected seam or by [`kill`](Self::kill).
+    /// Whether the worker died at an injected seam or by `kill` (feature `testing`).
     ///
     /// ```no_run
     /// # fn f(w: &percolator::observer::ObserverWorker) {

@@ -10,9 +10,10 @@ use rand::Rng;
 
 use super::Inner;
 use crate::error::Result;
+use crate::format::observer::bucket;
 use crate::hbase::RowResult;
 use crate::metrics;
-use crate::observer::lease::{bucket, Leases, Partition};
+use crate::observer::lease::{Leases, Partition};
 use crate::observer::model::{parse_notification, ObservedColumn};
 use crate::observer::registry::notification_scan;
 use crate::observer::run::{run_once, Outcome, WorkerSeam};

@@ -1,9 +1,9 @@
 //! Commit of one cell: if the lock is still exactly ours, write the record and release.
 
+use crate::format::{Lock, MutationKind, WriteKind, WriteRecord};
 use crate::hbase::{CheckAndMutate, CompareOp, Put};
 use crate::key::CellKey;
 use crate::txn::actions::{put_released, put_write_record};
-use crate::txn::codec::{Lock, MutationKind, WriteKind, WriteRecord};
 use crate::txn::schema::Schema;
 
 /// The commit CAS, used for the primary (the commit point) and every secondary, by the owner
@@ -73,12 +73,12 @@ pub fn refresh_lock(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hbase::Mutation;
-    use crate::txn::codec::fixtures::{key, lock, row_lock};
-    use crate::txn::codec::{
+    use crate::format::fixtures::{key, lock, row_lock};
+    use crate::format::{
         column_qualifier, decode_lock_state, decode_write, encode_lock, LockState,
         ROW_LOCK_QUALIFIER,
     };
+    use crate::hbase::Mutation;
 
     #[test]
     fn refresh_replaces_exactly_the_stored_lock() {

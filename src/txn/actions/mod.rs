@@ -15,9 +15,9 @@ pub use rollback::{fence, rollback};
 pub use status::{txn_status, TxnStatus};
 
 use crate::error::Error;
+use crate::format::{column_qualifier, encode_released, encode_write, CodecError, WriteRecord};
 use crate::hbase::{CompareOp, Delete, DeleteType, Put};
 use crate::key::CellKey;
-use crate::txn::codec::{column_qualifier, encode_released, encode_write, CodecError, WriteRecord};
 use crate::txn::schema::Schema;
 
 /// The CAS condition "the cell is released with every recorded commit and rollback below
@@ -91,7 +91,7 @@ pub(crate) fn corrupted(what: &'static str, key: &CellKey, e: CodecError) -> Err
 /// lock's bytes.
 #[cfg(test)]
 pub(crate) struct HandPut {
-    pub lock: crate::txn::codec::Lock,
+    pub lock: crate::format::Lock,
     pub bytes: Vec<u8>,
     value: Vec<u8>,
 }
@@ -107,9 +107,9 @@ impl HandPut {
         (wall_ms, ttl_ms): (u64, u64),
         value: &[u8],
     ) -> HandPut {
-        let lock = crate::txn::codec::Lock {
+        let lock = crate::format::Lock {
             start_ts,
-            kind: crate::txn::codec::MutationKind::Put,
+            kind: crate::format::MutationKind::Put,
             primary: primary.clone(),
             owner: owner.to_string(),
             wall_ms,
@@ -118,7 +118,7 @@ impl HandPut {
             row: None,
             primary_row: false,
         };
-        let bytes = crate::txn::codec::encode_lock(&lock);
+        let bytes = crate::format::encode_lock(&lock);
         HandPut {
             lock,
             bytes,

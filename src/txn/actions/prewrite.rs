@@ -1,10 +1,10 @@
 //! Prewrite: lock one cell and write its data, in ONE checkAndMutate with no prior read.
 
 use crate::error::Result;
+use crate::format::{decode_lock_state, CodecError, Lock, LockState, MutationKind};
 use crate::hbase::{CheckAndMutate, Put};
 use crate::key::CellKey;
 use crate::txn::actions::{corrupted, ts, unlocked_below};
-use crate::txn::codec::{decode_lock_state, CodecError, Lock, LockState, MutationKind};
 use crate::txn::schema::Schema;
 
 /// The prewrite CAS. `absent` selects the variant for a cell that has no lock cell yet: HBase
@@ -119,10 +119,10 @@ pub fn after_failed_prewrite(
 mod tests {
     use super::*;
     use crate::error::Error;
+    use crate::format::fixtures::{key, lock, row_lock};
+    use crate::format::{encode_lock, encode_released, ROW_LOCK_QUALIFIER};
     use crate::hbase::CompareOp;
     use crate::hbase::Mutation;
-    use crate::txn::codec::fixtures::{key, lock, row_lock};
-    use crate::txn::codec::{encode_lock, encode_released, ROW_LOCK_QUALIFIER};
 
     #[test]
     fn prewrite_is_one_cas_on_the_lock_cell_with_lock_and_data() {

@@ -1,8 +1,8 @@
 //! Snapshot read of one column from its lock cell and newest write records (docs/design.md
 //! invariant 5).
 
+use crate::format::{decode_write, CodecError, Lock, LockState, WriteKind};
 use crate::hbase::Cell;
-use crate::txn::codec::{decode_write, CodecError, Lock, LockState, WriteKind};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ReadDecision {
@@ -78,7 +78,7 @@ pub fn newest_change(writes: &[Cell], complete: bool) -> Result<u64, CodecError>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::txn::codec::fixtures::{lock, write_cell as rec};
+    use crate::format::fixtures::{lock, write_cell as rec};
 
     #[test]
     fn the_newest_change_looks_past_rollbacks_at_any_version() {

@@ -1,9 +1,9 @@
 //! Rollback of a lock, and fencing of a primary whose prewrite may still be in flight.
 
+use crate::format::{Lock, MutationKind, WriteKind, WriteRecord};
 use crate::hbase::{CheckAndMutate, CompareOp, Put};
 use crate::key::CellKey;
 use crate::txn::actions::{delete_data_versions, put_released, put_write_record, unlocked_below};
-use crate::txn::codec::{Lock, MutationKind, WriteKind, WriteRecord};
 use crate::txn::granularity::LockGranularity;
 use crate::txn::schema::Schema;
 
@@ -89,12 +89,12 @@ pub fn fence(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hbase::{DeleteType, Mutation};
-    use crate::txn::codec::fixtures::{key, lock, row_lock};
-    use crate::txn::codec::{
+    use crate::format::fixtures::{key, lock, row_lock};
+    use crate::format::{
         decode_lock_state, decode_write, encode_lock, encode_released, LockState,
         ROW_LOCK_QUALIFIER,
     };
+    use crate::hbase::{DeleteType, Mutation};
 
     fn puts(cam: &CheckAndMutate) -> &Put {
         match &cam.mutations.mutations[0] {

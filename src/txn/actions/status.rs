@@ -1,7 +1,7 @@
 //! Whether a transaction committed, read off its primary (docs/design.md invariant 4).
 
+use crate::format::{decode_write, CodecError, Lock, LockState, WriteKind};
 use crate::hbase::Cell;
-use crate::txn::codec::{decode_write, CodecError, Lock, LockState, WriteKind};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum TxnStatus {
@@ -59,7 +59,7 @@ pub fn txn_status(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::txn::codec::fixtures::{lock, write_cell};
+    use crate::format::fixtures::{lock, write_cell};
 
     fn write(at: i64, kind: WriteKind, start_ts: u64) -> Cell {
         write_cell(at, kind, start_ts, None)

@@ -9,10 +9,10 @@
 //! gives up rolls its primary back the same way (`roll_back_primary`).
 
 use crate::error::{Error, Result, RetryClass};
+use crate::format::Lock;
 use crate::hbase::{CheckAndMutate, Delete};
 use crate::key::CellKey;
 use crate::txn::actions::{self, TxnStatus};
-use crate::txn::codec::Lock;
 use crate::txn::resolver::LockResolver;
 use crate::txn::session::Session;
 

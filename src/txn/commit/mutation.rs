@@ -1,10 +1,10 @@
 //! A buffered write made ready to prewrite: its cell, its lock and the lock's bytes.
 
-use crate::hbase::CheckAndMutate;
+use crate::format::observer::notification_qualifier;
+use crate::format::{encode_lock, Lock, MutationKind, RowColumn};
+use crate::hbase::{CheckAndMutate, Put};
 use crate::key::CellKey;
 use crate::txn::actions;
-use crate::txn::codec::{encode_lock, Lock, MutationKind, RowColumn};
-use crate::txn::notify_cells::notification_put;
 use crate::txn::primaries::Prewritten;
 use crate::txn::schema::Schema;
 
@@ -201,6 +201,16 @@ impl LockTemplate {
             primary_row: self.primary_row,
         }
     }
+}
+
+/// The notification cell a write to `key` leaves, at version `start_ts` (its writer's).
+fn notification_put(schema: &Schema, key: &CellKey, start_ts: u64) -> Put {
+    Put::new(key.row.clone()).add_at(
+        schema.notify_family.clone(),
+        notification_qualifier(&key.family, &key.qualifier),
+        actions::ts(start_ts),
+        Vec::new(),
+    )
 }
 
 #[cfg(test)]

@@ -1,5 +1,5 @@
 //! Observer notifications as the committer writes them (docs/observers.md): which writes of a
-//! commit leave a notification (the cells' byte format is `notify_cells`). The observed
+//! commit leave a notification (the cells' byte format is `format::observer`). The observed
 //! columns are listed in each table's meta row; the observer framework (`crate::observer`)
 //! registers them and consumes the notifications.
 
@@ -8,11 +8,11 @@ use std::sync::Arc;
 
 use super::packed::{CommitCells, Written};
 use crate::error::Result;
+use crate::format::meta::META_FAMILY;
+use crate::format::observer::{observed_qualifier, OBSERVED};
 use crate::hbase::RowResult;
 use crate::key::CellKey;
 use crate::txn::context::Context;
-use crate::txn::meta::META_FAMILY;
-use crate::txn::notify_cells::{observed_qualifier, OBSERVED};
 use crate::txn::table_checks;
 use crate::txn::table_checks::Granularities;
 use crate::txn::CellFlags;
@@ -127,7 +127,7 @@ fn flag_without_meta(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::txn::notify_cells::parse_observed;
+    use crate::format::observer::parse_observed;
 
     #[test]
     fn observed_qualifiers_mark_exactly_their_column() {

@@ -473,8 +473,8 @@ fn ledger_mismatches(
 }
 
 fn count_locks(stack: &Stack, config: &BankConfig, table: &str) -> Result<usize> {
+    use percolator::format::{decode_lock_state, LockState};
     use percolator::hbase::Scan;
-    use percolator::txn::codec::{decode_lock_state, LockState};
     let scan = Scan::new().family(config.options.schema().lock_family.clone());
     let mut locks = 0;
     for row in stack.hbase.scan(table, &scan)? {

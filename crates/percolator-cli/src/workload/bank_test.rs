@@ -104,9 +104,9 @@ fn bank_through_crashes(lock_granularity: LockGranularity, seconds: u64) {
 /// the safe point. About 20 s; `GC_BANK_SECONDS=N` for a longer soak.
 #[test]
 fn bank_stays_balanced_and_versions_bounded_with_gc_running() {
+    use percolator::format::decode_write;
     use percolator::gc::{GcOptions, GcWorker, MIN_LIFE_TIME};
     use percolator::hbase::Scan;
-    use percolator::txn::codec::decode_write;
 
     // No crashes here (failpoints are process-wide: this waits for the crash test to end).
     // A crashed transfer is settled at the end through its primary's records, which GC may
@@ -168,7 +168,7 @@ fn bank_stays_balanced_and_versions_bounded_with_gc_running() {
             assert!(below.len() <= 1, "{table} {:?}: {below:?}", row.row);
             for c in &below {
                 let rec = decode_write(&c.value).unwrap();
-                assert_eq!(rec.kind, percolator::txn::codec::WriteKind::Put);
+                assert_eq!(rec.kind, percolator::format::WriteKind::Put);
             }
             max_versions = max_versions.max(row.cells.len());
         }

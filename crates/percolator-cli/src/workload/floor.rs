@@ -268,8 +268,8 @@ mod tests {
     use super::*;
     use crate::workload::rows::task_rows;
     use crate::workload::stack::Stack;
+    use percolator::format::{decode_lock_state, LockState};
     use percolator::hbase::Get;
-    use percolator::txn::codec::{decode_lock_state, LockState};
     use percolator::txn::{self, LivenessConfig};
     use rand::rngs::StdRng;
     use rand::SeedableRng;

@@ -161,7 +161,7 @@ fn footprint(stack: &Stack, table: &str) -> Result<Footprint> {
             let q = if c.family == schema.write_family {
                 c.qualifier.clone()
             } else {
-                percolator::txn::codec::column_qualifier(&c.family, &c.qualifier)
+                percolator::format::column_qualifier(&c.family, &c.qualifier)
             };
             *per_cell.entry(q).or_default() += 1;
             versions += 1;
