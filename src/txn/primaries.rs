@@ -16,9 +16,8 @@ use crate::txn::FastMap;
 
 /// A primary's lock as its commit prewrote it: the commit's own, shared rather than copied.
 pub(crate) trait Prewritten: Send + Sync {
-    fn key(&self) -> &CellKey;
-    fn lock(&self) -> &Lock;
-    fn bytes(&self) -> &[u8];
+    /// Its key, its lock and the lock's bytes.
+    fn parts(&self) -> (&CellKey, &Lock, &[u8]);
 }
 
 /// One registered primary.
@@ -38,13 +37,13 @@ impl Guard {
     fn lock(&self) -> &Lock {
         self.refreshed
             .as_deref()
-            .map_or(self.prewritten.lock(), |(lock, _)| lock)
+            .map_or(self.prewritten.parts().1, |(lock, _)| lock)
     }
 
     fn bytes(&self) -> &[u8] {
         self.refreshed
             .as_deref()
-            .map_or(self.prewritten.bytes(), |(_, bytes)| bytes)
+            .map_or(self.prewritten.parts().2, |(_, bytes)| bytes)
     }
 }
 
@@ -54,7 +53,7 @@ pub(crate) struct StoredLock(Guard);
 
 impl StoredLock {
     pub fn key(&self) -> &CellKey {
-        self.0.prewritten.key()
+        self.0.prewritten.parts().0
     }
 
     pub fn lock(&self) -> &Lock {
@@ -95,7 +94,7 @@ impl Default for Primaries {
 
 impl Primaries {
     pub fn register(&self, primary: Arc<dyn Prewritten>) {
-        let start_ts = primary.lock().start_ts;
+        let start_ts = primary.parts().1.start_ts;
         let guard = Guard {
             start_ts,
             prewritten: primary,
@@ -128,7 +127,7 @@ impl Primaries {
         let due = |g: &Guard| {
             (g.live && g.lock().wall_ms < older_than_ms).then(|| Due {
                 start_ts: g.start_ts,
-                key: g.prewritten.key().clone(),
+                key: g.prewritten.parts().0.clone(),
                 lock: g.lock().clone(),
                 bytes: g.bytes().to_vec(),
             })
@@ -186,16 +185,8 @@ mod tests {
     }
 
     impl Prewritten for Primary {
-        fn key(&self) -> &CellKey {
-            &self.key
-        }
-
-        fn lock(&self) -> &Lock {
-            &self.lock
-        }
-
-        fn bytes(&self) -> &[u8] {
-            &self.bytes
+        fn parts(&self) -> (&CellKey, &Lock, &[u8]) {
+            (&self.key, &self.lock, &self.bytes)
         }
     }
 

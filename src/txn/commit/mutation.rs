@@ -43,16 +43,8 @@ pub struct Mutation {
 }
 
 impl Prewritten for Mutation {
-    fn key(&self) -> &CellKey {
-        &self.key
-    }
-
-    fn lock(&self) -> &Lock {
-        &self.lock
-    }
-
-    fn bytes(&self) -> &[u8] {
-        &self.bytes
+    fn parts(&self) -> (&CellKey, &Lock, &[u8]) {
+        (&self.key, &self.lock, &self.bytes)
     }
 }
 
