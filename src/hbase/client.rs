@@ -28,6 +28,7 @@ use super::errors::{self, Cause};
 use super::gateways::{Gateway, Gateways};
 use super::link::{tls, Plan};
 use super::pool::{Lease, Limits, Pool};
+use super::tally::{FamilyWrites, WriteTally};
 use super::wire::{self, Arg, Codec, Request, Success};
 use crate::runtime;
 use crate::{Error, Peer, Result, RetryClass};
@@ -121,6 +122,8 @@ struct Inner {
     config: HBaseConfig,
     rpc_count: AtomicU64,
     next_seq: AtomicI32,
+    /// What the client wrote, when the configuration asks for it.
+    tally: Option<WriteTally>,
 }
 
 /// The Thrift2 client for async code: pooled, pipelined connections and per-call retry rules.
@@ -243,6 +246,7 @@ impl AsyncHBaseClient {
                 Gateway::new(Pool::new(settings, limits, handle.clone()), name)
             })
             .collect();
+        let tally = config.tally_writes.then(WriteTally::default);
         let client = AsyncHBaseClient {
             inner: Arc::new(Inner {
                 gateways: Gateways::new(gateways),
@@ -250,6 +254,7 @@ impl AsyncHBaseClient {
                 config,
                 rpc_count: AtomicU64::new(0),
                 next_seq: AtomicI32::new(0),
+                tally,
             }),
         };
         client.reach_one().await?;
@@ -311,6 +316,37 @@ impl AsyncHBaseClient {
     /// ```
     pub fn rpc_count(&self) -> u64 {
         self.inner.rpc_count.load(Ordering::Relaxed)
+    }
+
+    /// The cells and bytes this client (and its clones) wrote, by family, when its
+    /// configuration has [`tally_writes`](HBaseConfig::tally_writes); empty otherwise.
+    ///
+    /// ```
+    /// use percolator::hbase::Put;
+    /// # let emulator = hbase_emulator::start_local()?;
+    /// # tokio::runtime::Runtime::new()?.block_on(async {
+    /// let config = percolator::HBaseConfig::new(emulator.local_addr().to_string()).tally_writes(true);
+    /// let hbase = percolator::AsyncHBaseClient::connect(config).await?;
+    /// # hbase.blocking().admin().create_table(&percolator::hbase::TableDescriptor::new("t").family(percolator::hbase::FamilyDescriptor::new("f")))?;
+    /// hbase.put("t", &Put::new("r").add("f", "q", "v")).await?;
+    /// let written = hbase.writes_by_family();
+    /// assert_eq!((written[0].family.as_str(), written[0].cells, written[0].bytes), ("f", 1, 1 + 1 + 1 + 1 + 8));
+    /// # Ok::<(), percolator::Error>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn writes_by_family(&self) -> Vec<FamilyWrites> {
+        self.inner
+            .tally
+            .as_ref()
+            .map_or_else(Vec::new, WriteTally::snapshot)
+    }
+
+    /// Runs `count` on the tally, when there is one.
+    pub(crate) fn tally(&self, count: impl FnOnce(&WriteTally)) {
+        if let Some(tally) = &self.inner.tally {
+            count(tally);
+        }
     }
 
     /// Whether requests go out in Thrift frames (a raw socket with the framed transport).

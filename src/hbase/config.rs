@@ -127,6 +127,10 @@ pub struct HBaseConfig {
     /// (`hbase.thrift.support.proxyuser=true`); the client's own identity must be granted it
     /// (`hadoop.proxyuser.<client>.hosts` and `.groups`).
     pub do_as: Option<String>,
+    /// Count the cells and bytes written, by family ([`AsyncHBaseClient::writes_by_family`](
+    /// super::AsyncHBaseClient::writes_by_family)); off by default, as it takes a lock on
+    /// every write.
+    pub tally_writes: bool,
 }
 
 impl HBaseConfig {
@@ -152,6 +156,7 @@ impl HBaseConfig {
             kerberos: None,
             qop: Qop::default(),
             do_as: None,
+            tally_writes: false,
         }
     }
 
@@ -389,6 +394,16 @@ impl HBaseConfig {
     /// ```
     pub fn pipeline_per_connection(mut self, requests: usize) -> Self {
         self.pipeline_per_connection = requests;
+        self
+    }
+
+    /// This configuration counting what the client writes, by family.
+    ///
+    /// ```
+    /// assert!(percolator::HBaseConfig::new("gw:9090").tally_writes(true).tally_writes);
+    /// ```
+    pub fn tally_writes(mut self, on: bool) -> Self {
+        self.tally_writes = on;
         self
     }
 }

@@ -114,7 +114,9 @@ impl AsyncHBaseClient {
         let spec = CallSpec::safe("put", table, &put.row);
         let tput = convert::put(put);
         let args = [(1, Arg::Binary(table.as_bytes())), (2, Arg::Struct(&tput))];
-        self.call(spec, &args).await
+        self.call::<()>(spec, &args).await?;
+        self.tally(|t| t.put(put));
+        Ok(())
     }
 
     /// Writes several puts in one call (each row atomically, not the batch).
@@ -140,7 +142,9 @@ impl AsyncHBaseClient {
             (1, Arg::Binary(table.as_bytes())),
             (2, Arg::Structs(&tputs)),
         ];
-        self.call(spec, &args).await
+        self.call::<()>(spec, &args).await?;
+        self.tally(|t| puts.iter().for_each(|p| t.put(p)));
+        Ok(())
     }
 
     /// Applies one delete.
@@ -166,7 +170,9 @@ impl AsyncHBaseClient {
             (1, Arg::Binary(table.as_bytes())),
             (2, Arg::Struct(&tdelete)),
         ];
-        self.call(spec, &args).await
+        self.call::<()>(spec, &args).await?;
+        self.tally(|t| t.delete(delete));
+        Ok(())
     }
 
     /// Applies several deletes in one call.
@@ -197,6 +203,7 @@ impl AsyncHBaseClient {
         // HBase 2.x always answers with an empty list; older gateways list the deletes that
         // were not applied.
         if failed.is_empty() {
+            self.tally(|t| deletes.iter().for_each(|d| t.delete(d)));
             return Ok(());
         }
         Err(Error::ServerIo {
@@ -229,7 +236,11 @@ impl AsyncHBaseClient {
     pub async fn check_and_mutate(&self, table: &str, cam: &CheckAndMutate) -> Result<bool> {
         let spec = CallSpec::once("checkAndMutate", table, &cam.row);
         let mutations = convert::row_mutations(&cam.mutations);
-        self.call(spec, &cam_args(table, cam, &mutations)).await
+        let applied = self.call(spec, &cam_args(table, cam, &mutations)).await?;
+        if applied {
+            self.tally(|t| t.row(&cam.mutations));
+        }
+        Ok(applied)
     }
 
     /// The checkAndMutates overlapped: every request goes out (pipelined where connections are
@@ -298,8 +309,12 @@ impl AsyncHBaseClient {
             qualifier,
             value,
         };
-        self.check_and(CallSpec::once("checkAndPut", table, row), check, &tput)
-            .await
+        let spec = CallSpec::once("checkAndPut", table, row);
+        let applied = self.check_and(spec, check, &tput).await?;
+        if applied {
+            self.tally(|t| t.put(put));
+        }
+        Ok(applied)
     }
 
     /// Deletes iff the cell equals `value`; `None` as in [`AsyncHBaseClient::check_and_put`].
@@ -337,7 +352,11 @@ impl AsyncHBaseClient {
             value,
         };
         let spec = CallSpec::once("checkAndDelete", table, row);
-        self.check_and(spec, check, &tdelete).await
+        let applied = self.check_and(spec, check, &tdelete).await?;
+        if applied {
+            self.tally(|t| t.delete(delete));
+        }
+        Ok(applied)
     }
 
     async fn check_and(
@@ -382,7 +401,9 @@ impl AsyncHBaseClient {
             (1, Arg::Binary(table.as_bytes())),
             (2, Arg::Struct(&tmutations)),
         ];
-        self.call(spec, &args).await
+        self.call::<()>(spec, &args).await?;
+        self.tally(|t| t.row(mutations));
+        Ok(())
     }
 
     /// Adds to counters atomically and returns their new values.

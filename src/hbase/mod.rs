@@ -33,6 +33,7 @@ pub(crate) mod link;
 mod pool;
 mod scanner;
 mod security;
+mod tally;
 pub mod types;
 mod wire;
 
@@ -51,6 +52,7 @@ pub use errors::TlsFailure;
 pub use kerberos::KerberosError;
 pub use scanner::Scanner;
 pub use security::{Kerberos, Qop, TlsOptions};
+pub use tally::FamilyWrites;
 pub use types::*;
 
 pub(crate) use convert::TTL_FOREVER;
