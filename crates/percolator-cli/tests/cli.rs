@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use clap::CommandFactory;
-use command_line::assert_documented;
+use command_line::{assert_documented, assert_security_flags_grouped};
 use percolator::hbase::{FamilyDescriptor, Put, TableDescriptor};
 use percolator::HBaseClient;
 
@@ -629,48 +629,7 @@ fn migrate_status_of_a_missing_table_is_a_problem() {
 /// command's own options they buried them (60 lines of TLS and Kerberos in `get --help`).
 #[test]
 fn the_shared_security_flags_are_grouped_and_left_out_of_short_help() {
-    let mut cli = percolator_cli::cli::Cli::command();
-    cli.build();
-    let mut commands = vec![(String::new(), cli)];
-    let mut checked = 0;
-    while let Some((path, mut command)) = commands.pop() {
-        let short = command.render_help().to_string();
-        let long = command.render_long_help().to_string();
-        for flag in [
-            "--hbase-ca",
-            "--kerberos-keytab",
-            "--sasl-qop",
-            "--oracle-tls-ca",
-        ] {
-            assert!(!short.contains(flag), "{flag} in `{path} -h`:\n{short}");
-            assert!(long.contains(flag), "{flag} missing from `{path} --help`");
-        }
-        let heading = |name: &str| {
-            long.find(&format!("\n{name}:\n"))
-                .unwrap_or_else(|| panic!("no {name:?} heading in `{path} --help`:\n{long}"))
-        };
-        let gateway = heading("Gateway TLS, Kerberos and impersonation");
-        let oracle = heading("Oracle TLS and token");
-        assert!(
-            long.find("--hbase-ca").unwrap() > gateway,
-            "`{path} --help`"
-        );
-        assert!(
-            long.find("--oracle-tls-ca").unwrap() > oracle,
-            "`{path} --help`"
-        );
-        if let Some(own) = long.find("\nOptions:\n") {
-            assert!(
-                own < gateway.min(oracle),
-                "`{path} --help`: own options last"
-            );
-        }
-        checked += 1;
-        for sub in command.get_subcommands().filter(|s| s.get_name() != "help") {
-            commands.push((format!("{path} {}", sub.get_name()), sub.clone()));
-        }
-    }
-    assert!(checked > 20, "checked only {checked} commands");
+    assert_security_flags_grouped(percolator_cli::cli::Cli::command(), 15);
 }
 
 /// Ctrl-C in the middle of `migrate apply` says that nothing is lost and how to go on, and

@@ -1,11 +1,11 @@
-//! The `percolator-workloads` binary end to end: help text on every option, the bench's ratio
-//! lines, and the notify bench across a killed worker.
+//! The `percolator-workloads` binary end to end: help text on every option, the shared flags
+//! grouped, the bench's ratio lines, and the notify bench across a killed worker.
 
 #[path = "../../percolator-cli/tests/command_line/mod.rs"]
 mod command_line;
 
 use clap::CommandFactory;
-use command_line::assert_documented;
+use command_line::{assert_documented, assert_security_flags_grouped};
 
 /// Runs `percolator-workloads args`: (exit code, stdout, stderr).
 fn workloads(args: &[&str]) -> (i32, String, String) {
@@ -15,6 +15,12 @@ fn workloads(args: &[&str]) -> (i32, String, String) {
 #[test]
 fn every_option_and_argument_has_help_text() {
     assert_documented([percolator_workloads::cli::Cli::command()], 50);
+}
+
+/// The flags every command takes, as `percolator`'s: grouped, and out of the short help.
+#[test]
+fn the_shared_security_flags_are_grouped_and_left_out_of_short_help() {
+    assert_security_flags_grouped(percolator_workloads::cli::Cli::command(), 8);
 }
 
 #[test]

@@ -12,9 +12,9 @@ use clap::{Parser, Subcommand};
 ///
 /// ```
 /// use clap::Parser;
-/// let args = ["percolator", "doctor", "--hbase", "h:9090", "--oracle", "o:1"];
+/// let args = ["percolator", "locks", "--hbase", "h:9090", "t"];
 /// let cli = percolator_cli::cli::Cli::parse_from(args);
-/// assert!(matches!(cli.command, percolator_cli::cli::Command::Doctor(_)));
+/// assert!(matches!(cli.command, percolator_cli::cli::Command::Data(_)));
 /// ```
 #[derive(Parser)]
 #[command(

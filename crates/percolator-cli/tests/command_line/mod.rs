@@ -54,3 +54,51 @@ pub fn assert_documented(commands: impl IntoIterator<Item = clap::Command>, more
         missing.join("\n")
     );
 }
+
+/// Asserts that in `cli` and in every one of its subcommands (more than `more_than` of them)
+/// the gateway's and the oracle's security flags are left out of the short help and grouped
+/// under their own headings, after the command's own options, in the long help: shown among
+/// each command's own options they buried them (60 lines of TLS and Kerberos in `get --help`).
+pub fn assert_security_flags_grouped(mut cli: clap::Command, more_than: usize) {
+    cli.build();
+    let mut commands = vec![(String::new(), cli)];
+    let mut checked = 0;
+    while let Some((path, mut command)) = commands.pop() {
+        let short = command.render_help().to_string();
+        let long = command.render_long_help().to_string();
+        for flag in [
+            "--hbase-ca",
+            "--kerberos-keytab",
+            "--sasl-qop",
+            "--oracle-tls-ca",
+        ] {
+            assert!(!short.contains(flag), "{flag} in `{path} -h`:\n{short}");
+            assert!(long.contains(flag), "{flag} missing from `{path} --help`");
+        }
+        let heading = |name: &str| {
+            long.find(&format!("\n{name}:\n"))
+                .unwrap_or_else(|| panic!("no {name:?} heading in `{path} --help`:\n{long}"))
+        };
+        let gateway = heading("Gateway TLS, Kerberos and impersonation");
+        let oracle = heading("Oracle TLS and token");
+        assert!(
+            long.find("--hbase-ca").unwrap() > gateway,
+            "`{path} --help`"
+        );
+        assert!(
+            long.find("--oracle-tls-ca").unwrap() > oracle,
+            "`{path} --help`"
+        );
+        if let Some(own) = long.find("\nOptions:\n") {
+            assert!(
+                own < gateway.min(oracle),
+                "`{path} --help`: own options last"
+            );
+        }
+        checked += 1;
+        for sub in command.get_subcommands().filter(|s| s.get_name() != "help") {
+            commands.push((format!("{path} {}", sub.get_name()), sub.clone()));
+        }
+    }
+    assert!(checked > more_than, "checked only {checked} commands");
+}
