@@ -46,7 +46,7 @@ pub struct Common {
     #[arg(long, global = true, help_heading = "Every command's options")]
     pub verbose: bool,
     /// Serve the library's metrics as Prometheus text at http://ADDR/metrics while the command
-    /// runs (for the long-running ones: gc, migrate apply, the demos, the bench).
+    /// runs (for the long-running ones: `gc`, `migrate apply`, and the workloads).
     #[arg(
         long,
         global = true,
