@@ -137,8 +137,9 @@ fn conformance_suite_against_the_container() {
     );
 }
 
-/// The `percolator` binary the test command built beside this test (scripts/bin-dir's rule).
-fn percolator_bin() -> PathBuf {
+/// The `percolator-workloads` binary the test command built beside this test (scripts/bin-dir's
+/// rule).
+fn workloads_bin() -> PathBuf {
     let dir = std::env::var_os("PERCOLATOR_BIN_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| {
@@ -148,10 +149,10 @@ fn percolator_bin() -> PathBuf {
                 .expect("target dir")
                 .to_path_buf()
         });
-    let bin = dir.join("percolator");
+    let bin = dir.join("percolator-workloads");
     assert!(
         bin.is_file(),
-        "no percolator binary at {}: build it (cargo build -p percolator-cli) or set PERCOLATOR_BIN_DIR",
+        "no percolator-workloads binary at {}: build it (cargo build -p percolator-workloads) or set PERCOLATOR_BIN_DIR",
         bin.display()
     );
     bin
@@ -160,7 +161,7 @@ fn percolator_bin() -> PathBuf {
 #[test]
 fn bank_demo_with_client_crashes_against_the_container() {
     let Some(addr) = docker_gateway() else { return };
-    let out = Command::new(percolator_bin())
+    let out = Command::new(workloads_bin())
         .args([
             "demo",
             "--hbase",
@@ -171,7 +172,7 @@ fn bank_demo_with_client_crashes_against_the_container() {
             "0.01",
         ])
         .output()
-        .expect("run percolator demo");
+        .expect("run percolator-workloads demo");
     let text = String::from_utf8_lossy(&out.stdout);
     eprintln!("{text}{}", String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success(), "the demo failed: {}", out.status);

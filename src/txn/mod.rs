@@ -29,7 +29,7 @@
 mod background;
 mod blocking;
 mod client;
-pub(crate) mod commit;
+mod commit;
 pub(crate) mod context;
 mod families;
 mod fusion;

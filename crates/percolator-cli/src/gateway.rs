@@ -14,9 +14,9 @@ use percolator::{HBaseConfig, Result};
 /// ```
 /// use clap::Parser;
 /// let cli = percolator_cli::cli::Cli::parse_from([
-///     "percolator", "--hbase-ca", "ca.pem", "--do-as", "alice", "bench", "--seconds", "1",
+///     "percolator", "--hbase-ca", "ca.pem", "--do-as", "alice", "locks", "--hbase", "h:1", "t",
 /// ]);
-/// assert_eq!(cli.gateway.do_as.as_deref(), Some("alice"));
+/// assert_eq!(cli.common.gateway.do_as.as_deref(), Some("alice"));
 /// ```
 #[derive(clap::Args, Clone, Debug, Default)]
 #[command(next_help_heading = "Gateway TLS, Kerberos and impersonation")]

@@ -1,16 +1,17 @@
-//! The `percolator` and `percolator-oracle` commands: the bank demo, the benchmarks, and the
-//! operator tools (`migrate`, `get`/`put`/`delete`/`scan`, `locks`, `gc`, `doctor`) over the
-//! [`percolator`] library. This library part exists for the two binaries and their tests; it is
-//! not an API for services, which depend on `percolator` itself.
+//! The `percolator` and `percolator-oracle` commands: the operator tools (`create`, `migrate`,
+//! `get`/`put`/`delete`/`scan`, `locks`, `gc`, `doctor`) and the timestamp oracle, over the
+//! [`percolator`] library, which they build without its test hooks. This library part exists
+//! for the two binaries, `percolator-workloads` (the demos and benchmarks, which reuse its
+//! flags and helpers) and their tests; it is not an API for services, which depend on
+//! `percolator` itself.
 //!
 //! # Layout
 //! - [`cli`]: the binaries' command lines (clap), and [`logging`]: their shared log setup.
 //! - [`gateway`]: the flags every command takes to reach an HTTP, TLS or Kerberos gateway.
 //! - [`oracle_access`]: the flags every command takes to reach a TLS or token-secured oracle.
-//! - [`tools`]: how the data commands name columns and show values, and progress bars.
+//! - [`tools`]: how the data commands name columns and show values, progress bars, and calls
+//!   made again while HBase is in transition.
 //! - [`commands`]: each operator command's arguments (clap) and its run.
-//! - [`workload`]: the bank demo, `observe-demo` and the benchmarks, on an embedded emulator
-//!   and oracle ([`workload::stack`]) or on the addresses given.
 //! - [`oracle_bench`]: `percolator-oracle bench`.
 
 // The library's `Error` is deliberately rich; see its docs.
@@ -24,4 +25,3 @@ pub mod metrics_http;
 pub mod oracle_access;
 pub mod oracle_bench;
 pub mod tools;
-pub mod workload;

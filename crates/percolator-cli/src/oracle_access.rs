@@ -15,9 +15,9 @@ use percolator::Result;
 /// ```
 /// use clap::Parser;
 /// let cli = percolator_cli::cli::Cli::parse_from([
-///     "percolator", "--oracle-tls-ca", "ca.pem", "bench", "--seconds", "1",
+///     "percolator", "--oracle-tls-ca", "ca.pem", "locks", "--hbase", "h:1", "t",
 /// ]);
-/// assert_eq!(cli.oracle_access.oracle_tls_ca.as_deref(), Some("ca.pem".as_ref()));
+/// assert_eq!(cli.common.oracle_access.oracle_tls_ca.as_deref(), Some("ca.pem".as_ref()));
 /// ```
 #[derive(clap::Args, Clone, Debug, Default)]
 #[command(next_help_heading = "Oracle TLS and token")]

@@ -1,8 +1,9 @@
 //! The `percolator` and `percolator-oracle` binaries end to end, against an emulator and an
 //! oracle started here: values from files, standard input and hex; deadlines against servers
 //! that never answer; `migrate apply` of an adopted table; the percolator families refused;
-//! help text on every option; uncoloured logs when standard error is not a terminal; the
-//! bench's ratio lines.
+//! help text on every option; uncoloured logs when standard error is not a terminal.
+
+mod command_line;
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
@@ -10,6 +11,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use clap::CommandFactory;
+use command_line::{assert_documented, assert_security_flags_grouped};
 use percolator::hbase::{FamilyDescriptor, Put, TableDescriptor};
 use percolator::HBaseClient;
 
@@ -404,33 +406,6 @@ fn the_percolator_families_are_refused_to_get_put_delete_and_scan() {
     assert_eq!((code, json(&out)), (0, serde_json::json!([])));
 }
 
-/// Every argument of `command` and of its subcommands without help text, as
-/// `percolator get <TABLE>`.
-fn undocumented(command: &clap::Command, path: &str, missing: &mut Vec<String>, seen: &mut usize) {
-    let path = format!("{path} {}", command.get_name()).trim().to_string();
-    for arg in command.get_arguments() {
-        *seen += 1;
-        let text = arg
-            .get_help()
-            .or(arg.get_long_help())
-            .map(|h| h.to_string())
-            .unwrap_or_default();
-        if text.trim().is_empty() {
-            let name = match arg.get_long() {
-                Some(long) => format!("--{long}"),
-                None => format!("<{}>", arg.get_id().as_str().to_uppercase()),
-            };
-            missing.push(format!("{path} {name}"));
-        }
-    }
-    for sub in command.get_subcommands() {
-        if sub.get_about().is_none() && sub.get_long_about().is_none() {
-            missing.push(format!("{path} {} (no about)", sub.get_name()));
-        }
-        undocumented(sub, &path, missing, seen);
-    }
-}
-
 /// Clap turns a type's rustdoc into `--help` text unless told otherwise; the oracle's
 /// command-line type documents itself for maintainers, with a code block.
 #[test]
@@ -449,19 +424,10 @@ fn the_oracles_help_is_not_its_rustdoc() {
 
 #[test]
 fn every_option_and_argument_of_both_binaries_has_help_text() {
-    let (mut missing, mut seen) = (Vec::new(), 0);
+    let oracle = percolator_cli::cli::oracle::Cli::command();
+    assert_documented([percolator_cli::cli::Cli::command(), oracle], 100);
     let mut cli = percolator_cli::cli::Cli::command();
     cli.build();
-    undocumented(&cli, "", &mut missing, &mut seen);
-    let mut oracle = percolator_cli::cli::oracle::Cli::command();
-    oracle.build();
-    undocumented(&oracle, "", &mut missing, &mut seen);
-    assert!(seen > 100, "walked only {seen} arguments");
-    assert!(
-        missing.is_empty(),
-        "without help text:\n{}",
-        missing.join("\n")
-    );
 
     let scan = cli.find_subcommand("scan").unwrap();
     let limit = scan
@@ -512,54 +478,6 @@ fn the_oracle_logs_without_colours_when_stderr_is_not_a_terminal() {
     let log = log.expect("a log line on stderr");
     assert!(log.contains("INFO"), "{log:?}");
     assert!(!log.contains("\x1b["), "ANSI escapes in {log:?}");
-}
-
-#[test]
-fn the_bench_prints_each_ratio_with_its_floor_and_no_targets() {
-    let (code, out, err) = percolator(&[
-        "bench",
-        "--seconds",
-        "0.3",
-        "--rounds",
-        "1",
-        "--rows",
-        "100",
-        "--threads",
-        "2",
-        "--workloads",
-        "raw_get,txn_get,floor_get",
-    ]);
-    assert_eq!(code, 0, "{err}");
-    assert!(out.contains("txn_get / raw_get = "), "{out}");
-    assert!(out.contains("(floor_get / raw_get = "), "{out}");
-    assert!(!out.to_lowercase().contains("target"), "{out}");
-}
-
-/// `notify_kill` kills an observer worker (as a crash) and starts another every 5 s while each
-/// writer waits for its change's run: a change that no run processed within 10 s would be an
-/// error, so a run over a kill that reports none lost nothing across the handover.
-#[test]
-fn the_notify_bench_with_a_worker_killed_loses_no_change() {
-    let (code, out, err) = percolator(&[
-        "bench",
-        "--api",
-        "async",
-        "--seconds",
-        "7",
-        "--rounds",
-        "1",
-        "--threads",
-        "4",
-        "--workloads",
-        "notify_kill",
-        "--json",
-    ]);
-    assert_eq!(code, 0, "{err}");
-    let report: serde_json::Value = serde_json::from_str(&out).expect(&out);
-    let result = &report["workloads"]["notify_kill"];
-    assert!(result["ops"].as_u64().unwrap() > 0, "{out}");
-    assert_eq!(result["errors"].as_u64(), Some(0), "{out}");
-    assert!(result["max_us"].as_f64().unwrap() >= result["p99_us"].as_f64().unwrap());
 }
 
 #[test]
@@ -711,48 +629,7 @@ fn migrate_status_of_a_missing_table_is_a_problem() {
 /// command's own options they buried them (60 lines of TLS and Kerberos in `get --help`).
 #[test]
 fn the_shared_security_flags_are_grouped_and_left_out_of_short_help() {
-    let mut cli = percolator_cli::cli::Cli::command();
-    cli.build();
-    let mut commands = vec![(String::new(), cli)];
-    let mut checked = 0;
-    while let Some((path, mut command)) = commands.pop() {
-        let short = command.render_help().to_string();
-        let long = command.render_long_help().to_string();
-        for flag in [
-            "--hbase-ca",
-            "--kerberos-keytab",
-            "--sasl-qop",
-            "--oracle-tls-ca",
-        ] {
-            assert!(!short.contains(flag), "{flag} in `{path} -h`:\n{short}");
-            assert!(long.contains(flag), "{flag} missing from `{path} --help`");
-        }
-        let heading = |name: &str| {
-            long.find(&format!("\n{name}:\n"))
-                .unwrap_or_else(|| panic!("no {name:?} heading in `{path} --help`:\n{long}"))
-        };
-        let gateway = heading("Gateway TLS, Kerberos and impersonation");
-        let oracle = heading("Oracle TLS and token");
-        assert!(
-            long.find("--hbase-ca").unwrap() > gateway,
-            "`{path} --help`"
-        );
-        assert!(
-            long.find("--oracle-tls-ca").unwrap() > oracle,
-            "`{path} --help`"
-        );
-        if let Some(own) = long.find("\nOptions:\n") {
-            assert!(
-                own < gateway.min(oracle),
-                "`{path} --help`: own options last"
-            );
-        }
-        checked += 1;
-        for sub in command.get_subcommands().filter(|s| s.get_name() != "help") {
-            commands.push((format!("{path} {}", sub.get_name()), sub.clone()));
-        }
-    }
-    assert!(checked > 20, "checked only {checked} commands");
+    assert_security_flags_grouped(percolator_cli::cli::Cli::command(), 15);
 }
 
 /// Ctrl-C in the middle of `migrate apply` says that nothing is lost and how to go on, and

@@ -2,8 +2,9 @@
 //! stack passes every check, and each check fails when its part is broken on purpose (the
 //! exit status 1, and the check named in the `--json` report).
 
+mod command_line;
+
 use std::net::TcpListener;
-use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -100,15 +101,7 @@ fn doctor_at(hbase: &str, oracle: &str, extra: &[&str], tables: &[&str]) -> (i32
 
 /// Runs `percolator args`: (exit code, stdout, stderr).
 fn percolator(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_percolator"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    command_line::run(env!("CARGO_BIN_EXE_percolator"), args)
 }
 
 /// The check `name` (of `table`, for per-table checks) in `report`.

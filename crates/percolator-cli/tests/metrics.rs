@@ -1,43 +1,27 @@
 //! The library's metrics as a service's exporter sees them: Prometheus text rendered in
 //! process after transactions, a conflict, a crashed client's lock and a GC round; and scraped
-//! over HTTP from `percolator-oracle --metrics-listen` and `percolator observe-demo
-//! --metrics-listen` while they run.
+//! over HTTP from `percolator-oracle --metrics-listen` while it runs.
 
+mod scrape;
 #[path = "../../../tests/txn_support/mod.rs"]
 mod txn_support;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
 use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use metrics_exporter_prometheus::PrometheusHandle;
 use percolator::gc::{GcOptions, GcWorker};
 use percolator::txn::Seam;
 use percolator::Error;
+use scrape::{at_least, free_port, sample, scrape, scrape_until, Killed};
 use txn_support::Env;
 
 /// One recorder per process: every test here reads the same one.
 fn recorder() -> &'static PrometheusHandle {
     static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
     HANDLE.get_or_init(|| percolator_cli::metrics_http::install().expect("install the recorder"))
-}
-
-/// The value of the sample `series` (a name, with its labels as rendered) in `text`.
-fn sample(text: &str, series: &str) -> Option<f64> {
-    text.lines().filter(|l| !l.starts_with('#')).find_map(|l| {
-        l.strip_prefix(series)?
-            .strip_prefix(' ')?
-            .trim()
-            .parse()
-            .ok()
-    })
-}
-
-fn at_least(text: &str, series: &str, min: f64) {
-    let value = sample(text, series).unwrap_or_else(|| panic!("no {series} in:\n{text}"));
-    assert!(value >= min, "{series} is {value}, expected at least {min}");
 }
 
 #[test]
@@ -155,52 +139,6 @@ fn a_gc_round_exports_its_safe_point_lag_and_what_it_collected() {
     );
 }
 
-/// A free port on the loopback (bound and released: the child binds it next).
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// GETs `path` and returns the status line and the body.
-fn scrape(port: u16, path: &str) -> Option<(String, String)> {
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
-    write!(stream, "GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").ok()?;
-    let mut reply = String::new();
-    stream.read_to_string(&mut reply).ok()?;
-    let (head, body) = reply.split_once("\r\n\r\n")?;
-    Some((head.lines().next()?.to_string(), body.to_string()))
-}
-
-/// Scrapes until `done` holds of the text, for at most a minute.
-fn scrape_until(port: u16, child: &mut Child, done: impl Fn(&str) -> bool) -> String {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        if let Some((_, body)) = scrape(port, "/metrics")
-            && done(&body)
-        {
-            return body;
-        }
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "the command exited before its metrics showed"
-        );
-        assert!(Instant::now() < deadline, "metrics never showed");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[test]
 fn the_oracle_serves_its_counters_as_prometheus_text() {
     let port = free_port();
@@ -232,31 +170,4 @@ fn the_oracle_serves_its_counters_as_prometheus_text() {
     at_least(&text, "percolator_oracle_connections", 1.0);
     let (status, _) = scrape(port, "/nothing").unwrap();
     assert!(status.contains("404"), "{status}");
-}
-
-#[test]
-fn observe_demo_exports_observer_runs_lag_and_pending_notifications() {
-    let port = free_port();
-    let mut demo = Killed(
-        Command::new(env!("CARGO_BIN_EXE_percolator"))
-            .args(["observe-demo", "--seconds", "30"])
-            .args(["--metrics-listen", &format!("127.0.0.1:{port}")])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    let text = scrape_until(port, &mut demo.0, |t| {
-        sample(t, r#"percolator_observer_runs_total{outcome="processed"}"#).is_some_and(|v| v > 0.0)
-    });
-    at_least(&text, "percolator_observer_lag_seconds_count", 1.0);
-    assert!(
-        sample(&text, "percolator_observer_notifications_pending").is_some(),
-        "{text}"
-    );
-    at_least(
-        &text,
-        r#"percolator_transactions_total{outcome="committed"}"#,
-        1.0,
-    );
 }

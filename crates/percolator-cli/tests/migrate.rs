@@ -1,9 +1,11 @@
 //! `percolator migrate` scripts: a table filled by plain clients (several versions and families,
 //! deletes, a TTL family, values large and small) is adopted while a plain writer keeps
-//! writing, then read and written by transactions and the bank workload; `apply` is stopped
+//! writing, then read and written by transactions (and, in percolator-workloads'
+//! `adopted_tables`, by the bank workload); `apply` is stopped
 //! at every step and resumed; `disable` returns the table to plain use; bad input is refused
 //! without change. On the emulator, or a real HBase with `HBASE_THRIFT`.
 
+mod command_line;
 #[path = "../../../tests/txn_support/mod.rs"]
 mod txn_support;
 
@@ -23,7 +25,7 @@ use txn_support::Env;
 /// gateway that gives up fast reports one on every move): what the tests send is idempotent
 /// for what they check, and a write that failed may have been applied.
 fn plainly<T>(op: impl FnMut() -> percolator::Result<T>) -> T {
-    percolator_cli::workload::retried(op).unwrap_or_else(|e| panic!("a plain call: {e}"))
+    percolator_cli::tools::retried(op).unwrap_or_else(|e| panic!("a plain call: {e}"))
 }
 
 /// (row, family, qualifier).
@@ -702,64 +704,9 @@ fn disable_writes_committed_values_back_as_plain_versions() {
     assert_eq!(got.value(b"g", b"b"), Some(&b"plain again"[..]));
 }
 
-#[test]
-fn the_bank_workload_runs_on_an_adopted_table() {
-    use percolator_cli::workload::bank::{self, BankConfig};
-    let env = Env::start();
-    let tables: Vec<String> = (0..2).map(|_| txn_support::unique("mig_bank")).collect();
-    for t in &tables {
-        env.hbase
-            .admin()
-            .create_table(&TableDescriptor::new(t.clone()).family(FamilyDescriptor::new("f")))
-            .unwrap();
-        env.created(t);
-    }
-    let config = BankConfig {
-        tables: tables.clone(),
-        accounts_per_table: 20,
-        initial_balance: 100,
-        clients: 4,
-        auditors: 1,
-        duration: Duration::from_secs(3),
-        options: env.options(),
-        lock_granularity: percolator::txn::LockGranularity::Cell,
-    };
-    // Accounts opened by a plain client, then adopted.
-    for key in config.accounts() {
-        plainly(|| {
-            env.hbase.put(
-                &key.table,
-                &Put::new(key.row.clone()).add(key.family.clone(), key.qualifier.clone(), "100"),
-            )
-        });
-    }
-    for t in &tables {
-        migrate::apply(&env.hbase, &env.schema, t, &quiet()).unwrap();
-    }
-    let oracle =
-        percolator::OracleServer::start_local(percolator::oracle::MemoryStore::new()).unwrap();
-    let stack = percolator_cli::workload::stack::Stack::start(
-        Some(&env.addr),
-        Some(&oracle.local_addr().to_string()),
-    )
-    .unwrap();
-    let report = bank::run(&stack, &config, &|_, _| {}).unwrap();
-    assert!(report.violations.is_empty(), "{:?}", report.violations);
-    assert_eq!(report.final_total, config.expected_total());
-    assert!(report.committed > 0);
-}
-
 /// Runs the `percolator` binary; (exit code, stdout, stderr).
 fn percolator(args: &[&str]) -> (i32, String, String) {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_percolator"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    command_line::run(env!("CARGO_BIN_EXE_percolator"), args)
 }
 
 /// `percolator locks --resolve --json` on `table`, its owners looked up in `liveness`.

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use oracle_common::{OracleProcess, BIN};
+use oracle_common::{bin, OracleProcess};
 use percolator::hbase::TlsOptions;
 use percolator::oracle::{
     AuthFailure, ClientConfig, MemoryStore, OracleClient, OracleHandle, OracleServer, OracleToken,
@@ -378,7 +378,7 @@ fn write_token(dir: &Path, name: &str, token: &str) -> PathBuf {
 }
 
 fn fetch(addr: &str, extra: &[&Path], flags: &[&str]) -> std::process::Output {
-    let mut command = Command::new(BIN);
+    let mut command = Command::new(bin());
     command
         .args(["fetch", "--addr", addr, "--count", "3", "--timeout", "600"])
         .env_remove("PERCOLATOR_ORACLE_TOKEN");
@@ -455,7 +455,7 @@ fn the_binary_serves_mutual_tls_with_a_token_and_never_logs_it() {
     assert!(stderr.contains("does not allow"), "{stderr}");
 
     // The token may come from the environment instead of a file.
-    let from_env = Command::new(BIN)
+    let from_env = Command::new(bin())
         .args(["stats", "--addr", &server.addr, "--oracle-tls-ca"])
         .arg(&ca)
         .args(["--oracle-tls-cert".as_ref(), cert.as_os_str()])
@@ -491,7 +491,7 @@ fn the_binary_serves_mutual_tls_with_a_token_and_never_logs_it() {
 fn the_binary_names_an_unusable_certificate_file() {
     let pki = Pki::new();
     let missing = pki.path("missing.pem");
-    let out = Command::new(BIN)
+    let out = Command::new(bin())
         .args(["--store", "memory", "--listen", "127.0.0.1:0", "--tls-cert"])
         .arg(&missing)
         .arg("--tls-key")

@@ -7,7 +7,7 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
-use oracle_common::{assert_unique_and_increasing, patient_client, OracleProcess, Requesters, BIN};
+use oracle_common::{assert_unique_and_increasing, bin, patient_client, OracleProcess, Requesters};
 use percolator::oracle::FileStore;
 use rand::Rng;
 
@@ -89,7 +89,7 @@ fn sigterm_exits_cleanly_and_a_restart_continues_above() {
 }
 
 fn serve_and_expect_failure(store: &str) -> String {
-    let out = Command::new(BIN)
+    let out = Command::new(bin())
         .args(["--listen", "127.0.0.1:0", "--store", store])
         .output()
         .unwrap();
@@ -126,7 +126,7 @@ fn fetch_prints_increasing_timestamps_one_per_line() {
     let dir = tempfile::tempdir().unwrap();
     let store = format!("file:{}", dir.path().join("window").display());
     let mut server = OracleProcess::start(&["--listen", "127.0.0.1:0", "--store", &store]);
-    let out = Command::new(BIN)
+    let out = Command::new(bin())
         .args(["fetch", "--addr", &server.addr, "--count", "70000"])
         .output()
         .unwrap();
@@ -143,7 +143,7 @@ fn fetch_prints_increasing_timestamps_one_per_line() {
 
 #[test]
 fn bench_without_an_address_reports_json() {
-    let out = Command::new(BIN)
+    let out = Command::new(bin())
         .args(["bench", "--concurrency", "16", "--seconds", "0.5", "--json"])
         .output()
         .unwrap();

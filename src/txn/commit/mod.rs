@@ -44,7 +44,7 @@ use crate::txn::stats::Stats;
 use crate::txn::timestamps;
 use crate::txn::timestamps::Stamped;
 
-pub use mutation::{LockTemplate, Mutation, Write};
+pub(crate) use mutation::{LockTemplate, Mutation, Write};
 pub(crate) use packed::{WriteBuffer, Written};
 
 use packed::CommitCells;

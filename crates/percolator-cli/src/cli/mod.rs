@@ -4,31 +4,49 @@
 
 pub mod oracle;
 
-use clap::{Parser, Subcommand};
+use std::process::ExitCode;
 
-use crate::workload::{bench_command, demo, gc_bench, observe_demo, soak};
+use clap::{Parser, Subcommand};
 
 /// `percolator`'s command line.
 ///
 /// ```
 /// use clap::Parser;
-/// let cli = percolator_cli::cli::Cli::parse_from(["percolator", "bench", "--seconds", "1"]);
-/// assert!(matches!(cli.command, percolator_cli::cli::Command::Bench(_)));
+/// let args = ["percolator", "locks", "--hbase", "h:9090", "t"];
+/// let cli = percolator_cli::cli::Cli::parse_from(args);
+/// assert!(matches!(cli.command, percolator_cli::cli::Command::Data(_)));
 /// ```
 #[derive(Parser)]
 #[command(
     name = "percolator",
     version,
-    about = "Percolator transactions on HBase: the demo, the benchmarks and the operator tools",
+    about = "Percolator transactions on HBase: the operator tools",
     long_about = None
 )]
 pub struct Cli {
+    #[command(flatten)]
+    pub common: Common,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+impl AsRef<Common> for Cli {
+    fn as_ref(&self) -> &Common {
+        &self.common
+    }
+}
+
+/// What every command of `percolator` and of `percolator-workloads` takes besides its own
+/// options: how an error is shown, the metrics listener, and how the gateway and the oracle
+/// are reached.
+#[derive(clap::Args, Clone)]
+pub struct Common {
     /// On an error, also print the gateway's whole message (the Java exception's stack trace),
     /// which the one-line error leaves out.
     #[arg(long, global = true, help_heading = "Every command's options")]
     pub verbose: bool,
     /// Serve the library's metrics as Prometheus text at http://ADDR/metrics while the command
-    /// runs (for the long-running ones: gc, the demos, the bench).
+    /// runs (for the long-running ones: `gc`, `migrate apply`, and the workloads).
     #[arg(
         long,
         global = true,
@@ -40,8 +58,59 @@ pub struct Cli {
     pub gateway: crate::gateway::GatewayOptions,
     #[command(flatten)]
     pub oracle_access: crate::oracle_access::OracleAccess,
-    #[command(subcommand)]
-    pub command: Command,
+}
+
+impl Common {
+    /// Puts the options in force for the command about to run: the gateway and oracle
+    /// settings, and the metrics listener. The exit code when the listener cannot start.
+    pub fn apply(&self) -> Result<(), ExitCode> {
+        crate::gateway::set(self.gateway.clone());
+        if let Some(addr) = &self.metrics_listen
+            && let Err(e) = crate::metrics_http::serve(addr)
+        {
+            eprintln!("{}", error_report(&e, self.verbose));
+            return Err(ExitCode::from(2));
+        }
+        crate::oracle_access::set(self.oracle_access.clone());
+        Ok(())
+    }
+}
+
+/// A binary's `main`: parses its command line `C` (after letting a closed standard output end
+/// the process quietly and sending logs to stderr, `warn` unless `RUST_LOG` says otherwise),
+/// puts the [`Common`] options in force, and runs `command`, which returns the command's
+/// outcome and whether it reports its longest waits, and ends the process with the outcome's
+/// exit code.
+pub fn main<C: Parser + AsRef<Common>>(
+    command: impl FnOnce(C) -> (percolator::Result<bool>, bool),
+) -> ExitCode {
+    quiet_on_closed_pipe();
+    crate::logging::init("warn");
+    let cli = C::parse();
+    let common = cli.as_ref().clone();
+    if let Err(code) = common.apply() {
+        return code;
+    }
+    let (result, reports_waits) = command(cli);
+    exit(result, common.verbose, reports_waits)
+}
+
+/// How a command's outcome ends the process: 0 when it succeeded, 1 when it ran and found
+/// problems, 2 on an error (printed on stderr). With `reports_waits`, a command that ran also
+/// says what it waited for longest: under region moves and server crashes, the figure that
+/// says whether the gateway's HBase client settings suit the work.
+fn exit(result: percolator::Result<bool>, verbose: bool, reports_waits: bool) -> ExitCode {
+    if reports_waits && result.is_ok() {
+        eprintln!("waits: {}", percolator::metrics::longest_waits());
+    }
+    match result {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(e) => {
+            eprintln!("{}", error_report(&e, verbose));
+            ExitCode::from(2)
+        }
+    }
 }
 
 /// Lets a closed standard output end the process quietly, as it ends `ls` or `grep`:
@@ -79,26 +148,6 @@ pub fn error_report(error: &percolator::Error, verbose: bool) -> String {
 /// `percolator`'s subcommands.
 #[derive(Subcommand)]
 pub enum Command {
-    /// Concurrent bank transfers with injected client crashes; checks the invariants at the end
-    /// and exits non-zero if any is broken. Starts an emulator and an oracle in-process unless
-    /// --hbase / --oracle are given.
-    Demo(demo::DemoConfig),
-    /// Chained observers (documents -> word counts -> global counts) with workers killed at
-    /// random; recomputes the derived data at the end and exits non-zero on any mismatch.
-    ObserveDemo(observe_demo::ObserveDemoConfig),
-    /// Everything at once against one HBase (the bank through a standby group of oracles,
-    /// observers with workers killed, GC every few seconds, the serving oracle and a client
-    /// process killed with SIGKILL on timers), then every invariant; `scripts/soak` runs it
-    /// against a local real HBase.
-    Soak(soak::SoakConfig),
-    /// The child process `soak` kills.
-    #[command(hide = true)]
-    SoakClient(soak::SoakClientConfig),
-    /// The child the large-transaction crash tests kill.
-    #[command(hide = true)]
-    LargeClient(crate::workload::large::LargeClientConfig),
-    /// Raw HBase operations vs transactions: ops/s, p50, p99, RPCs per op.
-    Bench(bench_command::BenchArgs),
     /// Creates a new transactional table: the user families given, plus the percolator
     /// families beside them (an existing table that already has them is left as it is).
     Create(crate::commands::CreateArgs),
@@ -116,15 +165,4 @@ pub enum Command {
     /// clock skew, locks past their TTL, the GC safe point's lag and the observer workers;
     /// a verdict for each. Exit status 1 when a check fails.
     Doctor(crate::commands::DoctorArgs),
-    /// An hour of updates compressed in time, with and without GC (the README's figure).
-    #[command(hide = true)]
-    GcBench(gc_bench::GcBenchConfig),
-    /// The emulator for `bench --profile cluster`, in a process of its own: prints its address
-    /// on the first line, serves until its standard input closes (its parent exited).
-    #[command(hide = true)]
-    ServeEmulator {
-        /// Microseconds every call takes, served in order per connection.
-        #[arg(long, default_value_t = 1000)]
-        latency_us: u64,
-    },
 }

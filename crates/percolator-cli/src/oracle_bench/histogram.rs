@@ -11,7 +11,7 @@ use parking_lot::Mutex;
 /// most 0.4% wide), up to 2^36 ns; 30 KiB. The bench's ratios compare two p50s that differ by a
 /// few percent, so a coarser bucket (32 per power of two, 3% wide, as this was) decided them: a
 /// 2.33 ms p50 stood for anything from 2.29 to 2.36 ms, every run alike.
-pub(crate) struct Histogram {
+pub struct Histogram {
     counts: Vec<u32>,
     count: u64,
     max: u64,

@@ -4,7 +4,7 @@
 
 mod histogram;
 
-pub(crate) use histogram::Histogram;
+pub use histogram::Histogram;
 
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;

@@ -14,7 +14,23 @@ use parking_lot::Mutex;
 use percolator::oracle::ClientConfig;
 use percolator::OracleClient;
 
-pub const BIN: &str = env!("CARGO_BIN_EXE_percolator-oracle");
+/// The `percolator-oracle` binary: this package's own in its tests; in percolator-workloads'
+/// tests (the bank against oracle processes), the one built beside `percolator-workloads` by
+/// the same `cargo test` of the workspace.
+pub fn bin() -> std::path::PathBuf {
+    let workloads = match option_env!("CARGO_BIN_EXE_percolator-oracle") {
+        Some(own) => return own.into(),
+        None => option_env!("CARGO_BIN_EXE_percolator-workloads"),
+    };
+    let oracle =
+        std::path::Path::new(workloads.unwrap_or_default()).with_file_name("percolator-oracle");
+    assert!(
+        oracle.is_file(),
+        "no {} (build it: cargo build -p percolator-cli --bin percolator-oracle)",
+        oracle.display()
+    );
+    oracle
+}
 
 /// A `percolator-oracle` server process.
 pub struct OracleProcess {
@@ -33,7 +49,7 @@ impl OracleProcess {
         args: &[S],
         stderr: impl Into<Stdio>,
     ) -> OracleProcess {
-        let mut child = Command::new(BIN)
+        let mut child = Command::new(bin())
             .args(args)
             .stdout(Stdio::piped())
             .stderr(stderr)

@@ -5,8 +5,8 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
-use crate::workload::bank;
-use crate::workload::stack::Stack;
+use crate::bank;
+use crate::stack::Stack;
 use percolator::gc::{GcOptions, GcWorker};
 use percolator::hbase::Scan;
 use percolator::txn::TxnOptions;

@@ -1,4 +1,4 @@
-//! `percolator bench --workloads txn_large`: one transaction of many cells, against raw
+//! `percolator-workloads bench --workloads txn_large`: one transaction of many cells, against raw
 //! putMultiple batches writing as many cells, each timed and its client's memory measured.
 //!
 //! The gateway runs in another process (the caller's `--hbase`, or an emulator the command
@@ -15,7 +15,7 @@ use std::time::Instant;
 use futures::StreamExt;
 use serde::Serialize;
 
-use crate::workload::stack::Stack;
+use crate::stack::Stack;
 use percolator::hbase::{FamilyDescriptor, Put, TableDescriptor};
 use percolator::txn::{self, LivenessConfig};
 use percolator::{Error, Result};
@@ -292,7 +292,7 @@ fn rss_bytes(field: &str) -> u64 {
     kb * 1024
 }
 
-/// `percolator large-client`: the child the large-transaction crash tests kill (hidden).
+/// `percolator-workloads large-client`: the child the large-transaction crash tests kill (hidden).
 /// Commits one transaction writing `--tag`'s value to cells `0..--cells` of `--table`, the
 /// cells and values of `txn_large`, with its secondaries committed before it returns.
 #[derive(Clone, Debug, clap::Args)]

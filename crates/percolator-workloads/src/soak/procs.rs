@@ -4,12 +4,12 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::Duration;
 
-use crate::workload::bank::{self, BankConfig};
-use crate::workload::stack::Stack;
+use crate::bank::{self, BankConfig};
+use crate::stack::Stack;
 use percolator::txn::LivenessConfig;
 use percolator::{Error, Result};
 
-/// `percolator soak-client`: the child the soak kills (hidden).
+/// `percolator-workloads soak-client`: the child the soak kills (hidden).
 #[derive(Clone, Debug, clap::Args)]
 pub struct SoakClientConfig {
     /// HBase Thrift2 gateway.
@@ -70,7 +70,7 @@ fn dies_with_us(mut command: Command) -> Command {
     command
 }
 
-/// A sibling binary of this one (`percolator-oracle`, or `percolator` itself).
+/// A sibling binary of this one (`percolator-oracle`, or `percolator-workloads` itself).
 fn sibling(name: &str) -> Result<std::path::PathBuf> {
     let me = std::env::current_exe().map_err(|e| Error::io("finding this binary", e))?;
     Ok(me.with_file_name(name))
@@ -112,7 +112,7 @@ pub(super) fn start_client(
     config: &BankConfig,
     liveness_table: &str,
 ) -> Result<Process> {
-    let child = dies_with_us(Command::new(sibling("percolator")?))
+    let child = dies_with_us(Command::new(sibling("percolator-workloads")?))
         .args(["soak-client", "--hbase", hbase, "--oracle", oracles])
         .arg(format!("--tables={}", config.tables.join(",")))
         .arg(format!(

@@ -2,7 +2,7 @@
 //! that crash at protocol seams and come back, while read-only auditors check at their snapshot
 //! that the total never changes. At the end every crashed or undetermined transfer is settled
 //! through its primary, and the balances must match the ledger exactly. Used by
-//! `percolator demo` and by the bank test.
+//! `percolator-workloads demo` and by the bank test.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -13,10 +13,10 @@ use parking_lot::Mutex;
 use rand::Rng;
 use serde::Serialize;
 
-use crate::workload::retried;
-use crate::workload::stack::Stack;
+use crate::stack::Stack;
 use percolator::txn::{self, CellKey, Client, LockGranularity, TxnOptions};
 use percolator::{Error, Result, RetryClass};
+use percolator_cli::tools::retried;
 
 pub const FAMILY: &str = "f";
 const QUALIFIER: &str = "balance";

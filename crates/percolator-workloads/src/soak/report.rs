@@ -2,8 +2,8 @@
 
 use serde::Serialize;
 
-use crate::workload::bank::BankReport;
-use crate::workload::observe_demo::ObserveDemoReport;
+use crate::bank::BankReport;
+use crate::observe_demo::ObserveDemoReport;
 
 #[derive(Debug, Default, Serialize)]
 pub struct SoakReport {

@@ -1,5 +1,5 @@
-//! `percolator bench`: raw HBase operations and the same work done in transactions, in one
-//! process against one gateway and oracle, so the ratios are fair. Prints ops/s, p50, p99 and
+//! `percolator-workloads bench`: raw HBase operations and the same work done in transactions, in
+//! one process against one gateway and oracle, so the ratios are fair. Prints ops/s, p50, p99 and
 //! HBase RPCs per operation.
 
 use std::collections::BTreeMap;
@@ -12,13 +12,12 @@ use rand::rngs::StdRng;
 use rand::SeedableRng;
 use serde::Serialize;
 
-use crate::oracle_bench::Histogram;
-pub use crate::workload::floor::FLOOR_WORKLOADS;
-use crate::workload::floor::{Floor, FloorTask, FLOOR_GET, FLOOR_PUT1, FLOOR_TRANSFER2};
-use crate::workload::notify_bench::{ClientFactory, NotifyBench, KILL_EVERY};
-use crate::workload::rows::{add_one, one_row, row, task_rows, two_rows};
-use crate::workload::stack::Stack;
-use crate::workload::usage::Usage;
+pub use crate::floor::FLOOR_WORKLOADS;
+use crate::floor::{Floor, FloorTask, FLOOR_GET, FLOOR_PUT1, FLOOR_TRANSFER2};
+use crate::notify_bench::{ClientFactory, NotifyBench, KILL_EVERY};
+use crate::rows::{add_one, one_row, row, task_rows, two_rows};
+use crate::stack::Stack;
+use crate::usage::Usage;
 use percolator::hbase::{
     AsyncHBaseClient, CheckAndMutate, CompareOp, FamilyDescriptor, Get, Put, TableDescriptor,
 };
@@ -26,6 +25,7 @@ use percolator::txn::{
     self, AsyncClient, CellKey, Client, HBaseAccess, LivenessConfig, LockGranularity,
 };
 use percolator::Result;
+use percolator_cli::oracle_bench::Histogram;
 
 /// Which API the workloads run through.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -50,7 +50,7 @@ pub const WORKLOADS: [&str; 7] = [
 pub const NOTIFY: &str = "notify";
 
 /// `notify` with two workers, one of them killed and replaced every
-/// [`KILL_EVERY`](crate::workload::notify_bench::KILL_EVERY); run only when named.
+/// [`KILL_EVERY`](crate::notify_bench::KILL_EVERY); run only when named.
 pub const NOTIFY_KILL: &str = "notify_kill";
 
 /// One checkAndMutate that always passes: what the gateway charges for the call every

@@ -8,8 +8,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::workload::bank::{self, BankConfig};
-use crate::workload::stack::Stack;
+use crate::bank::{self, BankConfig};
+use crate::stack::Stack;
 use percolator::txn::{LivenessConfig, LockGranularity, Seam};
 
 const CRASH_RATE: f64 = 0.005;
@@ -111,7 +111,7 @@ fn bank_stays_balanced_and_versions_bounded_with_gc_running() {
     // No crashes here (failpoints are process-wide: this waits for the crash test to end).
     // A crashed transfer is settled at the end through its primary's records, which GC may
     // have collected by then: `transaction_status` answers SnapshotTooOld (docs/gc.md).
-    let _failpoints_off = crate::workload::failpoints_off();
+    let _failpoints_off = crate::failpoints_off();
     let (stack, options) = bank_stack("bank_gc_liveness");
     let options = options.build();
     let tables = vec!["gc_checking".to_string(), "gc_savings".to_string()];

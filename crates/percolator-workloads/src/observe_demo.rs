@@ -1,7 +1,7 @@
-//! `percolator observe-demo`: an incremental pipeline of two chained observers over documents
-//! (text -> per-document word counts -> global word counts), fed by writers while observer
-//! workers die at random seams or are killed outright and replaced. At the end it waits for
-//! the notifications to drain, recomputes every derived cell from the documents and compares.
+//! `percolator-workloads observe-demo`: an incremental pipeline of two chained observers over
+//! documents (text -> per-document word counts -> global word counts), fed by writers while
+//! observer workers die at random seams or are killed outright and replaced. At the end it waits
+//! for the notifications to drain, recomputes every derived cell from the documents and compares.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -12,8 +12,7 @@ use rand::seq::SliceRandom;
 use rand::Rng;
 use serde::Serialize;
 
-use crate::workload::retried;
-use crate::workload::stack::Stack;
+use crate::stack::Stack;
 use percolator::observer::{
     pending_notifications, LastApplied, ObservedColumn, Observer, ObserverSet, ObserverWorker,
     WorkerConfig, WorkerStats,
@@ -21,8 +20,9 @@ use percolator::observer::{
 use percolator::txn::{self, LivenessConfig};
 use percolator::{AsyncClient, AsyncTransaction};
 use percolator::{Error, Result};
+use percolator_cli::tools::retried;
 
-/// `percolator observe-demo` options (also its command-line arguments).
+/// `percolator-workloads observe-demo` options (also its command-line arguments).
 #[derive(Clone, Debug, clap::Args)]
 pub struct ObserveDemoConfig {
     /// How long documents are written, in seconds.
@@ -184,7 +184,7 @@ pub fn run(config: &ObserveDemoConfig) -> Result<ObserveDemoReport> {
         }
     };
     say(format!(
-        "percolator observe-demo: HBase gateway {}, oracle {}",
+        "percolator-workloads observe-demo: HBase gateway {}, oracle {}",
         stack.hbase_addr, stack.oracle_addr
     ));
     let suffix = format!("{}_{}", std::process::id(), rand::random::<u16>());

@@ -1,17 +1,17 @@
-//! `percolator bench`: its options, the choice of emulator (in this process, or a child with a
-//! service time per call), the runs, and the table and ratios it prints.
+//! `percolator-workloads bench`: its options, the choice of emulator (in this process, or a child
+//! with a service time per call), the runs, and the table and ratios it prints.
 
 use std::time::Duration;
 
 use percolator::Error;
 
-use super::stack::Stack;
-use super::{bench, large};
+use crate::stack::Stack;
+use crate::{bench, large};
 
 /// The cluster profile's service time per call.
 const CLUSTER_LATENCY_US: u64 = 1000;
 
-/// `percolator bench`'s options.
+/// `percolator-workloads bench`'s options.
 #[derive(clap::Args)]
 pub struct BenchArgs {
     /// How long each workload runs, in seconds (split over --rounds).

@@ -1,4 +1,4 @@
-//! `percolator gc-bench` (hidden): an hour of updates compressed in time, on two tables
+//! `percolator-workloads gc-bench` (hidden): an hour of updates compressed in time, on two tables
 //! written by the same transactions, one collected by GC in the background and one not. At
 //! the end, versions and bytes per logical cell in each, and GC's throughput. The default
 //! 30 s at a 5 s life time is six life times, as an hour is at the default 10 minutes.
@@ -7,13 +7,13 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::workload::stack::Stack;
+use crate::stack::Stack;
 use percolator::gc::{GcOptions, GcWorker};
 use percolator::hbase::Scan;
 use percolator::txn::{self, LivenessConfig};
 use percolator::Result;
 
-/// `percolator gc-bench` options.
+/// `percolator-workloads gc-bench` options.
 #[derive(Clone, Debug, clap::Args)]
 pub struct GcBenchConfig {
     /// How long the updates run, in seconds.

@@ -1,8 +1,8 @@
-//! The protocol's floor: the HBase calls and timestamps a transaction of the bench makes, built
-//! by the protocol's own pieces (the lock template, the prewrite and commit actions, the
-//! snapshot reader's Gets and its read decision) and issued straight through the HBase client,
-//! with none of the transaction layer around them (no session, committer, liveness, lock
-//! guessing, read fusion or background-commit tracking).
+//! The protocol's floor: the HBase calls and timestamps a transaction of the bench makes, built by
+//! the protocol's own pieces (the stored lock and its encoding, the prewrite and commit actions,
+//! the snapshot reader's Gets and its read decision) and issued straight through the HBase client,
+//! with none of the transaction layer around them (no session, committer, liveness, lock guessing,
+//! read fusion or background-commit tracking).
 //!
 //! `floor_get` is `txn_get`'s work (a start_ts, one Get of the cell's lock and write columns);
 //! `floor_put1` is `txn_put1`'s work (a start_ts from the oracle's spares, the prewrite CAS, a
@@ -25,17 +25,16 @@ use std::time::Duration;
 use rand::Rng;
 use tokio::task::JoinHandle;
 
+use percolator::format::{encode_lock, Lock, MutationKind};
 use percolator::hbase::{AsyncHBaseClient, CheckAndMutate, Get};
-use percolator::internals::{
-    fetched_column, row_gets, LockTemplate, Mutation, Write, FIRST_VERSIONS,
-};
+use percolator::internals::{fetched_column, row_gets, FIRST_VERSIONS};
 use percolator::oracle::TimestampSource;
 use percolator::txn::actions::{self, ReadDecision};
 use percolator::txn::LockGranularity::Cell;
 use percolator::txn::{CellKey, TxnOptions};
 use percolator::{Error, Result};
 
-use crate::workload::rows::{one_row, two_rows};
+use crate::rows::{one_row, two_rows};
 
 pub const FLOOR_GET: &str = "floor_get";
 pub const FLOOR_PUT1: &str = "floor_put1";
@@ -99,6 +98,15 @@ impl FloorTask {
     }
 }
 
+/// One cell a floor operation writes: its key, its lock as stored (and the lock's bytes, which
+/// the prewrite writes and the commit compares) and its value.
+struct CellWrite {
+    key: CellKey,
+    lock: Lock,
+    bytes: Vec<u8>,
+    value: Vec<u8>,
+}
+
 impl Floor {
     /// `txn_get`'s calls on a row of this task's slice: a start_ts, then one Get of the cell's
     /// lock and write columns (a short value is in the write record).
@@ -121,13 +129,10 @@ impl Floor {
             Some(ts) => ts,
             None => self.tso.timestamp().await?,
         };
-        let m = self
-            .template(&key)
-            .mutation(start_ts, key, Write::Put(b"7".to_vec()), false);
-        self.cas(&m.prewrite_cas(self.options.schema(), false), &m.key)
-            .await?;
+        let [w] = self.writes(start_ts, [(key, b"7".to_vec())]);
+        self.cas(&self.prewrite_cas(&w), &w.key).await?;
         let commit_ts = self.tso.timestamp().await?;
-        self.cas(&self.commit_cas(&m, commit_ts), &m.key).await
+        self.cas(&self.commit_cas(&w, commit_ts), &w.key).await
     }
 
     /// `txn_transfer2`'s calls on two rows of this task's slice.
@@ -138,16 +143,17 @@ impl Floor {
         let keys = [self.key(rows[0])?, self.key(rows[1])?];
         let start_ts = self.tso.timestamp().await?;
         let values = self.read_released(&keys, start_ts).await?;
-        let template = self.template(&keys[0]);
         let mut values = values.into_iter();
-        let [primary, secondary] = keys.map(|key| {
-            let next = crate::workload::rows::add_one(values.next().flatten().as_deref());
-            template.mutation(start_ts, key, Write::Put(next), false)
-        });
-        let schema = &self.options.schema();
+        let [primary, secondary] = self.writes(
+            start_ts,
+            keys.map(|key| {
+                let next = crate::rows::add_one(values.next().flatten().as_deref());
+                (key, next)
+            }),
+        );
         let (first, second) = futures::future::join(
-            self.cas(&primary.prewrite_cas(schema, false), &primary.key),
-            self.cas(&secondary.prewrite_cas(schema, false), &secondary.key),
+            self.cas(&self.prewrite_cas(&primary), &primary.key),
+            self.cas(&self.prewrite_cas(&secondary), &secondary.key),
         )
         .await;
         first.and(second)?;
@@ -216,26 +222,52 @@ impl Floor {
         (gets, qualifiers)
     }
 
-    /// What every lock of one floor operation shares, as a committer builds it.
-    fn template(&self, primary: &CellKey) -> LockTemplate {
-        LockTemplate {
-            primary: primary.clone(),
-            owner: self.owner.clone(),
-            wall_ms: self.options.clock().now_ms(),
-            ttl_ms: self.options.lock_ttl().as_millis() as u64,
-            short_value_limit: self.options.short_value_limit(),
-            primary_row: false,
-        }
+    /// The cells of one floor operation at `start_ts`, the first one its primary, each with
+    /// its lock as a committer builds it: one wall time for all, the value inline when short.
+    fn writes<const N: usize>(
+        &self,
+        start_ts: u64,
+        writes: [(CellKey, Vec<u8>); N],
+    ) -> [CellWrite; N] {
+        let primary = writes[0].0.clone();
+        let wall_ms = self.options.clock().now_ms();
+        writes.map(|(key, value)| {
+            let lock = Lock {
+                start_ts,
+                kind: MutationKind::Put,
+                primary: primary.clone(),
+                owner: self.owner.clone(),
+                wall_ms,
+                ttl_ms: self.options.lock_ttl().as_millis() as u64,
+                short_value: Some(value.clone())
+                    .filter(|v| v.len() <= self.options.short_value_limit()),
+                row: None,
+                primary_row: false,
+            };
+            let bytes = encode_lock(&lock);
+            CellWrite {
+                key,
+                lock,
+                bytes,
+                value,
+            }
+        })
     }
 
-    fn commit_cas(&self, m: &Mutation, commit_ts: u64) -> CheckAndMutate {
-        actions::commit(self.options.schema(), &m.key, &m.lock, &m.bytes, commit_ts)
+    /// The prewrite CAS of a cell that has a lock cell (the table's filling wrote every row).
+    fn prewrite_cas(&self, w: &CellWrite) -> CheckAndMutate {
+        let schema = self.options.schema();
+        actions::prewrite(schema, &w.key, &w.lock, &w.bytes, Some(&w.value), false)
+    }
+
+    fn commit_cas(&self, w: &CellWrite, commit_ts: u64) -> CheckAndMutate {
+        actions::commit(self.options.schema(), &w.key, &w.lock, &w.bytes, commit_ts)
     }
 
     fn key(&self, row: usize) -> Result<CellKey> {
         Ok(CellKey::new(
             self.table.as_str(),
-            crate::workload::rows::row(row),
+            crate::rows::row(row),
             self.family,
             self.qualifier,
         )?)
@@ -266,8 +298,8 @@ async fn cas(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::workload::rows::task_rows;
-    use crate::workload::stack::Stack;
+    use crate::rows::task_rows;
+    use crate::stack::Stack;
     use percolator::format::{decode_lock_state, LockState};
     use percolator::hbase::Get;
     use percolator::txn::{self, LivenessConfig};
@@ -282,7 +314,7 @@ mod tests {
     /// leave every lock released.
     #[test]
     fn floor_operations_commit_what_a_transaction_then_reads_and_leave_no_lock() {
-        let _failpoints_off = crate::workload::failpoints_off();
+        let _failpoints_off = crate::failpoints_off();
         let stack = Stack::start(None, None).expect("embedded stack");
         let options = stack
             .txn_options(LivenessConfig {
@@ -296,7 +328,7 @@ mod tests {
         client
             .run(|t| {
                 for i in 0..ROWS {
-                    t.set(table, crate::workload::rows::row(i), "f", "q", "100")?;
+                    t.set(table, crate::rows::row(i), "f", "q", "100")?;
                 }
                 Ok(())
             })
@@ -334,7 +366,7 @@ mod tests {
             .run(|t| {
                 let mut sum = 0;
                 for i in 0..ROWS {
-                    let v = t.get(table, crate::workload::rows::row(i), "f", "q")?;
+                    let v = t.get(table, crate::rows::row(i), "f", "q")?;
                     sum += std::str::from_utf8(&v.expect("a value"))
                         .expect("utf-8")
                         .parse::<i64>()
@@ -346,7 +378,7 @@ mod tests {
         assert_eq!(total, (100 * ROWS + 2 * TASKS * OPS) as i64);
         let schema = &options.schema();
         for i in 0..ROWS {
-            let key = CellKey::new(table, crate::workload::rows::row(i), "f", "q").unwrap();
+            let key = CellKey::new(table, crate::rows::row(i), "f", "q").unwrap();
             let q = schema.qualifier(&key);
             let row = stack
                 .hbase
@@ -370,7 +402,7 @@ mod tests {
         })
         .expect("put1");
         let got = client
-            .run(|t| t.get(table, crate::workload::rows::row(0), "f", "q"))
+            .run(|t| t.get(table, crate::rows::row(0), "f", "q"))
             .expect("read");
         assert_eq!(got.as_deref(), Some(&b"7"[..]));
         client.shutdown();

@@ -73,7 +73,7 @@ impl Stack {
         let mut config = if emulator.is_some() {
             HBaseConfig::new(hbase_addr.clone())
         } else {
-            crate::gateway::config(&hbase_addr)?
+            percolator_cli::gateway::config(&hbase_addr)?
         }
         .pool_size(64);
         if emulator.is_some() {
@@ -92,7 +92,7 @@ impl Stack {
         };
         if oracle.is_none() {
             // An oracle given on the command line may be secured; the embedded one is plain.
-            config = crate::oracle_access::client_config(config)?;
+            config = percolator_cli::oracle_access::client_config(config)?;
         }
         // A list fails over in order: the active oracle and its standbys.
         let addrs: Vec<String> = oracle_addr

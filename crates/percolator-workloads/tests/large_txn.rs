@@ -1,9 +1,9 @@
 //! A client killed with SIGKILL in the middle of a large commit (100,000 cells, the size of
 //! `bench --workloads txn_large`) leaves nothing half done. The client is a child process
-//! (`percolator large-client`) writing over cells that already hold an older transaction's
-//! values; the parent kills it at a point of its commit, then a fresh client reads every cell
-//! and must see all the new values or all the old ones, as the primary decided, and no lock
-//! may survive those reads.
+//! (`percolator-workloads large-client`) writing over cells that already hold an older
+//! transaction's values; the parent kills it at a point of its commit, then a fresh client reads
+//! every cell and must see all the new values or all the old ones, as the primary decided, and
+//! no lock may survive those reads.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use percolator::txn::{setup, LivenessConfig, Schema, Seam};
 use percolator::{CellKey, Client, HBaseClient, HBaseConfig, TxnOptions};
-use percolator_cli::workload::large::{client_cell, tagged_value};
+use percolator_workloads::large::{client_cell, tagged_value};
 
 const CELLS: usize = 100_000;
 /// Cells a reader asks for in one transaction.
@@ -45,10 +45,10 @@ impl Servers {
         name.to_string()
     }
 
-    /// `percolator large-client` writing `tag`'s values to every cell of `table`.
+    /// `percolator-workloads large-client` writing `tag`'s values to every cell of `table`.
     fn writer(&self, table: &str, tag: &str, extra: &[&str]) -> Child {
         let cells = CELLS.to_string();
-        Command::new(env!("CARGO_BIN_EXE_percolator"))
+        Command::new(env!("CARGO_BIN_EXE_percolator-workloads"))
             .args([
                 "large-client",
                 "--hbase",
@@ -223,7 +223,7 @@ fn a_writer_killed_while_its_secondaries_commit_leaves_every_new_value() {
 /// per cell and the client's peak memory, measured with the gateway in a child process.
 #[test]
 fn the_large_bench_reports_time_and_peak_memory_per_cell() {
-    let out = Command::new(env!("CARGO_BIN_EXE_percolator"))
+    let out = Command::new(env!("CARGO_BIN_EXE_percolator-workloads"))
         .args(["bench", "--workloads", "txn_large", "--large-cells", "2000"])
         .args(["--rounds", "1", "--json"])
         .output()

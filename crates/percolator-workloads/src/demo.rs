@@ -1,16 +1,16 @@
-//! `percolator demo`: the bank workload with injected client crashes, progress on stdout, and
-//! the invariants checked at the end.
+//! `percolator-workloads demo`: the bank workload with injected client crashes, progress on stdout,
+//! and the invariants checked at the end.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::workload::bank::{self, BankConfig, BankReport, Progress};
-use crate::workload::stack::Stack;
+use crate::bank::{self, BankConfig, BankReport, Progress};
+use crate::stack::Stack;
 use percolator::txn::{LivenessConfig, Seam};
 use percolator::Result;
 
-/// `percolator demo` options (also its command-line arguments).
+/// `percolator-workloads demo` options (also its command-line arguments).
 #[derive(Clone, Debug, clap::Args)]
 pub struct DemoConfig {
     /// How long the transfers run, in seconds.
@@ -50,7 +50,7 @@ pub struct DemoConfig {
 pub fn run(config: &DemoConfig) -> Result<BankReport> {
     let stack = Stack::start(config.hbase.as_deref(), config.oracle.as_deref())?;
     println!(
-        "percolator demo: HBase gateway {} ({}), oracle {}",
+        "percolator-workloads demo: HBase gateway {} ({}), oracle {}",
         stack.hbase_addr,
         if stack.is_embedded() {
             "embedded emulator"

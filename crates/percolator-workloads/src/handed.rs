@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
-use percolator::oracle::{ClientConfig, TimestampSource};
-use percolator::{OracleClient, Result};
+use percolator::oracle::TimestampSource;
+use percolator::Result;
 
 /// A [`TimestampSource`] that records what the one it wraps hands out.
 pub struct Recording {
@@ -83,7 +83,7 @@ impl TimestampSource for Recording {
 ///
 /// ```
 /// use std::time::{Duration, Instant};
-/// use percolator_cli::workload::handed::{check, Handed};
+/// use percolator_workloads::handed::{check, Handed};
 /// let t0 = Instant::now();
 /// let at = |ms| t0 + Duration::from_millis(ms);
 /// let log = vec![
@@ -121,17 +121,4 @@ pub fn check(mut log: Vec<Handed>) -> std::result::Result<Duration, String> {
         .map(|w| w[1].got - w[0].got)
         .max()
         .unwrap_or_default())
-}
-
-/// Whether the oracle at `addr` serves: only a serving oracle completes the hello (a standby
-/// turns clients away), and a stats request proves it answers.
-pub fn serving(addr: &str) -> bool {
-    let config = ClientConfig {
-        connect_timeout: Duration::from_millis(300),
-        request_timeout: Duration::from_millis(300),
-        ..ClientConfig::default()
-    };
-    OracleClient::connect(&[addr.to_owned()], config)
-        .and_then(|c| c.server_stats())
-        .is_ok()
 }

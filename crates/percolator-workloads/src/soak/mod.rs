@@ -1,5 +1,5 @@
-//! `percolator soak`: everything at once against one HBase for a while, then every invariant
-//! the demos check. Running together:
+//! `percolator-workloads soak`: everything at once against one HBase for a while, then every
+//! invariant the demos check. Running together:
 //! - the bank, through a standby group of oracles;
 //! - the observer pipeline of `observe-demo`, its workers killed at random;
 //! - GC every few seconds at the shortest life time, over both banks' tables;
@@ -27,14 +27,15 @@ use parking_lot::Mutex;
 use self::checks::{gc_loop, versions_per_cell};
 use self::procs::{start_oracle, Process};
 use self::report::rss_kb;
-use crate::workload::bank::{self, BankConfig};
-use crate::workload::handed::{self, serving, Recording};
-use crate::workload::observe_demo::{self, ObserveDemoConfig};
-use crate::workload::stack::Stack;
+use crate::bank::{self, BankConfig};
+use crate::handed::{self, Recording};
+use crate::observe_demo::{self, ObserveDemoConfig};
+use crate::stack::Stack;
 use percolator::txn::LivenessConfig;
 use percolator::{Error, Result};
+use percolator_cli::tools::serving;
 
-/// `percolator soak` options.
+/// `percolator-workloads soak` options.
 #[derive(Clone, Debug, clap::Args)]
 pub struct SoakConfig {
     /// HBase Thrift2 gateway (a real HBase: `scripts/soak` starts one).
