@@ -1,5 +1,5 @@
 //! An emulator and an oracle in this process, and clients of them, for the library's unit
-//! tests (the `percolator` command's `Stack` is the full version, for its workloads).
+//! tests (percolator-workloads' `Stack` is the full version, for its workloads).
 
 use std::sync::Arc;
 
