@@ -17,9 +17,10 @@ use crate::floor::{Floor, FloorTask, FLOOR_GET, FLOOR_PUT1, FLOOR_TRANSFER2};
 use crate::notify_bench::{ClientFactory, NotifyBench, KILL_EVERY};
 use crate::rows::{add_one, one_row, row, task_rows, two_rows};
 use crate::stack::Stack;
-use crate::usage::Usage;
+use crate::usage::{ServerProcess, ServerUsage, Usage};
 use percolator::hbase::{
-    AsyncHBaseClient, CheckAndMutate, CompareOp, FamilyDescriptor, Get, Put, TableDescriptor,
+    AsyncHBaseClient, CheckAndMutate, CompareOp, FamilyDescriptor, FamilyWrites, Get, Put,
+    TableDescriptor,
 };
 use percolator::txn::{
     self, AsyncClient, CellKey, Client, HBaseAccess, LivenessConfig, LockGranularity,
@@ -116,6 +117,9 @@ pub struct BenchConfig {
     /// Regions each table is created with, split at even steps of the row range, so that a
     /// cluster's region servers share the load from the first operation.
     pub regions: usize,
+    /// The gateway's process, when it runs on this machine apart from the bench (a real
+    /// HBase, the cluster profile's emulator): what each workload costs it is measured too.
+    pub server: Option<ServerProcess>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -140,6 +144,17 @@ pub struct WorkloadResult {
     /// throughput ratio even for a client that cost nothing.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gateway_cpu_us_per_op: Option<f64>,
+    /// CPU time of the gateway's process per op, when it is another process on this machine
+    /// (the HBase JVM: region server, master and gateway alike; or the cluster profile's
+    /// emulator).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_cpu_us_per_op: Option<f64>,
+    /// The part of `server_cpu_us_per_op` its Thrift gateway's threads spent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_gateway_cpu_us_per_op: Option<f64>,
+    /// Cells and bytes written per op, by family, as the client saw HBase apply them (the
+    /// populating of the tables excluded).
+    pub written_per_op: Vec<WrittenPerOp>,
     /// Context switches of this process per op (each is a thread going to sleep).
     pub switches_per_op: f64,
     /// How busy the machine's cores were, from this process's CPU time: below ~95%, the
@@ -147,6 +162,14 @@ pub struct WorkloadResult {
     pub cpu_busy_pct: f64,
     pub ops: u64,
     pub errors: u64,
+}
+
+/// What one family got per op.
+#[derive(Clone, Debug, Serialize)]
+pub struct WrittenPerOp {
+    pub family: String,
+    pub cells: f64,
+    pub bytes: f64,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -285,6 +308,8 @@ pub fn run(
     let empty = || Sample {
         oracle_requests: Some(0),
         gateway_cpu_us: Some(0.0),
+        server_cpu_us: config.server.as_ref().map(|_| 0.0),
+        server_gateway_cpu_us: config.server.as_ref().map(|_| 0.0),
         ..Sample::default()
     };
     let mut samples: Vec<Sample> = config.workloads.iter().map(|_| empty()).collect();
@@ -292,12 +317,12 @@ pub fn run(
         for (name, sample) in config.workloads.iter().zip(&mut samples) {
             let warm_up = round == 0;
             let sample_of_turn = match config.api {
-                Api::Sync => measure(stack, turn, warm_up, |stop, errors| {
+                Api::Sync => measure(stack, config, turn, warm_up, |stop, errors| {
                     on_threads(config.threads, config.rows, stop, errors, |rng, rows| {
                         op(name, stack, &client, &tables, rows, rng)
                     })
                 }),
-                Api::Async => measure(stack, turn, warm_up, |stop, errors| {
+                Api::Async => measure(stack, config, turn, warm_up, |stop, errors| {
                     on_tasks(config.threads, stop, errors, name, &clients)
                 }),
             };
@@ -442,6 +467,11 @@ struct Sample {
     cpu_us: f64,
     /// `None` once any turn could not tell.
     gateway_cpu_us: Option<f64>,
+    /// The gateway's process, when it is another one (`None` once any turn could not tell).
+    server_cpu_us: Option<f64>,
+    server_gateway_cpu_us: Option<f64>,
+    /// Written, by family.
+    writes: Vec<FamilyWrites>,
     switches: f64,
     rpcs: u64,
     /// Counted from `Some(0)`; `None` once any turn could not count them.
@@ -462,6 +492,10 @@ impl Sample {
             .gateway_cpu_us
             .zip(other.gateway_cpu_us)
             .map(|(a, b)| a + b);
+        let sum = |a: Option<f64>, b: Option<f64>| a.zip(b).map(|(a, b)| a + b);
+        self.server_cpu_us = sum(self.server_cpu_us, other.server_cpu_us);
+        self.server_gateway_cpu_us = sum(self.server_gateway_cpu_us, other.server_gateway_cpu_us);
+        self.writes = merge_writes(&self.writes, &other.writes, 1);
         self.switches += other.switches;
         self.rpcs += other.rpcs;
         self.errors += other.errors;
@@ -480,6 +514,17 @@ impl Sample {
         WorkloadResult {
             cpu_us_per_op: per_op(self.cpu_us),
             gateway_cpu_us_per_op: self.gateway_cpu_us.map(per_op),
+            server_cpu_us_per_op: self.server_cpu_us.map(per_op),
+            server_gateway_cpu_us_per_op: self.server_gateway_cpu_us.map(per_op),
+            written_per_op: self
+                .writes
+                .iter()
+                .map(|f| WrittenPerOp {
+                    family: f.family.clone(),
+                    cells: per_op(f.cells as f64),
+                    bytes: per_op(f.bytes as f64),
+                })
+                .collect(),
             switches_per_op: per_op(self.switches),
             cpu_busy_pct: per_s(self.cpu_us) / (1e4 * cores()),
             ops_per_s: per_s(ops as f64),
@@ -492,6 +537,28 @@ impl Sample {
             errors: self.errors,
         }
     }
+}
+
+/// `a` plus `sign` times `b`, family by family (in `a`'s order, then `b`'s new ones).
+fn merge_writes(a: &[FamilyWrites], b: &[FamilyWrites], sign: i64) -> Vec<FamilyWrites> {
+    let mut out = a.to_vec();
+    for f in b {
+        let i = match out.iter().position(|o| o.family == f.family) {
+            Some(i) => i,
+            None => {
+                out.push(FamilyWrites {
+                    family: f.family.clone(),
+                    ..FamilyWrites::default()
+                });
+                out.len() - 1
+            }
+        };
+        let add = |x: u64, y: u64| (x as i64 + sign * y as i64).max(0) as u64;
+        out[i].cells = add(out[i].cells, f.cells);
+        out[i].bytes = add(out[i].bytes, f.bytes);
+    }
+    out.retain(|f| f.cells > 0);
+    out
 }
 
 /// What the async workloads share, cheap to hand to each task.
@@ -693,6 +760,7 @@ fn on_tasks(
 /// short warm-up if asked, and measures what it cost.
 fn measure(
     stack: &Stack,
+    config: &BenchConfig,
     duration: Duration,
     warm_up: bool,
     drive: impl Fn(&AtomicBool, &AtomicU64) -> Vec<Histogram> + Sync,
@@ -712,6 +780,8 @@ fn measure(
     let errors = AtomicU64::new(0);
     let rpcs_before = stack.hbase.rpc_count();
     let oracle_before = stack.oracle_requests();
+    let writes_before = stack.hbase.asynchronous().writes_by_family();
+    let server_before = config.server.as_ref().map(ServerUsage::now);
     let usage_before = Usage::now();
     let started = Instant::now();
     let histograms = std::thread::scope(|s| {
@@ -723,6 +793,11 @@ fn measure(
     });
     let elapsed_s = started.elapsed().as_secs_f64();
     let usage = Usage::now();
+    let server = config.server.as_ref().map(ServerUsage::now);
+    let (server_cpu_us, server_gateway_cpu_us) = server
+        .zip(server_before)
+        .map_or((None, None), |(now, before)| now.since(&before));
+    let writes = stack.hbase.asynchronous().writes_by_family();
     let oracle_requests = oracle_before
         .zip(stack.oracle_requests())
         .map(|(before, after)| after.saturating_sub(before));
@@ -735,6 +810,9 @@ fn measure(
         elapsed_s,
         cpu_us: usage.cpu_us - usage_before.cpu_us,
         gateway_cpu_us: usage.gateway_us_since(&usage_before),
+        server_cpu_us,
+        server_gateway_cpu_us,
+        writes: merge_writes(&writes, &writes_before, -1),
         switches: usage.switches - usage_before.switches,
         rpcs: stack.hbase.rpc_count() - rpcs_before,
         oracle_requests,

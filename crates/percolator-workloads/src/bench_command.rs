@@ -6,6 +6,7 @@ use std::time::Duration;
 use percolator::Error;
 
 use crate::stack::Stack;
+use crate::usage::{ServerProcess, EMULATOR_THREADS, HBASE_GATEWAY_THREADS};
 use crate::{bench, large};
 
 /// The cluster profile's service time per call.
@@ -59,6 +60,11 @@ pub struct BenchArgs {
     /// HBase Thrift2 gateway host:port (default: an emulator, per --profile).
     #[arg(long)]
     pub hbase: Option<String>,
+    /// The pid of the HBase JVM behind --hbase, when it runs on this machine: the bench then
+    /// reports its CPU per operation, and its Thrift gateway threads' part (default: the
+    /// JVM of `scripts/real-hbase start` when --hbase is its gateway).
+    #[arg(long, requires = "hbase")]
+    pub hbase_pid: Option<u32>,
     /// Timestamp oracle host:port (default: an embedded oracle).
     #[arg(long)]
     pub oracle: Option<String>,
@@ -105,6 +111,7 @@ pub fn run(args: BenchArgs) -> percolator::Result<bool> {
         large_cells,
         json,
         hbase,
+        hbase_pid,
         oracle,
         local_timestamps,
         profile,
@@ -128,7 +135,7 @@ pub fn run(args: BenchArgs) -> percolator::Result<bool> {
                 .collect()
         }
     };
-    let config = bench::BenchConfig {
+    let mut config = bench::BenchConfig {
         duration: Duration::from_secs_f64(seconds),
         threads: threads
             .unwrap_or(if hbase.is_none() && matches!(profile, Profile::Embedded) {
@@ -143,9 +150,10 @@ pub fn run(args: BenchArgs) -> percolator::Result<bool> {
         api,
         lock_granularity,
         regions,
+        server: None,
     };
     let tune = move |c: percolator::HBaseConfig| {
-        let c = c.pool_size(pool.max(1));
+        let c = c.pool_size(pool.max(1)).tally_writes(true);
         match pipeline {
             Some(n) => c.pipeline_per_connection(n.max(1)),
             None => c,
@@ -186,9 +194,35 @@ pub fn run(args: BenchArgs) -> percolator::Result<bool> {
         let hbase = hbase.or_else(|| cluster.as_ref().map(|c| c.addr.clone()));
         run_large(&large_config, json, hbase, oracle, tune)
     } else {
+        config.server = match (&cluster, &hbase) {
+            (Some(c), _) => Some(ServerProcess {
+                pid: c.child.id(),
+                gateway_threads: EMULATOR_THREADS,
+            }),
+            (None, Some(addr)) => {
+                hbase_pid
+                    .or_else(|| real_hbase_pid(addr))
+                    .map(|pid| ServerProcess {
+                        pid,
+                        gateway_threads: HBASE_GATEWAY_THREADS,
+                    })
+            }
+            (None, None) => None,
+        };
         let hbase = hbase.or_else(|| cluster.as_ref().map(|c| c.addr.clone()));
         run_bench(&config, json, hbase, oracle, local_timestamps, tune)
     }
+}
+
+/// The pid of the JVM `scripts/real-hbase start` runs, when `addr` is its gateway.
+fn real_hbase_pid(addr: &str) -> Option<u32> {
+    let work = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/real-hbase");
+    let env = std::fs::read_to_string(work.join("env")).ok()?;
+    let serves = env
+        .lines()
+        .any(|line| line.strip_prefix("HBASE_THRIFT=") == Some(addr));
+    let pid = std::fs::read_to_string(work.join("pid")).ok()?;
+    serves.then(|| pid.trim().parse().ok()).flatten()
 }
 
 fn run_bench(
@@ -244,9 +278,50 @@ fn run_bench(
             serde_json::to_string_pretty(&report).unwrap_or_default()
         );
     } else {
+        print_cluster_side(&report);
         print_ratios(&report);
     }
     Ok(true)
+}
+
+/// What each workload cost the gateway's side: its process's CPU (the in-process emulator's
+/// threads in the embedded profile), the gateway threads' part of it, the calls, and the cells
+/// and bytes written by family.
+fn print_cluster_side(report: &bench::BenchReport) {
+    println!(
+        "{:<14} {:>12} {:>9} {:>9}  written per op: cells (bytes) by family",
+        "cluster side", "server us/op", "gateway", "calls/op"
+    );
+    for (name, r) in &report.workloads {
+        let (server, gateway) = match (r.server_cpu_us_per_op, r.gateway_cpu_us_per_op) {
+            (Some(server), _) => (Some(server), r.server_gateway_cpu_us_per_op),
+            (None, Some(in_process)) => (Some(in_process), Some(in_process)),
+            (None, None) => (None, None),
+        };
+        let share = server.zip(gateway).filter(|(s, _)| *s > 0.0).map_or_else(
+            || "-".to_string(),
+            |(s, g)| format!("{:.0}%", 100.0 * g / s),
+        );
+        // A family written less than once per 200 ops (the liveness rows' refreshes) is left
+        // out of the line; the JSON report has it.
+        let written: Vec<String> = r
+            .written_per_op
+            .iter()
+            .filter(|f| f.cells >= 0.005)
+            .map(|f| format!("{} {:.2} ({:.0})", f.family, f.cells, f.bytes))
+            .collect();
+        println!(
+            "{name:<14} {:>12} {:>9} {:>9.2}  {}",
+            server.map_or_else(|| "-".to_string(), |s| format!("{s:.1}")),
+            share,
+            r.rpcs_per_op,
+            if written.is_empty() {
+                "-".to_string()
+            } else {
+                written.join(", ")
+            }
+        );
+    }
 }
 
 fn run_large(

@@ -1,5 +1,6 @@
 //! What a bench turn cost this process: CPU time and context switches, and the part of the CPU
-//! the in-process gateway's threads spent.
+//! the in-process gateway's threads spent; and what it cost the gateway's process when that is
+//! another one on this machine (a real HBase, or the cluster profile's emulator).
 //!
 //! The gateway's share answers a question the whole-process figure cannot: how much of an
 //! operation's cost is the emulated HBase's, which no client can remove. The emulator names its
@@ -38,16 +39,78 @@ impl Usage {
     /// could not be read, or when no gateway thread runs in this process (a gateway elsewhere).
     /// A thread that ended in between loses its last moments, one that started counts whole.
     pub fn gateway_us_since(&self, before: &Usage) -> Option<f64> {
-        let (now, then) = (self.gateway_ns.as_ref()?, before.gateway_ns.as_ref()?);
-        if now.is_empty() {
-            return None;
-        }
-        let ns: u64 = now
-            .iter()
-            .map(|(tid, ns)| ns.saturating_sub(then.get(tid).copied().unwrap_or(0)))
-            .sum();
-        Some(ns as f64 / 1e3)
+        threads_us_since(self.gateway_ns.as_ref()?, before.gateway_ns.as_ref()?)
     }
+}
+
+/// The gateway's process, when it is another one on this machine: its pid, and the prefix of
+/// the names of the threads that serve the Thrift gateway in it (HBase's `thrift-worker-N` and
+/// `thrift2-gateway`; the emulator's `hbase-emu-*`).
+#[derive(Clone, Debug)]
+pub struct ServerProcess {
+    pub pid: u32,
+    pub gateway_threads: &'static str,
+}
+
+/// The Thrift threads of a real HBase's gateway.
+pub const HBASE_GATEWAY_THREADS: &str = "thrift";
+/// The threads of an emulator in a process of its own.
+pub const EMULATOR_THREADS: &str = GATEWAY_THREADS;
+
+/// The CPU time of a server process so far, and of each of its gateway threads.
+#[derive(Clone)]
+pub(crate) struct ServerUsage {
+    cpu_us: Option<f64>,
+    gateway_ns: Option<HashMap<u32, u64>>,
+}
+
+impl ServerUsage {
+    pub fn now(server: &ServerProcess) -> ServerUsage {
+        let task_dir = format!("/proc/{}/task", server.pid);
+        ServerUsage {
+            cpu_us: process_cpu_us(server.pid),
+            gateway_ns: threads_cpu_ns(Path::new(&task_dir), server.gateway_threads),
+        }
+    }
+
+    /// The process's CPU time since `before`, in microseconds, and its gateway threads' part.
+    pub fn since(&self, before: &ServerUsage) -> (Option<f64>, Option<f64>) {
+        let cpu = self.cpu_us.zip(before.cpu_us).map(|(now, then)| now - then);
+        let gateway = self
+            .gateway_ns
+            .as_ref()
+            .zip(before.gateway_ns.as_ref())
+            .and_then(|(now, then)| threads_us_since(now, then));
+        (cpu, gateway)
+    }
+}
+
+/// The CPU time of process `pid` so far (user and system, of every thread it ever ran), from
+/// `/proc/PID/stat`; `None` when it cannot be read.
+fn process_cpu_us(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name is in parentheses and may hold spaces: fields count from after it.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i)?.parse::<f64>().ok();
+    // utime and stime are fields 14 and 15 of the whole line, 12 and 13 after the name.
+    let (utime, stime) = (ticks(11)?, ticks(12)?);
+    // SAFETY: sysconf reads a constant of the system.
+    let per_s = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    (per_s > 0).then(|| (utime + stime) * 1e6 / per_s as f64)
+}
+
+/// The CPU time the threads of `now` spent since `then` (by thread id), in microseconds;
+/// `None` when there is no such thread. A thread that ended in between loses its last
+/// moments, one that started counts whole.
+fn threads_us_since(now: &HashMap<u32, u64>, then: &HashMap<u32, u64>) -> Option<f64> {
+    if now.is_empty() {
+        return None;
+    }
+    let ns: u64 = now
+        .iter()
+        .map(|(tid, ns)| ns.saturating_sub(then.get(tid).copied().unwrap_or(0)))
+        .sum();
+    Some(ns as f64 / 1e3)
 }
 
 /// Time on the CPU of each thread under `task_dir` whose name starts with `prefix`, by thread
@@ -100,6 +163,31 @@ mod tests {
             })
             .unwrap();
         (running, handle)
+    }
+
+    #[test]
+    fn a_server_process_is_measured_whole_and_by_its_gateway_threads() {
+        let server = ServerProcess {
+            pid: std::process::id(),
+            gateway_threads: "gw-server-test",
+        };
+        let before = ServerUsage::now(&server);
+        let gateway = spin("gw-server-test");
+        std::thread::sleep(Duration::from_millis(300));
+        let after = ServerUsage::now(&server);
+        gateway.0.store(false, Ordering::Relaxed);
+        gateway.1.join().unwrap();
+        let (cpu, gateway) = after.since(&before);
+        let (cpu, gateway) = (cpu.expect("process cpu"), gateway.expect("gateway threads"));
+        assert!(
+            gateway > 100_000.0,
+            "the spinning thread ran most of 300 ms: {gateway} us"
+        );
+        // The process's figure counts in clock ticks (10 ms): it holds the thread's time.
+        assert!(
+            cpu + 20_000.0 >= gateway,
+            "the process {cpu} us holds its thread's {gateway} us"
+        );
     }
 
     #[test]
