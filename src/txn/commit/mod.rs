@@ -1,6 +1,5 @@
 //! The commit: two-phase commit of one transaction's buffered writes, read top-down in
-//! [`commit`] and [`Committer::commit`]. Failure handling follows docs/design.md invariants
-//! 1-4, 7 and 9.
+//! [`commit`]. Failure handling follows docs/design.md invariants 1-4, 7 and 9.
 //!
 //! The steps, in order, each a function of its own:
 //! 1. `checks`: the snapshot is not older than GC's safe point, every table and family written
@@ -62,7 +61,8 @@ pub(crate) struct Committed {
 }
 
 /// Commits `writes`, buffered by the transaction at `start_ts`, whose primary is `primary`:
-/// checks, then the two phases. `weak`: the cells given a notification without an observed
+/// the checks, the prewrites (each write's notification in its lock's request), the commit
+/// timestamp, the commit point, the secondaries. `weak`: the cells given a notification without an observed
 /// write; `extra`: a delete in the primary's row that lands with the commit point (observers
 /// clear their notifications so).
 ///
@@ -83,9 +83,12 @@ pub(crate) fn commit<'s>(
         // commit's timing.
         let started = Instant::now();
         let checks = checks::check(session.ctx(), start_ts, &cells, weak, started).await?;
-        Committer::new(session, start_ts, primary, cells, checks, extra, started)
-            .commit()
-            .await
+        let committer = Committer::new(session, start_ts, primary, cells, checks, extra, started);
+        let locked = committer.prewrite().await?;
+        let stamped = committer.commit_ts(&locked).await?;
+        let committed = committer.commit_point(stamped).await?;
+        committer.secondaries(committed.commit_ts).await?;
+        Ok(committed)
     }
 }
 
@@ -135,15 +138,6 @@ impl<'s> Committer<'s> {
             primary_extra,
             started,
         }
-    }
-
-    /// The two phases, once the checks passed.
-    async fn commit(self) -> Result<Committed> {
-        let locked = self.prewrite().await?;
-        let stamped = self.commit_ts(&locked).await?;
-        let committed = self.commit_point(stamped).await?;
-        self.secondaries(committed.commit_ts).await?;
-        Ok(committed)
     }
 
     /// Invariant 9: commit_ts is fetched only now, after every lock is in place. A client
