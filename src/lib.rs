@@ -74,6 +74,7 @@ pub mod migrate;
 pub mod observer;
 pub mod oracle;
 pub mod progress;
+mod ranges;
 mod runtime;
 #[cfg(test)]
 mod test_stack;

@@ -4,6 +4,10 @@
 //! and a repeated delete is harmless, so passes may overlap and be cut short anywhere.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use futures::stream::{FuturesUnordered, StreamExt};
+use parking_lot::Mutex;
 
 use crate::error::{Error, Result};
 use crate::format::{
@@ -14,6 +18,7 @@ use crate::gc::plan::{kept_versions, plan_column, StoredColumn};
 use crate::gc::{GcProgress, TableReport};
 use crate::hbase::{Delete, DeleteType, RowResult, Scan};
 use crate::key::Binary;
+use crate::ranges::KeyRange;
 use crate::txn::actions::ts;
 use crate::txn::store::next_page_start;
 use crate::txn::{HBaseAccess, Schema};
@@ -31,30 +36,68 @@ pub(crate) struct Pass<'a> {
 }
 
 impl Pass<'_> {
-    pub async fn collect(&self, table: &str) -> Result<TableReport> {
-        let mut report = TableReport {
+    /// Collects `table` over `ranges`, `workers` of them at a time. Each range is a pass of
+    /// its own (a repeated delete is harmless, so ranges may be cut short or done again);
+    /// the report and the progress are the table's, summed over the ranges.
+    pub async fn collect(
+        &self,
+        table: &str,
+        ranges: &[KeyRange],
+        workers: usize,
+    ) -> Result<TableReport> {
+        let report = Mutex::new(TableReport {
             table: table.to_string(),
+            ranges: ranges.len() as u64,
             ..TableReport::default()
-        };
-        let mut from = Vec::new();
-        let mut pages = 0u64;
+        });
+        let pages = AtomicU64::new(0);
+        let mut waiting = ranges.iter();
+        let mut running = FuturesUnordered::new();
+        for range in waiting.by_ref().take(workers.max(1)) {
+            running.push(self.collect_range(table, range, &report, &pages));
+        }
+        // The first failure ends the pass; the ranges under way stop with it.
+        while let Some(done) = running.next().await {
+            done?;
+            if let Some(range) = waiting.next() {
+                running.push(self.collect_range(table, range, &report, &pages));
+            }
+        }
+        drop(running);
+        Ok(report.into_inner())
+    }
+
+    async fn collect_range(
+        &self,
+        table: &str,
+        range: &KeyRange,
+        report: &Mutex<TableReport>,
+        pages: &AtomicU64,
+    ) -> Result<()> {
+        let mut from = range.start.clone();
         loop {
             if (self.cancelled)() {
                 return Err(Error::Shutdown);
             }
-            let scan = Scan::range(from.clone(), Vec::new()).max_versions(i32::MAX);
+            let scan = Scan::range(from.clone(), range.end.clone()).max_versions(i32::MAX);
             let page = self.store.scan_page(table, &scan, self.page_rows).await?;
+            let mut seen = TableReport::default();
             let deletes: Vec<Delete> = page
                 .iter()
-                .filter_map(|row| self.plan_row(table, row, &mut report))
+                .filter_map(|row| self.plan_row(table, row, &mut seen))
                 .collect();
             self.store.delete_many(table, &deletes).await?;
-            pages += 1;
-            (self.progress)(&GcProgress {
-                table: table.to_string(),
-                report: report.clone(),
-            });
-            if self.crash_after_pages == Some(pages) {
+            let pages_done = pages.fetch_add(1, Ordering::Relaxed) + 1;
+            let progress = {
+                let mut report = report.lock();
+                report.add(&seen);
+                GcProgress {
+                    table: table.to_string(),
+                    report: report.clone(),
+                }
+            };
+            (self.progress)(&progress);
+            if self.crash_after_pages == Some(pages_done) {
                 return Err(crate::error::client_crashed(
                     self.safe_point,
                     "gc between pages",
@@ -62,7 +105,7 @@ impl Pass<'_> {
             }
             match next_page_start(&page, self.page_rows) {
                 Some(next) => from = next,
-                None => return Ok(report),
+                None => return Ok(()),
             }
         }
     }

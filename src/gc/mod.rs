@@ -17,4 +17,6 @@ mod safe_point;
 mod worker;
 
 pub use safe_point::stored_safe_point;
-pub use worker::{GcHandle, GcOptions, GcProgress, GcReport, GcWorker, TableReport, MIN_LIFE_TIME};
+pub use worker::{
+    GcHandle, GcOptions, GcProgress, GcReport, GcWorker, TableReport, MAX_WORKERS, MIN_LIFE_TIME,
+};

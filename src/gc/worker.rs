@@ -16,6 +16,7 @@ use crate::gc::{locks, safe_point};
 use crate::hbase::{AsyncHBaseClient, HBaseClient, HBaseConfig};
 use crate::metrics;
 use crate::oracle::{physical_of, OracleClient};
+use crate::ranges::{self, KeyRange};
 use crate::txn::meta::META_REFRESH;
 use crate::txn::table_checks;
 use crate::txn::timestamps;
@@ -43,8 +44,12 @@ pub struct GcOptions {
     life_time: Duration,
     page_rows: i32,
     lock_tables: Option<Vec<String>>,
+    workers: usize,
     crash_after_pages: Option<u64>,
 }
+
+/// The most ranges a round collects at once ([`GcOptions::with_workers`]).
+pub const MAX_WORKERS: usize = 256;
 
 impl Default for GcOptions {
     fn default() -> Self {
@@ -52,6 +57,7 @@ impl Default for GcOptions {
             life_time: Duration::from_secs(600),
             page_rows: 64,
             lock_tables: None,
+            workers: 1,
             crash_after_pages: None,
         }
     }
@@ -96,6 +102,33 @@ impl GcOptions {
         self
     }
 
+    /// How many of a table's regions a round collects at once (1 to [`MAX_WORKERS`], 1 by
+    /// default): each region's key range is a pass of its own, so where a gateway's latency,
+    /// not its CPU, bounds a scan, `n` workers collect up to `n` times faster.
+    ///
+    /// ```
+    /// let opts = percolator::gc::GcOptions::default().with_workers(8)?;
+    /// assert_eq!(opts.workers(), 8);
+    /// assert!(percolator::gc::GcOptions::default().with_workers(0).is_err());
+    /// # Ok::<(), percolator::Error>(())
+    /// ```
+    pub fn with_workers(mut self, workers: usize) -> Result<Self> {
+        if !(1..=MAX_WORKERS).contains(&workers) {
+            return Err(Error::IllegalArgument {
+                message: format!("GC workers must be 1 to {MAX_WORKERS}, not {workers}"),
+            });
+        }
+        self.workers = workers;
+        Ok(self)
+    }
+
+    /// ```
+    /// assert_eq!(percolator::gc::GcOptions::default().workers(), 1);
+    /// ```
+    pub fn workers(&self) -> usize {
+        self.workers
+    }
+
     /// Resolve locks only in these tables instead of every transactional table: only correct
     /// when no transaction spans the collected tables and any other (tests, single-table
     /// services on a shared cluster).
@@ -131,6 +164,8 @@ impl GcOptions {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct TableReport {
     pub table: String,
+    /// The key ranges (the table's regions when the round began) it was collected in.
+    pub ranges: u64,
     pub rows: u64,
     /// Logical cells (columns with a lock cell or write records).
     pub cells: u64,
@@ -153,6 +188,17 @@ impl TableReport {
     /// ```
     pub fn removed(&self) -> u64 {
         self.write_records_removed + self.data_versions_removed
+    }
+
+    /// Adds what `other` (a page of the same table) saw and removed.
+    pub(crate) fn add(&mut self, other: &TableReport) {
+        self.rows += other.rows;
+        self.cells += other.cells;
+        self.write_records_removed += other.write_records_removed;
+        self.rollback_records_removed += other.rollback_records_removed;
+        self.data_versions_removed += other.data_versions_removed;
+        self.versions_kept += other.versions_kept;
+        self.damaged += other.damaged;
     }
 }
 
@@ -359,12 +405,25 @@ impl GcWorker {
             progress,
         };
         for table in tables {
-            let collected = pass.collect(table).await?;
+            let ranges = self.ranges(table).await?;
+            let collected = pass.collect(table, &ranges, self.opts.workers).await?;
             metrics::count_n(metrics::key!(metrics::GC_COLLECTED), collected.removed());
             report.tables.push(collected);
         }
         report.collect_secs = started.elapsed().as_secs_f64();
         Ok(report)
+    }
+
+    /// The key ranges a round collects `table` in: its regions when it collects several at
+    /// once, else the whole table.
+    async fn ranges(&self, table: &str) -> Result<Vec<KeyRange>> {
+        if self.opts.workers < 2 {
+            return Ok(vec![KeyRange::all()]);
+        }
+        let (admin, table) = (self.admin.clone(), table.to_string());
+        tokio::task::spawn_blocking(move || ranges::table_ranges(&admin, &table))
+            .await
+            .map_err(|_| Error::Shutdown)?
     }
 
     /// Every enabled table with the percolator families (the lock pass covers them all). A

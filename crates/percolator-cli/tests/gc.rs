@@ -508,6 +508,14 @@ fn percolator_gc_reports_a_round_as_json_and_refuses_bad_input_with_a_non_zero_e
     let missing = gc(&["--once", "no_such_table_for_gc"]);
     assert!(!missing.status.success(), "{missing:?}");
     assert!(!String::from_utf8_lossy(&missing.stderr).is_empty());
+    for workers in ["0", "257", "many"] {
+        let refused = gc(&["--workers", workers, "--once", &table]);
+        assert!(!refused.status.success(), "--workers {workers}: {refused:?}");
+        assert!(
+            String::from_utf8_lossy(&refused.stderr).contains("--workers"),
+            "the error names the flag: {refused:?}"
+        );
+    }
 }
 
 #[test]
@@ -547,6 +555,63 @@ fn two_gc_processes_at_once_leave_one_version_below_the_safe_point_and_reads_rig
     }
     block(a.shutdown());
     block(b.shutdown());
+}
+
+#[test]
+fn a_table_of_several_regions_is_collected_region_by_region_as_a_whole_pass_would() {
+    let env = Env::start();
+    let opts = options(&env);
+    let table = unique("gc_regions");
+    let splits: Vec<Vec<u8>> = ["r2", "r4", "r6"]
+        .iter()
+        .map(|k| k.as_bytes().to_vec())
+        .collect();
+    let desc = opts.schema().table(&table, &["f"]);
+    setup::create_split(&env.hbase, opts.schema(), &desc, env.granularity, &splits).unwrap();
+    env.created(&table);
+    let client = env.client_with(opts.clone());
+    let keys: Vec<CellKey> = (0..8).map(|i| env.key(&table, &format!("r{i}"))).collect();
+    for round in 0..3 {
+        client
+            .run(|t| {
+                for k in &keys {
+                    t.set(&table, &k.row, "f", "q", format!("v{round}"))?;
+                }
+                Ok(())
+            })
+            .unwrap();
+    }
+    std::thread::sleep(LIFE + Duration::from_millis(500));
+    // Two rows a page: every region takes pages of its own, four of them at once.
+    let gc_options = GcOptions::default()
+        .with_page_rows(2)
+        .with_workers(4)
+        .unwrap();
+    let gc = worker_with(&env, &opts, &[&table], gc_options);
+    let report = run(&gc, &[&table]).unwrap();
+    let collected = &report.tables[0];
+    assert_eq!(collected.ranges, 4, "one range per region: {collected:?}");
+    assert_eq!(collected.rows, 8, "every row once: {collected:?}");
+    assert_eq!(
+        (
+            collected.write_records_removed,
+            collected.data_versions_removed
+        ),
+        (16, 16),
+        "each cell loses its two older records and data versions: {collected:?}"
+    );
+    for k in &keys {
+        assert_eq!(split_writes(&env, k, report.safe_point), (1, 0), "{k}");
+        assert_eq!(env.data_versions(k).len(), 1, "{k}");
+        assert_eq!(get(&client, k), Some(b"v2".to_vec()));
+    }
+    block(gc.shutdown());
+    for workers in [0, percolator::gc::MAX_WORKERS + 1] {
+        assert!(
+            GcOptions::default().with_workers(workers).is_err(),
+            "{workers} workers refused"
+        );
+    }
 }
 
 /// A raw prewrite of `key` for a transaction at `start_ts` with `primary`, owned by `owner`,
