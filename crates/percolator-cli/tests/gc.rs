@@ -510,7 +510,10 @@ fn percolator_gc_reports_a_round_as_json_and_refuses_bad_input_with_a_non_zero_e
     assert!(!String::from_utf8_lossy(&missing.stderr).is_empty());
     for workers in ["0", "257", "many"] {
         let refused = gc(&["--workers", workers, "--once", &table]);
-        assert!(!refused.status.success(), "--workers {workers}: {refused:?}");
+        assert!(
+            !refused.status.success(),
+            "--workers {workers}: {refused:?}"
+        );
         assert!(
             String::from_utf8_lossy(&refused.stderr).contains("--workers"),
             "the error names the flag: {refused:?}"

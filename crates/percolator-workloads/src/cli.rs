@@ -3,7 +3,7 @@
 
 use clap::{Parser, Subcommand};
 
-use crate::{bench_command, demo, gc_bench, large, observe_demo, soak};
+use crate::{bench_command, demo, gc_bench, gc_scale, large, observe_demo, soak};
 
 /// `percolator-workloads`' command line.
 ///
@@ -59,6 +59,9 @@ pub enum Command {
     /// An hour of updates compressed in time, with and without GC (the README's figure).
     #[command(hide = true)]
     GcBench(gc_bench::GcBenchConfig),
+    /// How GC's collection speeds up with workers, over a table of many regions.
+    #[command(hide = true)]
+    GcScale(gc_scale::GcScaleConfig),
     /// The emulator for `bench --profile cluster`, in a process of its own: prints its address
     /// on the first line, serves until its standard input closes (its parent exited).
     #[command(hide = true)]

@@ -75,15 +75,12 @@ pub fn run(config: &GcBenchConfig) -> Result<GcBenchReport> {
         txn::setup::create_table(&stack.hbase, &schema, t, &["f"])?;
     }
     let liveness = format!("gcb_liveness_{suffix}");
-    let options = stack
-        .txn_options(LivenessConfig {
-            table: liveness.clone(),
-            ttl_secs: 3,
-            ..LivenessConfig::default()
-        })?
-        .to_builder()
-        .schema(schema.clone())
-        .build();
+    let liveness_config = LivenessConfig {
+        table: liveness.clone(),
+        ttl_secs: 3,
+        ..LivenessConfig::default()
+    };
+    let options = stack.txn_options_in(&schema, liveness_config)?;
     let client = stack.client(options.clone())?;
     let runtime = tokio::runtime::Runtime::new().map_err(|e| percolator::Error::io("tokio", e))?;
     let gc_opts = GcOptions::default()
@@ -139,12 +136,7 @@ pub fn run(config: &GcBenchConfig) -> Result<GcBenchReport> {
         gc_rounds_cells_per_sec: rate,
         gc_safe_point_lag_secs: lag,
     };
-    let admin = stack.hbase.admin();
-    for t in [&with, &without, &liveness, &schema.meta_table] {
-        if let Err(e) = admin.disable_table(t).and_then(|()| admin.delete_table(t)) {
-            tracing::warn!(table = %t, error = %e, "could not drop a bench table");
-        }
-    }
+    stack.drop_tables(&[&with, &without, &liveness, &schema.meta_table]);
     Ok(report)
 }
 

@@ -14,7 +14,8 @@
 //!   [`handed`] checks the timestamps a standby group of oracles handed out.
 //! - [`bench`], [`bench_command`]: raw HBase operations vs transactions, and the protocol's
 //!   floors; [`large`] and [`notify_bench`] their large-transaction and observer workloads.
-//! - [`gc_bench`]: an hour of updates compressed in time, with and without GC.
+//! - [`gc_bench`]: an hour of updates compressed in time, with and without GC; [`gc_scale`]:
+//!   GC's collection with 1, 2, 4, 8 workers over a table of many regions.
 
 // The library's `Error` is deliberately rich; see its docs.
 #![allow(clippy::result_large_err)]
@@ -28,6 +29,7 @@ pub mod cli;
 pub mod demo;
 mod floor;
 pub mod gc_bench;
+pub mod gc_scale;
 pub mod handed;
 pub mod large;
 pub mod notify_bench;

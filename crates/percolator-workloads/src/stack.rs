@@ -137,6 +137,29 @@ impl Stack {
         Ok(TxnOptions::builder().liveness(liveness).build())
     }
 
+    /// [`Stack::txn_options`] whose clients keep their meta rows in `schema`'s meta table.
+    pub fn txn_options_in(
+        &self,
+        schema: &txn::Schema,
+        liveness: LivenessConfig,
+    ) -> Result<TxnOptions> {
+        Ok(self
+            .txn_options(liveness)?
+            .to_builder()
+            .schema(schema.clone())
+            .build())
+    }
+
+    /// Drops a bench's tables; one that cannot be dropped is logged, not an error.
+    pub fn drop_tables(&self, tables: &[&str]) {
+        let admin = self.hbase.admin();
+        for t in tables {
+            if let Err(e) = admin.disable_table(t).and_then(|()| admin.delete_table(t)) {
+                tracing::warn!(table = %t, error = %e, "could not drop a bench table");
+            }
+        }
+    }
+
     pub fn client(&self, options: TxnOptions) -> Result<txn::Client> {
         let store = Arc::new(self.hbase.asynchronous());
         txn::Client::new(store, self.tso.clone(), options)

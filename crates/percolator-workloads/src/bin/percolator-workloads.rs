@@ -4,7 +4,7 @@
 use std::process::ExitCode;
 
 use percolator_workloads::cli::{Cli, Command};
-use percolator_workloads::{bench_command, demo, gc_bench, large, observe_demo, soak};
+use percolator_workloads::{bench_command, demo, gc_bench, gc_scale, large, observe_demo, soak};
 
 /// mimalloc, as in every binary of the project: glibc's allocator took 12-19% of the
 /// benchmark's CPU (see docs/benchmarks.md).
@@ -33,6 +33,13 @@ fn run(command: Command) -> percolator::Result<bool> {
         Command::LargeClient(config) => large::run_client(&config).map(|()| true),
         Command::Bench(args) => bench_command::run(args),
         Command::ServeEmulator { latency_us } => bench_command::serve_emulator(latency_us),
+        Command::GcScale(config) => gc_scale::run(&config).map(|rounds| {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&rounds).unwrap_or_default()
+            );
+            true
+        }),
         Command::GcBench(config) => gc_bench::run(&config).map(|report| {
             println!(
                 "{}",
