@@ -70,3 +70,52 @@ fn the_notify_bench_with_a_worker_killed_loses_no_change() {
     assert_eq!(result["errors"].as_u64(), Some(0), "{out}");
     assert!(result["max_us"].as_f64().unwrap() >= result["p99_us"].as_f64().unwrap());
 }
+
+/// The cluster's side of a short-value write as the bench counts it: the data cell, the lock
+/// and its release, and the write record, against a raw put's one cell; and the gateway
+/// process's CPU, measured when it is a process of its own (the cluster profile's emulator).
+#[test]
+fn the_bench_counts_the_cells_a_write_costs_the_cluster_and_the_gateways_cpu() {
+    let (code, out, err) = workloads(&[
+        "bench",
+        "--profile",
+        "cluster",
+        "--seconds",
+        "0.5",
+        "--rounds",
+        "1",
+        "--rows",
+        "100",
+        "--threads",
+        "2",
+        "--workloads",
+        "raw_put,txn_put1",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let report: serde_json::Value = serde_json::from_str(&out).expect(&out);
+    let cells = |workload: &str, family: &str| {
+        let written = report["workloads"][workload]["written_per_op"]
+            .as_array()
+            .expect(&out);
+        written
+            .iter()
+            .find(|f| f["family"] == family)
+            .and_then(|f| f["cells"].as_f64())
+            .map_or(0.0, |c| (c * 100.0).round() / 100.0)
+    };
+    assert_eq!(cells("raw_put", "f"), 1.0, "{out}");
+    let txn: Vec<f64> = ["f", "_pl", "_pw"]
+        .iter()
+        .map(|f| cells("txn_put1", f))
+        .collect();
+    assert_eq!(
+        txn,
+        [1.0, 2.0, 1.0],
+        "data, lock and release, write record: {out}"
+    );
+    for workload in ["raw_put", "txn_put1"] {
+        let server = report["workloads"][workload]["server_cpu_us_per_op"].as_f64();
+        assert!(server.is_some_and(|us| us > 0.0), "{workload}: {out}");
+    }
+}
