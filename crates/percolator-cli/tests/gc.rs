@@ -95,6 +95,27 @@ fn run(gc: &GcWorker, tables: &[&str]) -> percolator::Result<GcReport> {
     block(gc.run_once(&tables, &|_| {}))
 }
 
+/// `rounds` transactions, each writing `v<round>` to every one of `keys`: the versions a GC
+/// round then finds to collect.
+fn commit_rounds(client: &Client, keys: &[CellKey], rounds: usize) {
+    for round in 0..rounds {
+        client
+            .run(|t| {
+                for k in keys {
+                    t.set(
+                        &k.table,
+                        &k.row,
+                        &k.family,
+                        &k.qualifier,
+                        format!("v{round}"),
+                    )?;
+                }
+                Ok(())
+            })
+            .unwrap();
+    }
+}
+
 fn put(client: &Client, key: &CellKey, value: &str) {
     client
         .run(|t| t.set(&key.table, &key.row, &key.family, &key.qualifier, value))
@@ -344,16 +365,7 @@ fn a_crash_mid_gc_leaves_every_read_right_and_a_rerun_finishes() {
     let keys: Vec<CellKey> = (0..12)
         .map(|i| env.key(&table, &format!("r{i:02}")))
         .collect();
-    for round in 0..4 {
-        client
-            .run(|t| {
-                for k in &keys {
-                    t.set(&table, &k.row, "f", "q", format!("v{round}"))?;
-                }
-                Ok(())
-            })
-            .unwrap();
-    }
+    commit_rounds(&client, &keys, 4);
     std::thread::sleep(LIFE + Duration::from_millis(500));
     let crashing = worker_with(
         &env,
@@ -525,16 +537,8 @@ fn percolator_gc_reports_a_round_as_json_and_refuses_bad_input_with_a_non_zero_e
 fn two_gc_processes_at_once_leave_one_version_below_the_safe_point_and_reads_right() {
     let (env, opts, table, client, key) = setup("gc_twice");
     let keys: Vec<CellKey> = (0..8).map(|i| env.key(&table, &format!("r{i}"))).collect();
-    for round in 0..3 {
-        client
-            .run(|t| {
-                for k in keys.iter().chain([&key]) {
-                    t.set(&table, &k.row, "f", "q", format!("v{round}"))?;
-                }
-                Ok(())
-            })
-            .unwrap();
-    }
+    let all: Vec<CellKey> = keys.iter().chain([&key]).cloned().collect();
+    commit_rounds(&client, &all, 3);
     std::thread::sleep(LIFE + Duration::from_millis(500));
     let paged = GcOptions::default().with_page_rows(2);
     let (a, b) = (
@@ -574,16 +578,7 @@ fn a_table_of_several_regions_is_collected_region_by_region_as_a_whole_pass_woul
     env.created(&table);
     let client = env.client_with(opts.clone());
     let keys: Vec<CellKey> = (0..8).map(|i| env.key(&table, &format!("r{i}"))).collect();
-    for round in 0..3 {
-        client
-            .run(|t| {
-                for k in &keys {
-                    t.set(&table, &k.row, "f", "q", format!("v{round}"))?;
-                }
-                Ok(())
-            })
-            .unwrap();
-    }
+    commit_rounds(&client, &keys, 3);
     std::thread::sleep(LIFE + Duration::from_millis(500));
     // Two rows a page: every region takes pages of its own, four of them at once.
     let gc_options = GcOptions::default()
